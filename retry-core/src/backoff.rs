@@ -1,0 +1,296 @@
+//! Backoff curves: the delay before retry `r`, before any cap, floor or jitter.
+
+use core::fmt;
+use core::time::Duration;
+
+use crate::error::PolicyError;
+use crate::nanos::{from_nanos, nanos};
+
+/// The shape of the delays before successive retries (SPEC 2).
+///
+/// Retry `r` (r = 1, 2, …) is attempt `r + 1`. The curve gives the raw delay before
+/// retry `r`; the policy then caps it with `max_delay`, floors it with `min_delay`
+/// and applies jitter. All arithmetic saturates at [`Duration::MAX`] for every `r`.
+///
+/// ```
+/// use core::time::Duration;
+/// use retry_core::Backoff;
+///
+/// let exp = Backoff::exponential(Duration::from_secs(1), 2.0);
+/// assert_eq!(exp.delay(1), Duration::from_secs(1));
+/// assert_eq!(exp.delay(4), Duration::from_secs(8));
+/// assert_eq!(exp.delay(u32::MAX), Duration::MAX);
+///
+/// let fib = Backoff::fibonacci(Duration::from_millis(100));
+/// let delays: Vec<_> = (1..=6).map(|r| fib.delay(r).as_millis()).collect();
+/// assert_eq!(delays, [100, 100, 200, 300, 500, 800]);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum Backoff {
+    /// No delay at all: every retry starts at once.
+    None,
+    /// The same delay before every retry.
+    Constant {
+        /// The delay.
+        delay: Duration,
+    },
+    /// `initial + (r - 1) * increment`.
+    Linear {
+        /// The delay before retry 1.
+        initial: Duration,
+        /// Added for every further retry.
+        increment: Duration,
+    },
+    /// `initial * factor^(r - 1)`.
+    Exponential {
+        /// The delay before retry 1.
+        initial: Duration,
+        /// The growth factor; any finite value >= 1.
+        factor: f64,
+    },
+    /// Each delay is the sum of the previous two: `initial, initial, 2·initial,
+    /// 3·initial, 5·initial, …`.
+    Fibonacci {
+        /// The delay before retries 1 and 2.
+        initial: Duration,
+    },
+}
+
+impl Default for Backoff {
+    /// Exponential from 1 s, doubling.
+    fn default() -> Self {
+        Backoff::exponential(Duration::from_secs(1), 2.0)
+    }
+}
+
+impl Backoff {
+    /// A constant delay.
+    #[must_use]
+    pub const fn constant(delay: Duration) -> Backoff {
+        Backoff::Constant { delay }
+    }
+
+    /// A linear curve whose increment equals its initial delay (SPEC 2's default).
+    #[must_use]
+    pub const fn linear(initial: Duration) -> Backoff {
+        Backoff::Linear {
+            initial,
+            increment: initial,
+        }
+    }
+
+    /// A linear curve with its own increment.
+    #[must_use]
+    pub const fn linear_by(initial: Duration, increment: Duration) -> Backoff {
+        Backoff::Linear { initial, increment }
+    }
+
+    /// An exponential curve. `factor` must be finite and >= 1; the policy builder
+    /// rejects anything else with [`PolicyError::InvalidFactor`].
+    #[must_use]
+    pub const fn exponential(initial: Duration, factor: f64) -> Backoff {
+        Backoff::Exponential { initial, factor }
+    }
+
+    /// A Fibonacci curve.
+    #[must_use]
+    pub const fn fibonacci(initial: Duration) -> Backoff {
+        Backoff::Fibonacci { initial }
+    }
+
+    /// The curve's name, as used in configs, command-line flags and metric labels.
+    #[must_use]
+    pub const fn name(&self) -> &'static str {
+        match self {
+            Backoff::None => "none",
+            Backoff::Constant { .. } => "constant",
+            Backoff::Linear { .. } => "linear",
+            Backoff::Exponential { .. } => "exponential",
+            Backoff::Fibonacci { .. } => "fibonacci",
+        }
+    }
+
+    /// The delay before retry 1 (zero for [`Backoff::None`]); decorrelated jitter
+    /// draws from here upwards.
+    #[must_use]
+    pub const fn initial(&self) -> Duration {
+        match *self {
+            Backoff::None => Duration::ZERO,
+            Backoff::Constant { delay } => delay,
+            Backoff::Linear { initial, .. }
+            | Backoff::Exponential { initial, .. }
+            | Backoff::Fibonacci { initial } => initial,
+        }
+    }
+
+    /// Checks the curve's parameters.
+    ///
+    /// # Errors
+    /// [`PolicyError::InvalidFactor`] for an exponential factor that is NaN,
+    /// infinite or below 1.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        match *self {
+            Backoff::Exponential { factor, .. } if !(factor.is_finite() && factor >= 1.0) => {
+                Err(PolicyError::InvalidFactor { value: factor })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The raw delay before retry `retry` (1-based; 0 is read as 1), saturating at
+    /// [`Duration::MAX`]. No cap, floor or jitter is applied here.
+    #[must_use]
+    pub fn delay(&self, retry: u32) -> Duration {
+        let steps = retry.saturating_sub(1);
+        match *self {
+            Backoff::None => Duration::ZERO,
+            Backoff::Constant { delay } => delay,
+            Backoff::Linear { initial, increment } => {
+                initial.saturating_add(increment.saturating_mul(steps))
+            }
+            Backoff::Exponential { initial, factor } => exponential(initial, factor, steps),
+            Backoff::Fibonacci { initial } => {
+                from_nanos(nanos(initial).saturating_mul(u128::from(fibonacci(retry))))
+            }
+        }
+    }
+}
+
+impl fmt::Display for Backoff {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use crate::time::DisplayDuration as D;
+        match *self {
+            Backoff::None => f.write_str("none"),
+            Backoff::Constant { delay } => write!(f, "constant {}", D(delay)),
+            Backoff::Linear { initial, increment } => {
+                write!(f, "linear {} +{}", D(initial), D(increment))
+            }
+            Backoff::Exponential { initial, factor } => {
+                write!(f, "exponential {} x{factor}", D(initial))
+            }
+            Backoff::Fibonacci { initial } => write!(f, "fibonacci {}", D(initial)),
+        }
+    }
+}
+
+/// `initial * factor^steps`, saturating. Uses only IEEE-754 multiplication, which is
+/// correctly rounded everywhere, so the result is identical on every platform.
+fn exponential(initial: Duration, factor: f64, steps: u32) -> Duration {
+    let base = nanos(initial);
+    if base == 0 || steps == 0 {
+        return initial;
+    }
+    // An invalid factor cannot get past the builder; be total anyway.
+    if !(factor.is_finite() && factor >= 1.0) {
+        return initial;
+    }
+    // Exact integer path for the common factor 2 (an exact comparison on purpose).
+    #[allow(clippy::float_cmp)]
+    let doubling = factor == 2.0;
+    if doubling {
+        return match 1u128.checked_shl(steps) {
+            Some(m) => from_nanos(base.saturating_mul(m)),
+            None => Duration::MAX,
+        };
+    }
+    let scaled = base as f64 * powi(factor, steps);
+    from_nanos_f64(scaled)
+}
+
+/// `x^n` by repeated squaring (core has no `powi` without std).
+fn powi(mut x: f64, mut n: u32) -> f64 {
+    let mut acc = 1.0_f64;
+    while n > 0 {
+        if n & 1 == 1 {
+            acc *= x;
+        }
+        n >>= 1;
+        if n > 0 {
+            x *= x;
+        }
+        if acc.is_infinite() {
+            break;
+        }
+    }
+    acc
+}
+
+/// Nanoseconds as a float to a saturating `Duration` (NaN reads as zero).
+pub(crate) fn from_nanos_f64(n: f64) -> Duration {
+    // `as` saturates at the integer range and maps NaN to 0: the truncation of the
+    // fraction is the intended rounding down.
+    #[allow(clippy::cast_possible_truncation)]
+    let whole = n as u128;
+    from_nanos(whole)
+}
+
+/// The r-th Fibonacci number with F(1) = F(2) = 1, saturating at `u64::MAX`
+/// (F(93) is the last that fits).
+fn fibonacci(r: u32) -> u64 {
+    if r > 93 {
+        return u64::MAX;
+    }
+    let (mut a, mut b) = (0u64, 1u64);
+    for _ in 1..r.max(1) {
+        let next = a.saturating_add(b);
+        a = b;
+        b = next;
+    }
+    b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worked_curves() {
+        let ms = Duration::from_millis;
+        assert_eq!(Backoff::None.delay(7), Duration::ZERO);
+        assert_eq!(Backoff::constant(ms(5)).delay(9), ms(5));
+        assert_eq!(Backoff::linear(ms(100)).delay(3), ms(300));
+        assert_eq!(Backoff::linear_by(ms(100), ms(10)).delay(3), ms(120));
+        assert_eq!(Backoff::exponential(ms(5), 2.0).delay(3), ms(20));
+        assert_eq!(Backoff::exponential(ms(100), 1.5).delay(3), ms(225));
+        assert_eq!(Backoff::exponential(ms(100), 1.0).delay(1000), ms(100));
+        assert_eq!(Backoff::fibonacci(ms(1)).delay(10), ms(55));
+        assert_eq!(Backoff::fibonacci(ms(1)).delay(0), ms(1));
+    }
+
+    #[test]
+    fn saturates_everywhere() {
+        let big = Duration::MAX;
+        for r in [1, 2, 64, 93, 94, 127, 128, 129, u32::MAX] {
+            let _ = Backoff::linear(big).delay(r);
+            let _ = Backoff::fibonacci(big).delay(r);
+            let _ = Backoff::exponential(big, 2.0).delay(r);
+            let _ = Backoff::exponential(big, 1.0000001).delay(r);
+            let _ = Backoff::exponential(Duration::from_nanos(1), f64::MAX).delay(r);
+        }
+        assert_eq!(
+            Backoff::exponential(Duration::from_secs(1), 2.0).delay(200),
+            Duration::MAX
+        );
+        assert_eq!(
+            Backoff::exponential(Duration::from_secs(1), 3.0).delay(u32::MAX),
+            Duration::MAX
+        );
+        assert_eq!(Backoff::linear(big).delay(2), Duration::MAX);
+        assert_eq!(fibonacci(93), 12_200_160_415_121_876_738);
+        assert_eq!(fibonacci(94), u64::MAX);
+    }
+
+    #[test]
+    fn validation_names_the_factor() {
+        for bad in [f64::NAN, f64::INFINITY, 0.5, -2.0, f64::NEG_INFINITY] {
+            let err = Backoff::exponential(Duration::from_secs(1), bad)
+                .validate()
+                .unwrap_err();
+            assert_eq!(err.field(), "backoff.factor");
+        }
+        assert!(Backoff::exponential(Duration::from_secs(1), 1.0)
+            .validate()
+            .is_ok());
+    }
+}

@@ -1,0 +1,280 @@
+//! Jitter kinds and the small seeded generator behind them.
+//!
+//! Randomness never comes from the OS: every draw is a pure function of a seed the
+//! caller supplies, the retry number and the delay being jittered, so the same
+//! inputs give the same delays to the nanosecond on every platform.
+
+use core::fmt;
+use core::time::Duration;
+
+use crate::error::PolicyError;
+use crate::nanos::{from_nanos, nanos};
+
+/// How a delay is randomised (SPEC 3). `f` is a fraction in `[0, 1]`.
+///
+/// | kind | result for a capped delay `d` |
+/// |---|---|
+/// | `None` | `d` |
+/// | `Full` | uniform in `[0, d]` |
+/// | `Equal` | `d/2 +` uniform in `[0, d/2]` |
+/// | `Decorrelated` | `min(cap, uniform in [initial, 3 × previous delay])` |
+/// | `Subtract(f)` | `d −` uniform in `[0, f·d]` |
+/// | `Add(f)` | `d +` uniform in `[0, f·d)`: the only kind that may exceed the cap |
+/// | `Spread(f)` | `d × (1 +` uniform in `[−f, +f])`, then capped |
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum Jitter {
+    /// No randomness.
+    #[default]
+    None,
+    /// Uniform in `[0, d]` ("full jitter").
+    Full,
+    /// Half the delay fixed, the other half random.
+    Equal,
+    /// Each delay drawn from `[initial, 3 × previous]`, capped; stateful.
+    Decorrelated,
+    /// Subtract up to the fraction `f` of the delay.
+    Subtract(f64),
+    /// Add up to (but not including) the fraction `f` of the delay.
+    Add(f64),
+    /// Scale by a factor drawn from `[1 − f, 1 + f]`.
+    Spread(f64),
+}
+
+impl Jitter {
+    /// The kind's name, as used in configs and command-line flags.
+    #[must_use]
+    pub const fn name(&self) -> &'static str {
+        match self {
+            Jitter::None => "none",
+            Jitter::Full => "full",
+            Jitter::Equal => "equal",
+            Jitter::Decorrelated => "decorrelated",
+            Jitter::Subtract(_) => "subtract",
+            Jitter::Add(_) => "add",
+            Jitter::Spread(_) => "spread",
+        }
+    }
+
+    /// The fraction of the `Subtract`, `Add` and `Spread` kinds.
+    #[must_use]
+    pub const fn fraction(&self) -> Option<f64> {
+        match *self {
+            Jitter::Subtract(f) | Jitter::Add(f) | Jitter::Spread(f) => Some(f),
+            _ => None,
+        }
+    }
+
+    /// Whether the result may exceed the cap (only [`Jitter::Add`]).
+    #[must_use]
+    pub const fn may_exceed_cap(&self) -> bool {
+        matches!(self, Jitter::Add(_))
+    }
+
+    /// Checks the fraction.
+    ///
+    /// # Errors
+    /// [`PolicyError::InvalidJitterFraction`] when the fraction is NaN, negative or
+    /// above 1.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        match self.fraction() {
+            Some(f) if !(0.0..=1.0).contains(&f) => Err(PolicyError::InvalidJitterFraction {
+                kind: self.name(),
+                value: f,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Applies the jitter to `d`, a delay already capped at `cap`.
+    ///
+    /// `draw` is the random word for this retry (see [`jitter_draw`]);
+    /// `initial` and `previous` are used by [`Jitter::Decorrelated`] only. The result
+    /// is not capped again except where the table above says so.
+    #[must_use]
+    pub fn apply(
+        &self,
+        d: Duration,
+        draw: u64,
+        initial: Duration,
+        previous: Duration,
+        cap: Duration,
+    ) -> Duration {
+        let n = nanos(d);
+        let out = match *self {
+            Jitter::None => n,
+            Jitter::Full => uniform_inclusive(n, draw),
+            Jitter::Equal => {
+                let half = n / 2;
+                half.saturating_add(uniform_inclusive(n.saturating_sub(half), draw))
+            }
+            Jitter::Decorrelated => {
+                let lo = nanos(initial);
+                let hi = nanos(previous).saturating_mul(3);
+                let pick = if hi <= lo {
+                    lo
+                } else {
+                    lo.saturating_add(uniform_inclusive(hi.saturating_sub(lo), draw))
+                };
+                pick.min(nanos(cap))
+            }
+            Jitter::Subtract(f) => n.saturating_sub(uniform_inclusive(span(n, f), draw)),
+            Jitter::Add(f) => n.saturating_add(uniform_exclusive(span(n, f), draw)),
+            Jitter::Spread(f) => {
+                let s = span(n, f);
+                let offset = uniform_inclusive(s.saturating_mul(2), draw);
+                // n + (offset - s), never below zero, then capped.
+                n.saturating_add(offset).saturating_sub(s).min(nanos(cap))
+            }
+        };
+        from_nanos(out)
+    }
+}
+
+impl fmt::Display for Jitter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.fraction() {
+            Some(x) => write!(f, "{}:{x}", self.name()),
+            None => f.write_str(self.name()),
+        }
+    }
+}
+
+/// `f · n`, rounded down; a fraction outside `[0, 1]` is clamped (the builder
+/// rejects it earlier).
+fn span(n: u128, f: f64) -> u128 {
+    let f = if f.is_nan() { 0.0 } else { f.clamp(0.0, 1.0) };
+    // `as` saturates; f <= 1 keeps the product within n; dropping the fraction is
+    // the rounding down.
+    #[allow(clippy::cast_possible_truncation)]
+    let span = ((n as f64) * f) as u128;
+    span
+}
+
+/// Uniform in `[0, x]` from one 64-bit draw, by multiply-high (Lemire), with no
+/// division and no loop. Ranges wider than 2^64 keep their top 64 bits.
+fn uniform_inclusive(x: u128, draw: u64) -> u128 {
+    if x == 0 {
+        return 0;
+    }
+    if let Ok(x64) = u64::try_from(x) {
+        // draw < 2^64 and x + 1 <= 2^64, so the product fits in u128.
+        let range = u128::from(x64).saturating_add(1);
+        return u128::from(draw).saturating_mul(range) >> 64;
+    }
+    let shift = 64u32.saturating_sub(x.leading_zeros());
+    let hi = x >> shift;
+    let pick = uniform_inclusive(hi, draw) << shift;
+    pick.min(x)
+}
+
+/// Uniform in `[0, x)`; zero when `x` is zero.
+fn uniform_exclusive(x: u128, draw: u64) -> u128 {
+    if x == 0 {
+        0
+    } else {
+        uniform_inclusive(x.saturating_sub(1), draw)
+    }
+}
+
+/// SplitMix64's output function: a bijective 64-bit mixer with good avalanche.
+pub(crate) const fn mix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The random word for retry `retry` with base delay `base` under `seed`: a pure
+/// function of the three, so any retry's jitter can be recomputed on its own.
+///
+/// ```
+/// use core::time::Duration;
+/// use retry_core::jitter_draw;
+/// let a = jitter_draw(42, 3, Duration::from_secs(4));
+/// assert_eq!(a, jitter_draw(42, 3, Duration::from_secs(4)));
+/// assert_ne!(a, jitter_draw(42, 4, Duration::from_secs(4)));
+/// assert_ne!(a, jitter_draw(43, 3, Duration::from_secs(4)));
+/// ```
+#[must_use]
+pub const fn jitter_draw(seed: u64, retry: u32, base: Duration) -> u64 {
+    let n = base.as_nanos();
+    // Split into the low and high 64-bit words; the truncation is the point.
+    #[allow(clippy::cast_possible_truncation)]
+    let (lo, hi) = (n as u64, (n >> 64) as u64);
+    let mut z = mix64(seed ^ 0x6A09_E667_F3BC_C908);
+    z = mix64(z ^ retry as u64);
+    z = mix64(z ^ lo);
+    mix64(z ^ hi)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: fn(u64) -> Duration = Duration::from_millis;
+
+    #[test]
+    fn extremes_of_the_draw() {
+        let d = MS(1000);
+        let cap = MS(1000);
+        let z = Duration::ZERO;
+        assert_eq!(Jitter::Full.apply(d, 0, z, z, cap), z);
+        assert_eq!(
+            Jitter::Full.apply(d, u64::MAX, z, z, cap),
+            MS(1000) - Duration::from_nanos(0)
+        );
+        assert_eq!(Jitter::Equal.apply(d, 0, z, z, cap), MS(500));
+        assert_eq!(
+            Jitter::Subtract(0.25).apply(d, u64::MAX, z, z, cap),
+            MS(750)
+        );
+        assert_eq!(Jitter::Subtract(0.25).apply(d, 0, z, z, cap), MS(1000));
+        assert!(Jitter::Add(0.1).apply(d, u64::MAX, z, z, cap) < MS(1100));
+        assert_eq!(Jitter::Add(0.1).apply(d, 0, z, z, cap), MS(1000));
+        assert_eq!(Jitter::Spread(0.1).apply(d, 0, z, z, MS(5000)), MS(900));
+        assert_eq!(
+            Jitter::Spread(0.1).apply(d, u64::MAX, z, z, MS(5000)),
+            MS(1100)
+        );
+        assert_eq!(Jitter::Spread(0.1).apply(d, u64::MAX, z, z, cap), MS(1000));
+        assert_eq!(
+            Jitter::Decorrelated.apply(d, 0, MS(100), MS(200), cap),
+            MS(100)
+        );
+        assert_eq!(
+            Jitter::Decorrelated.apply(d, u64::MAX, MS(100), MS(200), cap),
+            MS(600)
+        );
+        assert_eq!(
+            Jitter::Decorrelated.apply(d, u64::MAX, MS(100), MS(900), cap),
+            MS(1000)
+        );
+    }
+
+    #[test]
+    fn uniform_covers_wide_ranges() {
+        assert!(uniform_inclusive(u128::MAX, u64::MAX) > u128::MAX / 2);
+        assert_eq!(uniform_inclusive(u128::MAX, 0), 0);
+        assert_eq!(
+            uniform_inclusive(u128::from(u64::MAX), u64::MAX),
+            u128::from(u64::MAX)
+        );
+        assert_eq!(uniform_exclusive(1, u64::MAX), 0);
+        let huge = nanos(Duration::MAX);
+        assert!(uniform_inclusive(huge, u64::MAX) <= huge);
+        assert!(uniform_inclusive(huge, u64::MAX) > huge / 2);
+    }
+
+    #[test]
+    fn fractions_are_checked() {
+        for bad in [-0.1, 1.01, f64::NAN, f64::INFINITY] {
+            for j in [Jitter::Add(bad), Jitter::Subtract(bad), Jitter::Spread(bad)] {
+                let e = j.validate().unwrap_err();
+                assert_eq!(e.field(), "jitter.fraction");
+            }
+        }
+        assert!(Jitter::Spread(0.0).validate().is_ok());
+        assert!(Jitter::Spread(1.0).validate().is_ok());
+    }
+}

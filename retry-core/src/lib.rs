@@ -1,0 +1,33 @@
+#![doc = include_str!("../README.md")]
+#![no_std]
+#![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![warn(
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation,
+    clippy::float_cmp
+)]
+
+#[cfg(feature = "std")]
+extern crate std;
+
+mod backoff;
+mod classify;
+mod error;
+mod jitter;
+mod machine;
+mod nanos;
+mod policy;
+mod sim;
+mod time;
+
+pub use backoff::Backoff;
+pub use classify::{Failure, FailureKind, Hint};
+pub use error::PolicyError;
+pub use jitter::{jitter_draw, Jitter};
+pub use machine::{Action, Event, GiveUp, GiveUpReason, Misuse, Phase, RetryMachine, SleepReason};
+pub use policy::{HintMode, Resolution, RetryPolicy, RetryPolicyBuilder};
+pub use sim::{total_sleep, Outcome, Scripted, Simulation, Step, Timeline};
+pub use time::{DisplayDuration, Instant};

@@ -1,0 +1,633 @@
+//! The [`RetryMachine`]: every retry decision, as a pure state machine.
+
+use core::fmt;
+use core::time::Duration;
+
+use crate::classify::{Failure, FailureKind, Hint};
+use crate::policy::{bounded, HintMode, RetryPolicy};
+use crate::time::{DisplayDuration as D, Instant};
+
+/// Something that happened, told to the machine with [`RetryMachine::poll`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum Event {
+    /// The call begins. `now` becomes the start of the total budget.
+    Start,
+    /// The attempt in flight succeeded.
+    Succeeded,
+    /// The attempt in flight failed, as classified.
+    Failed(Failure),
+    /// The attempt in flight passed its deadline (a failure of kind
+    /// [`FailureKind::Timeout`]).
+    TimedOut,
+    /// A sleep the machine asked for is over (or the driver woke early).
+    Woke,
+    /// The caller cancelled the call. Final: never retried.
+    Cancelled,
+}
+
+impl fmt::Display for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Event::Start => f.write_str("start"),
+            Event::Succeeded => f.write_str("succeeded"),
+            Event::Failed(failure) => write!(f, "failed({failure})"),
+            Event::TimedOut => f.write_str("timed out"),
+            Event::Woke => f.write_str("woke"),
+            Event::Cancelled => f.write_str("cancelled"),
+        }
+    }
+}
+
+/// What the driver must do next. Every variant says which event to send back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[must_use = "an action tells the driver what to do next"]
+pub enum Action {
+    /// Run the operation once. Then send [`Event::Succeeded`], [`Event::Failed`],
+    /// or [`Event::TimedOut`] if it was still running at `deadline`; or
+    /// [`Event::Cancelled`].
+    Attempt {
+        /// The attempt's number; the first is 1.
+        number: u32,
+        /// When the attempt times out, if the policy has a per-attempt timeout (or
+        /// caps attempts at the budget's end).
+        deadline: Option<Instant>,
+    },
+    /// Sleep until `until`, then send [`Event::Woke`] (or [`Event::Cancelled`] at
+    /// once if the caller cancels meanwhile). `until` is always after the `now`
+    /// that produced it. Waking early is harmless: the same sleep is asked again.
+    Sleep {
+        /// When the sleep ends.
+        until: Instant,
+        /// How long the sleep is.
+        delay: Duration,
+        /// Where the delay came from.
+        reason: SleepReason,
+    },
+    /// Stop: the call failed for good. Final; any later event gets the same answer.
+    GiveUp(GiveUp),
+    /// Stop: the last attempt succeeded. Final; any later event gets the same answer.
+    Done {
+        /// How many attempts ran.
+        attempts: u32,
+    },
+}
+
+impl Action {
+    /// Whether this action ends the call ([`Action::GiveUp`] or [`Action::Done`]).
+    #[must_use]
+    pub const fn is_terminal(&self) -> bool {
+        matches!(self, Action::GiveUp(_) | Action::Done { .. })
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Action::Attempt { number, deadline } => {
+                write!(f, "attempt {number}")?;
+                match deadline {
+                    Some(d) => write!(f, " (deadline {d})"),
+                    None => Ok(()),
+                }
+            }
+            Action::Sleep {
+                until,
+                delay,
+                reason,
+            } => write!(f, "sleep {} until {until} ({reason})", D(delay)),
+            Action::GiveUp(g) => fmt::Display::fmt(&g, f),
+            Action::Done { attempts } => write!(f, "done after {attempts} attempt(s)"),
+        }
+    }
+}
+
+/// Where a sleep's length came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum SleepReason {
+    /// The backoff curve (with jitter).
+    Curve,
+    /// The server's hint decided it.
+    Hint,
+}
+
+impl fmt::Display for SleepReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SleepReason::Curve => "curve",
+            SleepReason::Hint => "hint",
+        })
+    }
+}
+
+/// Why the machine gave up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
+pub enum GiveUpReason {
+    /// Every permitted attempt failed.
+    Exhausted,
+    /// The classifier said no retry can fix the failure.
+    Permanent,
+    /// The next retry would reach or pass the total time budget.
+    Budget,
+    /// The last attempt timed out (the last permitted one, or timeouts are not
+    /// retried).
+    TimedOut {
+        /// The timeout that attempt had.
+        timeout: Duration,
+    },
+    /// The caller cancelled.
+    Cancelled,
+    /// An outcome arrived before [`Event::Start`]: nothing ran. The machine is
+    /// unchanged and still waits for `Start`.
+    NotStarted,
+}
+
+impl GiveUpReason {
+    /// A stable dotted code for logs and metrics (SPEC 8).
+    #[must_use]
+    pub const fn code(&self) -> &'static str {
+        match self {
+            GiveUpReason::Exhausted => "retry.exhausted",
+            GiveUpReason::Permanent => "retry.permanent",
+            GiveUpReason::Budget => "retry.budget",
+            GiveUpReason::TimedOut { .. } => "retry.timeout",
+            GiveUpReason::Cancelled => "retry.cancelled",
+            GiveUpReason::NotStarted => "retry.not_started",
+        }
+    }
+}
+
+impl fmt::Display for GiveUpReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GiveUpReason::Exhausted => f.write_str("exhausted"),
+            GiveUpReason::Permanent => f.write_str("permanent failure"),
+            GiveUpReason::Budget => f.write_str("budget"),
+            GiveUpReason::TimedOut { timeout } => write!(f, "timed out after {}", D(*timeout)),
+            GiveUpReason::Cancelled => f.write_str("cancelled"),
+            GiveUpReason::NotStarted => f.write_str("not started"),
+        }
+    }
+}
+
+/// The end of a failed call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
+pub struct GiveUp {
+    /// Why.
+    pub reason: GiveUpReason,
+    /// How many attempts ran (the number of the last one).
+    pub attempts: u32,
+    /// The last failure's kind, if an attempt failed.
+    pub last_failure: Option<FailureKind>,
+}
+
+impl GiveUp {
+    /// The reason's stable dotted code.
+    #[must_use]
+    pub const fn code(&self) -> &'static str {
+        self.reason.code()
+    }
+}
+
+impl fmt::Display for GiveUp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "give up: {} after {} attempt(s)",
+            self.reason, self.attempts
+        )?;
+        match self.last_failure {
+            Some(kind) => write!(f, ", last {kind}"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Where the machine is: what the pending action is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Phase {
+    /// Waiting for [`Event::Start`].
+    Idle,
+    /// An attempt is in flight.
+    Attempting,
+    /// A sleep is in progress.
+    Sleeping,
+    /// Gave up or done; final.
+    Finished,
+}
+
+/// An event that makes no sense in the machine's phase. The machine is unchanged;
+/// [`Misuse::answer`] is what [`RetryMachine::poll`] returns for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("event `{event}` makes no sense while {phase:?}; the machine is unchanged")]
+pub struct Misuse {
+    /// The event that was refused.
+    pub event: Event,
+    /// The phase it arrived in.
+    pub phase: Phase,
+    /// The pending action, answered again.
+    pub answer: Action,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum State {
+    Idle,
+    Attempting {
+        number: u32,
+        started: Instant,
+        deadline: Option<Instant>,
+    },
+    Sleeping {
+        until: Instant,
+        delay: Duration,
+        reason: SleepReason,
+    },
+    Finished(Action),
+}
+
+/// The retry state machine: [`RetryMachine::poll`] takes an [`Event`] and the
+/// current time and returns the next [`Action`]. It never reads a clock, sleeps,
+/// allocates or draws OS randomness: all of that is the driver's job.
+///
+/// The machine is a small `Clone` value; its whole future is determined by the
+/// policy, the seed and its state, so a copy taken mid-flight and fed the same
+/// events answers with the same actions.
+///
+/// # Misuse
+/// An event that makes no sense in the current phase never panics and never
+/// changes the machine. [`RetryMachine::try_poll`] reports it as a [`Misuse`];
+/// [`RetryMachine::poll`] answers it with the pending action again:
+///
+/// | phase | event | answer |
+/// |---|---|---|
+/// | idle | anything but `Start` or `Cancelled` | `GiveUp` with [`GiveUpReason::NotStarted`] |
+/// | attempting | `Start`, `Woke` | the same `Attempt` |
+/// | sleeping | `Start`, `Succeeded`, `Failed`, `TimedOut` | the same `Sleep` |
+/// | finished | anything | the same `GiveUp` / `Done` |
+///
+/// A `Woke` before the sleep is due is not misuse: it is answered with the same
+/// `Sleep`. Time going backwards counts as no time passing.
+///
+/// ```
+/// use core::time::Duration;
+/// use retry_core::{Action, Event, Failure, Instant, Jitter, RetryMachine, RetryPolicy};
+///
+/// let policy = RetryPolicy::builder().max_attempts(2).jitter(Jitter::None).build()?;
+/// let mut m = RetryMachine::new(&policy, 7);
+/// let t0 = Instant::ORIGIN;
+/// assert_eq!(m.poll(Event::Start, t0), Action::Attempt { number: 1, deadline: None });
+/// let Action::Sleep { until, .. } = m.poll(Event::Failed(Failure::retryable()), t0) else { panic!() };
+/// assert_eq!(until, t0 + Duration::from_secs(1));
+/// assert_eq!(m.poll(Event::Woke, until), Action::Attempt { number: 2, deadline: None });
+/// assert_eq!(m.poll(Event::Succeeded, until), Action::Done { attempts: 2 });
+/// # Ok::<(), retry_core::PolicyError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct RetryMachine {
+    policy: RetryPolicy,
+    seed: u64,
+    state: State,
+    /// When `Start` arrived: the origin of the budget.
+    start: Instant,
+    /// The latest `now` accepted; earlier times are read as this one.
+    last_now: Instant,
+    /// The attempt number where the curve (re)started (0, or the attempt a
+    /// pushback followed).
+    curve_origin: u32,
+    /// The last curve delay (decorrelated jitter draws from it).
+    previous_delay: Duration,
+    /// The number of the last attempt started (0 before the first).
+    last_attempt: u32,
+    /// The kind of the last failure, if any.
+    last_failure: Option<FailureKind>,
+}
+
+impl RetryMachine {
+    /// A machine for `policy` (copied in) whose jitter is keyed on `seed`.
+    #[must_use]
+    pub fn new(policy: &RetryPolicy, seed: u64) -> RetryMachine {
+        RetryMachine {
+            policy: *policy,
+            seed,
+            state: State::Idle,
+            start: Instant::ORIGIN,
+            last_now: Instant::ORIGIN,
+            curve_origin: 0,
+            previous_delay: policy.backoff().initial(),
+            last_attempt: 0,
+            last_failure: None,
+        }
+    }
+
+    /// The policy the machine follows.
+    #[must_use]
+    pub const fn policy(&self) -> &RetryPolicy {
+        &self.policy
+    }
+
+    /// The jitter seed.
+    #[must_use]
+    pub const fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The current phase.
+    #[must_use]
+    pub const fn phase(&self) -> Phase {
+        match self.state {
+            State::Idle => Phase::Idle,
+            State::Attempting { .. } => Phase::Attempting,
+            State::Sleeping { .. } => Phase::Sleeping,
+            State::Finished(_) => Phase::Finished,
+        }
+    }
+
+    /// How many attempts have started.
+    #[must_use]
+    pub const fn attempts(&self) -> u32 {
+        self.last_attempt
+    }
+
+    /// When the call started (`None` before [`Event::Start`]).
+    #[must_use]
+    pub const fn started_at(&self) -> Option<Instant> {
+        match self.state {
+            State::Idle => None,
+            _ => Some(self.start),
+        }
+    }
+
+    /// The end of the total budget, if the policy has one and the call started.
+    #[must_use]
+    pub fn budget_end(&self) -> Option<Instant> {
+        let budget = self.policy.budget()?;
+        self.started_at().map(|s| s.saturating_add(budget))
+    }
+
+    /// The action the machine is waiting on the driver to carry out (`None` before
+    /// [`Event::Start`]).
+    #[must_use]
+    pub fn pending(&self) -> Option<Action> {
+        match self.state {
+            State::Idle => None,
+            State::Attempting {
+                number, deadline, ..
+            } => Some(Action::Attempt { number, deadline }),
+            State::Sleeping {
+                until,
+                delay,
+                reason,
+            } => Some(Action::Sleep {
+                until,
+                delay,
+                reason,
+            }),
+            State::Finished(action) => Some(action),
+        }
+    }
+
+    /// The next instant at which the driver must act without another event: the
+    /// end of a sleep or the deadline of the attempt in flight.
+    #[must_use]
+    pub const fn next_deadline(&self) -> Option<Instant> {
+        match self.state {
+            State::Attempting { deadline, .. } => deadline,
+            State::Sleeping { until, .. } => Some(until),
+            State::Idle | State::Finished(_) => None,
+        }
+    }
+
+    /// Tells the machine what happened at `now` and returns what to do next.
+    /// Misuse is answered as the type's docs say and changes nothing.
+    pub fn poll(&mut self, event: Event, now: Instant) -> Action {
+        match self.try_poll(event, now) {
+            Ok(action) => action,
+            Err(misuse) => misuse.answer,
+        }
+    }
+
+    /// Like [`RetryMachine::poll`], but an event that makes no sense now is
+    /// returned as a typed [`Misuse`] (the machine is unchanged).
+    ///
+    /// # Errors
+    /// [`Misuse`] when the event does not fit the current phase.
+    pub fn try_poll(&mut self, event: Event, now: Instant) -> Result<Action, Misuse> {
+        let now = now.max(self.last_now);
+        let action = match (self.state, event) {
+            (State::Idle, Event::Start) => {
+                self.start = now;
+                self.begin_attempt(1, now)
+            }
+            (State::Idle, Event::Cancelled) => self.give_up(GiveUpReason::Cancelled, 0, None),
+            (State::Attempting { number, .. }, Event::Succeeded) => {
+                self.finish(Action::Done { attempts: number })
+            }
+            (State::Attempting { number, .. }, Event::Failed(failure)) => {
+                self.after_failure(number, failure, None, now)
+            }
+            (
+                State::Attempting {
+                    number,
+                    started,
+                    deadline,
+                },
+                Event::TimedOut,
+            ) => {
+                let timeout = match deadline {
+                    Some(d) => d.saturating_duration_since(started),
+                    None => now.saturating_duration_since(started),
+                };
+                let failure = if self.policy.retries_timeouts() {
+                    Failure::retryable()
+                } else {
+                    Failure::permanent()
+                }
+                .with_kind(FailureKind::Timeout);
+                self.after_failure(number, failure, Some(timeout), now)
+            }
+            (State::Attempting { number, .. }, Event::Cancelled) => {
+                self.give_up(GiveUpReason::Cancelled, number, None)
+            }
+            (
+                State::Sleeping {
+                    until,
+                    delay,
+                    reason,
+                },
+                Event::Woke,
+            ) => {
+                if now < until {
+                    Action::Sleep {
+                        until,
+                        delay,
+                        reason,
+                    }
+                } else if self.budget_end().is_some_and(|end| now >= end) {
+                    // Woken so late that the budget is spent: no retry may start.
+                    let attempts = self.last_attempt;
+                    self.give_up(GiveUpReason::Budget, attempts, None)
+                } else {
+                    let next = self.last_attempt.saturating_add(1);
+                    self.begin_attempt(next, now)
+                }
+            }
+            (State::Sleeping { .. }, Event::Cancelled) => {
+                let attempts = self.last_attempt;
+                self.give_up(GiveUpReason::Cancelled, attempts, None)
+            }
+            (_, event) => return Err(self.misuse(event)),
+        };
+        self.last_now = now;
+        Ok(action)
+    }
+
+    fn misuse(&self, event: Event) -> Misuse {
+        let answer = match self.pending() {
+            Some(action) => action,
+            None => Action::GiveUp(GiveUp {
+                reason: GiveUpReason::NotStarted,
+                attempts: 0,
+                last_failure: None,
+            }),
+        };
+        Misuse {
+            event,
+            phase: self.phase(),
+            answer,
+        }
+    }
+
+    fn begin_attempt(&mut self, number: u32, now: Instant) -> Action {
+        let mut deadline = self.policy.attempt_timeout().map(|t| now.saturating_add(t));
+        if self.policy.caps_attempt_to_budget() {
+            if let Some(end) = self.budget_end() {
+                deadline = Some(deadline.map_or(end, |d| d.min(end)));
+            }
+        }
+        self.last_attempt = number;
+        self.state = State::Attempting {
+            number,
+            started: now,
+            deadline,
+        };
+        Action::Attempt { number, deadline }
+    }
+
+    fn give_up(
+        &mut self,
+        reason: GiveUpReason,
+        attempts: u32,
+        last: Option<FailureKind>,
+    ) -> Action {
+        let last_failure = last.or(self.last_failure);
+        self.finish(Action::GiveUp(GiveUp {
+            reason,
+            attempts,
+            last_failure,
+        }))
+    }
+
+    fn finish(&mut self, action: Action) -> Action {
+        self.state = State::Finished(action);
+        action
+    }
+
+    /// Attempt `number` failed at `now`. `timed_out` carries the attempt's timeout
+    /// when the failure was a timeout.
+    fn after_failure(
+        &mut self,
+        number: u32,
+        failure: Failure,
+        timed_out: Option<Duration>,
+        now: Instant,
+    ) -> Action {
+        let kind = Some(failure.kind());
+        self.last_failure = kind;
+        let final_reason = match timed_out {
+            Some(timeout) => GiveUpReason::TimedOut { timeout },
+            None => GiveUpReason::Exhausted,
+        };
+        if !failure.is_retryable() {
+            let reason = match timed_out {
+                Some(_) => final_reason,
+                None => GiveUpReason::Permanent,
+            };
+            return self.give_up(reason, number, kind);
+        }
+        if number >= self.policy.max_attempts() {
+            return self.give_up(final_reason, number, kind);
+        }
+        let (delay, reason) = self.next_delay(number, failure.hint());
+        let Some(until) = now.checked_add(delay) else {
+            // The sleep would end past the last representable instant.
+            return self.give_up(GiveUpReason::Budget, number, kind);
+        };
+        if self.budget_end().is_some_and(|end| until >= end) {
+            return self.give_up(GiveUpReason::Budget, number, kind);
+        }
+        if delay.is_zero() {
+            return self.begin_attempt(number.saturating_add(1), now);
+        }
+        self.state = State::Sleeping {
+            until,
+            delay,
+            reason,
+        };
+        Action::Sleep {
+            until,
+            delay,
+            reason,
+        }
+    }
+
+    /// The delay before the retry after attempt `number`, and where it came from.
+    fn next_delay(&mut self, number: u32, hint: Option<Hint>) -> (Duration, SleepReason) {
+        let policy = &self.policy;
+        let retry = number;
+        let step = number.saturating_sub(self.curve_origin);
+        match (policy.hints(), hint) {
+            (HintMode::Ignore, _) | (_, None) => {
+                let (delay, _) = policy.curve_delay(retry, step, self.seed, self.previous_delay);
+                self.previous_delay = delay;
+                (delay, SleepReason::Curve)
+            }
+            (_, Some(Hint::Pushback(delay))) => {
+                // Exactly as asked; the curve restarts after it.
+                self.curve_origin = number;
+                self.previous_delay = policy.backoff().initial();
+                (delay, SleepReason::Hint)
+            }
+            (HintMode::Override { min, max }, Some(Hint::RetryAfter(hint))) => {
+                (bounded(hint, min, max), SleepReason::Hint)
+            }
+            (HintMode::AtLeast { cap }, Some(Hint::RetryAfter(hint))) => {
+                let honoured = hint.min(cap);
+                let curve = policy.capped_delay(step);
+                let base = curve.max(honoured);
+                let ceiling = policy.max_delay().max(honoured);
+                let delay = policy
+                    .jittered(base, retry, self.seed, self.previous_delay, ceiling)
+                    .max(honoured);
+                self.previous_delay = delay;
+                let reason = if honoured > curve {
+                    SleepReason::Hint
+                } else {
+                    SleepReason::Curve
+                };
+                (delay, reason)
+            }
+        }
+    }
+}

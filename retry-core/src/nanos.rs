@@ -1,0 +1,33 @@
+//! Saturating conversions between `Duration` and whole nanoseconds in `u128`.
+
+use core::time::Duration;
+
+const NANOS_PER_SEC: u128 = 1_000_000_000;
+
+/// The whole duration in nanoseconds (always fits: at most about 1.8e28).
+pub(crate) const fn nanos(d: Duration) -> u128 {
+    d.as_nanos()
+}
+
+/// Nanoseconds back to a `Duration`, saturating at [`Duration::MAX`].
+pub(crate) fn from_nanos(n: u128) -> Duration {
+    let secs = n / NANOS_PER_SEC;
+    // The remainder is below 1e9 and so always fits a u32.
+    let sub = u32::try_from(n % NANOS_PER_SEC).unwrap_or(0);
+    match u64::try_from(secs) {
+        Ok(secs) => Duration::new(secs, sub),
+        Err(_) => Duration::MAX,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_saturates() {
+        assert_eq!(from_nanos(nanos(Duration::MAX)), Duration::MAX);
+        assert_eq!(from_nanos(u128::MAX), Duration::MAX);
+        assert_eq!(from_nanos(1_500_000_001), Duration::new(1, 500_000_001));
+    }
+}

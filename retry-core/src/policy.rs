@@ -1,0 +1,426 @@
+//! [`RetryPolicy`]: how many attempts, how long to wait between them, how to treat
+//! server hints, and the time limits. Built and validated by [`RetryPolicyBuilder`].
+
+use core::fmt;
+use core::time::Duration;
+
+use crate::backoff::Backoff;
+use crate::error::PolicyError;
+use crate::jitter::{jitter_draw, Jitter};
+use crate::nanos::{from_nanos, nanos};
+
+/// How delays are rounded after jitter (SPEC 3).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum Resolution {
+    /// To the nearest whole millisecond (the default), kept inside the policy's bounds.
+    #[default]
+    Millis,
+    /// Every nanosecond kept.
+    Nanos,
+}
+
+/// How a server's delay hint (Retry-After and kin) combines with the curve (SPEC 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum HintMode {
+    /// The server's delay replaces the curve's, without jitter, clamped into
+    /// `[min, max]`. The floor keeps "0", empty headers and past dates from making a
+    /// tight loop against a struggling server.
+    Override {
+        /// The shortest honoured delay (SPEC default 100 ms).
+        min: Duration,
+        /// The longest honoured delay (SPEC default 60 s).
+        max: Duration,
+    },
+    /// Sleep `max(curve, min(hint, cap))`, then the policy's jitter; never shorter
+    /// than the honoured hint.
+    AtLeast {
+        /// The longest hint honoured (SPEC default 5 min).
+        cap: Duration,
+    },
+    /// Hints are ignored entirely (`respect_retry_after = false`).
+    Ignore,
+}
+
+impl HintMode {
+    /// Override with the SPEC's clamp of `[100 ms, 60 s]`.
+    pub const OVERRIDE_DEFAULT: HintMode = HintMode::Override {
+        min: Duration::from_millis(100),
+        max: Duration::from_secs(60),
+    };
+    /// At-least with the SPEC's 5 minute cap.
+    pub const AT_LEAST_DEFAULT: HintMode = HintMode::AtLeast {
+        cap: Duration::from_secs(300),
+    };
+
+    /// The mode's name, as used in configs.
+    #[must_use]
+    pub const fn name(&self) -> &'static str {
+        match self {
+            HintMode::Override { .. } => "override",
+            HintMode::AtLeast { .. } => "at-least",
+            HintMode::Ignore => "ignore",
+        }
+    }
+}
+
+impl Default for HintMode {
+    fn default() -> Self {
+        HintMode::OVERRIDE_DEFAULT
+    }
+}
+
+/// A validated retry policy. Build one with [`RetryPolicy::builder`]; every field
+/// has a getter. The policy is `Copy`: a [`RetryMachine`](crate::RetryMachine)
+/// keeps its own copy.
+///
+/// Defaults: 5 attempts, exponential from 1 s doubling, capped at 60 s, full
+/// jitter, millisecond resolution, hints in override mode clamped to
+/// `[100 ms, 60 s]`, no total budget, no per-attempt timeout, timeouts retried.
+///
+/// ```
+/// use core::time::Duration;
+/// use retry_core::{Backoff, Jitter, RetryPolicy};
+///
+/// let policy = RetryPolicy::builder()
+///     .max_attempts(8)
+///     .backoff(Backoff::exponential(Duration::from_secs(1), 2.0))
+///     .max_delay(Duration::from_secs(60))
+///     .jitter(Jitter::None)
+///     .build()?;
+/// let delays: Vec<u64> = (1..8).map(|r| policy.delay(r, 0).as_secs()).collect();
+/// assert_eq!(delays, [1, 2, 4, 8, 16, 32, 60]);
+/// # Ok::<(), retry_core::PolicyError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RetryPolicy {
+    max_attempts: u32,
+    backoff: Backoff,
+    max_delay: Duration,
+    min_delay: Duration,
+    jitter: Jitter,
+    resolution: Resolution,
+    hints: HintMode,
+    budget: Option<Duration>,
+    attempt_timeout: Option<Duration>,
+    cap_attempt_to_budget: bool,
+    retry_timeouts: bool,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 5,
+            backoff: Backoff::default(),
+            max_delay: Duration::from_secs(60),
+            min_delay: Duration::ZERO,
+            jitter: Jitter::Full,
+            resolution: Resolution::Millis,
+            hints: HintMode::default(),
+            budget: None,
+            attempt_timeout: None,
+            cap_attempt_to_budget: false,
+            retry_timeouts: true,
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// A builder starting from the defaults.
+    pub fn builder() -> RetryPolicyBuilder {
+        RetryPolicyBuilder::from_policy(RetryPolicy::default())
+    }
+
+    /// A builder starting from this policy, to derive a variant of it.
+    pub fn to_builder(&self) -> RetryPolicyBuilder {
+        RetryPolicyBuilder::from_policy(*self)
+    }
+
+    /// The most attempts, the first included (`max_retries + 1`).
+    #[must_use]
+    pub const fn max_attempts(&self) -> u32 {
+        self.max_attempts
+    }
+    /// The most retries (`max_attempts - 1`).
+    #[must_use]
+    pub const fn max_retries(&self) -> u32 {
+        self.max_attempts.saturating_sub(1)
+    }
+    /// The backoff curve.
+    #[must_use]
+    pub const fn backoff(&self) -> Backoff {
+        self.backoff
+    }
+    /// The cap on every curve delay.
+    #[must_use]
+    pub const fn max_delay(&self) -> Duration {
+        self.max_delay
+    }
+    /// The floor on every curve delay (after jitter).
+    #[must_use]
+    pub const fn min_delay(&self) -> Duration {
+        self.min_delay
+    }
+    /// The jitter kind.
+    #[must_use]
+    pub const fn jitter(&self) -> Jitter {
+        self.jitter
+    }
+    /// How curve delays are rounded.
+    #[must_use]
+    pub const fn resolution(&self) -> Resolution {
+        self.resolution
+    }
+    /// How server hints are treated.
+    #[must_use]
+    pub const fn hints(&self) -> HintMode {
+        self.hints
+    }
+    /// The total time budget for the whole call, if any.
+    #[must_use]
+    pub const fn budget(&self) -> Option<Duration> {
+        self.budget
+    }
+    /// The per-attempt timeout, if any.
+    #[must_use]
+    pub const fn attempt_timeout(&self) -> Option<Duration> {
+        self.attempt_timeout
+    }
+    /// Whether each attempt's deadline is capped at the budget's end.
+    #[must_use]
+    pub const fn caps_attempt_to_budget(&self) -> bool {
+        self.cap_attempt_to_budget
+    }
+    /// Whether a timed-out attempt is retried.
+    #[must_use]
+    pub const fn retries_timeouts(&self) -> bool {
+        self.retry_timeouts
+    }
+
+    /// Checks every field; the builder calls this, so a built policy is valid.
+    ///
+    /// # Errors
+    /// The first invalid field, as a [`PolicyError`] naming it.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        if self.max_attempts == 0 {
+            return Err(PolicyError::ZeroAttempts);
+        }
+        self.backoff.validate()?;
+        self.jitter.validate()?;
+        if self.min_delay > self.max_delay {
+            return Err(PolicyError::MinAboveMax {
+                min: self.min_delay,
+                max: self.max_delay,
+            });
+        }
+        if let HintMode::Override { min, max } = self.hints {
+            if min > max {
+                return Err(PolicyError::HintMinAboveMax { min, max });
+            }
+        }
+        if self.budget == Some(Duration::ZERO) {
+            return Err(PolicyError::ZeroDuration { field: "budget" });
+        }
+        if self.attempt_timeout == Some(Duration::ZERO) {
+            return Err(PolicyError::ZeroDuration {
+                field: "attempt_timeout",
+            });
+        }
+        Ok(())
+    }
+
+    /// The curve's delay before retry `retry`, capped by `max_delay` and floored by
+    /// `min_delay`, before jitter.
+    #[must_use]
+    pub fn capped_delay(&self, retry: u32) -> Duration {
+        bounded(self.backoff.delay(retry), self.min_delay, self.max_delay)
+    }
+
+    /// The delay before retry `retry` (1-based) under `seed`, for every jitter kind
+    /// but [`Jitter::Decorrelated`], whose draws depend on the previous delay (this
+    /// method then treats the previous delay as the curve's initial one; the
+    /// [`RetryMachine`](crate::RetryMachine) tracks the real one).
+    #[must_use]
+    pub fn delay(&self, retry: u32, seed: u64) -> Duration {
+        let initial = self.backoff.initial();
+        self.curve_delay(retry, retry, seed, initial).0
+    }
+
+    /// The full curve computation. `retry` keys the jitter draw; `step` is the
+    /// position on the curve (they differ after a pushback restarts the curve);
+    /// `previous` is the previous delay (decorrelated jitter only). Returns the delay
+    /// and its value before jitter.
+    pub(crate) fn curve_delay(
+        &self,
+        retry: u32,
+        step: u32,
+        seed: u64,
+        previous: Duration,
+    ) -> (Duration, Duration) {
+        let capped = self.capped_delay(step);
+        let delay = self.jittered(capped, retry, seed, previous, self.max_delay);
+        (delay, capped)
+    }
+
+    /// Jitters `base`, then rounds and bounds it. `cap` is the ceiling the capping
+    /// kinds respect (the policy's `max_delay`, or a larger honoured hint).
+    pub(crate) fn jittered(
+        &self,
+        base: Duration,
+        retry: u32,
+        seed: u64,
+        previous: Duration,
+        cap: Duration,
+    ) -> Duration {
+        let draw = jitter_draw(seed, retry, base);
+        let initial = self.backoff.initial();
+        let jittered = self.jitter.apply(base, draw, initial, previous, cap);
+        // The ceiling: the cap, except that additive jitter may exceed it by its fraction.
+        let upper = if self.jitter.may_exceed_cap() {
+            jittered.max(cap)
+        } else {
+            cap
+        };
+        bounded(self.round(jittered), self.min_delay, upper)
+    }
+
+    /// Rounds to the policy's resolution.
+    pub(crate) fn round(&self, d: Duration) -> Duration {
+        match self.resolution {
+            Resolution::Nanos => d,
+            Resolution::Millis => {
+                const MS: u128 = 1_000_000;
+                let n = nanos(d);
+                let whole_ms = n.saturating_add(MS / 2).checked_div(MS).unwrap_or(0);
+                from_nanos(whole_ms.saturating_mul(MS))
+            }
+        }
+    }
+}
+
+/// `d` floored at `lo` and then capped at `hi` (total even if `lo > hi`).
+pub(crate) fn bounded(d: Duration, lo: Duration, hi: Duration) -> Duration {
+    d.max(lo).min(hi)
+}
+
+impl fmt::Display for RetryPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use crate::time::DisplayDuration as D;
+        write!(
+            f,
+            "{} attempts, {}, delays in [{}, {}], jitter {}",
+            self.max_attempts,
+            self.backoff,
+            D(self.min_delay),
+            D(self.max_delay),
+            self.jitter
+        )?;
+        if let Some(b) = self.budget {
+            write!(f, ", budget {}", D(b))?;
+        }
+        if let Some(t) = self.attempt_timeout {
+            write!(f, ", attempt timeout {}", D(t))?;
+        }
+        Ok(())
+    }
+}
+
+/// Builds a [`RetryPolicy`]; [`RetryPolicyBuilder::build`] validates every field.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[must_use]
+pub struct RetryPolicyBuilder {
+    policy: RetryPolicy,
+    attempts: Option<u32>,
+    retries: Option<u32>,
+}
+
+impl RetryPolicyBuilder {
+    fn from_policy(policy: RetryPolicy) -> Self {
+        RetryPolicyBuilder {
+            policy,
+            attempts: None,
+            retries: None,
+        }
+    }
+
+    /// The most attempts, the first included (SPEC 1). `1` disables retrying.
+    pub fn max_attempts(mut self, n: u32) -> Self {
+        self.attempts = Some(n);
+        self
+    }
+    /// The most retries after the first attempt (SPEC 1): `n` allows `n + 1`
+    /// attempts (saturating at `u32::MAX`). `0` disables retrying.
+    pub fn max_retries(mut self, n: u32) -> Self {
+        self.retries = Some(n);
+        self
+    }
+    /// The backoff curve.
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.policy.backoff = backoff;
+        self
+    }
+    /// The cap on every curve delay.
+    pub fn max_delay(mut self, d: Duration) -> Self {
+        self.policy.max_delay = d;
+        self
+    }
+    /// The floor on every curve delay (after jitter).
+    pub fn min_delay(mut self, d: Duration) -> Self {
+        self.policy.min_delay = d;
+        self
+    }
+    /// The jitter kind.
+    pub fn jitter(mut self, jitter: Jitter) -> Self {
+        self.policy.jitter = jitter;
+        self
+    }
+    /// How delays are rounded.
+    pub fn resolution(mut self, resolution: Resolution) -> Self {
+        self.policy.resolution = resolution;
+        self
+    }
+    /// How server hints are treated.
+    pub fn hints(mut self, hints: HintMode) -> Self {
+        self.policy.hints = hints;
+        self
+    }
+    /// A total time budget for the whole call, or `None` for none.
+    pub fn budget(mut self, budget: impl Into<Option<Duration>>) -> Self {
+        self.policy.budget = budget.into();
+        self
+    }
+    /// A per-attempt timeout, or `None` for none.
+    pub fn attempt_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.policy.attempt_timeout = timeout.into();
+        self
+    }
+    /// Cap each attempt's deadline at the budget's end (SPEC 5 option).
+    pub fn cap_attempt_to_budget(mut self, cap: bool) -> Self {
+        self.policy.cap_attempt_to_budget = cap;
+        self
+    }
+    /// Whether a timed-out attempt is retried (default `true`).
+    pub fn retry_timeouts(mut self, retry: bool) -> Self {
+        self.policy.retry_timeouts = retry;
+        self
+    }
+
+    /// Validates and returns the policy.
+    ///
+    /// # Errors
+    /// A [`PolicyError`] naming the first invalid field: zero attempts, both
+    /// attempt counts, a bad factor or jitter fraction, `min_delay > max_delay`, an
+    /// inverted hint clamp, a zero budget or timeout.
+    pub fn build(self) -> Result<RetryPolicy, PolicyError> {
+        let mut policy = self.policy;
+        policy.max_attempts = match (self.attempts, self.retries) {
+            (Some(_), Some(_)) => return Err(PolicyError::BothAttemptCounts),
+            (Some(n), None) => n,
+            (None, Some(r)) => r.saturating_add(1),
+            (None, None) => policy.max_attempts,
+        };
+        policy.validate()?;
+        Ok(policy)
+    }
+}

@@ -172,7 +172,7 @@ impl fmt::Display for GiveUpReason {
             GiveUpReason::Exhausted => f.write_str("exhausted"),
             GiveUpReason::Permanent => f.write_str("permanent failure"),
             GiveUpReason::Budget => f.write_str("budget"),
-            GiveUpReason::TimedOut { timeout } => write!(f, "timed out after {}", D(*timeout)),
+            GiveUpReason::TimedOut { timeout } => write!(f, "timed out (timeout {})", D(*timeout)),
             GiveUpReason::Cancelled => f.write_str("cancelled"),
             GiveUpReason::NotStarted => f.write_str("not started"),
         }

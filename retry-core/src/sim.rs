@@ -258,7 +258,7 @@ impl fmt::Display for Timeline<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "policy: {}", self.policy)?;
         writeln!(f, "seed: {}", self.seed)?;
-        writeln!(f, "{:>10}  {:<32}  action", "at", "event")?;
+        writeln!(f, "{:>10}  {:<36}  action", "at", "event")?;
         let mut steps = self.steps();
         for step in steps.by_ref().take(self.max_rows) {
             // Render the event first so the column can be padded as a whole.
@@ -266,7 +266,7 @@ impl fmt::Display for Timeline<'_> {
             fmt::write(&mut event, format_args!("{}", step.event))?;
             writeln!(
                 f,
-                "{:>10}  {:<32}  {}",
+                "{:>10}  {:<36}  {}",
                 step.at,
                 event.as_str(),
                 step.action

@@ -1,0 +1,154 @@
+//! Policy validation: every invalid value is a typed error naming its field.
+
+use core::time::Duration;
+
+use retry_core::{Backoff, HintMode, Jitter, PolicyError, RetryPolicy};
+
+#[test]
+fn every_invalid_value_names_its_field() {
+    let b = RetryPolicy::builder;
+    let cases: Vec<(Result<RetryPolicy, PolicyError>, &str, &str)> = vec![
+        (b().max_attempts(0).build(), "max_attempts", "policy.zero_attempts"),
+        (
+            b().max_attempts(3).max_retries(2).build(),
+            "max_retries",
+            "policy.both_attempt_counts",
+        ),
+        (
+            b().backoff(Backoff::exponential(Duration::from_secs(1), f64::NAN))
+                .build(),
+            "backoff.factor",
+            "policy.invalid_factor",
+        ),
+        (
+            b().backoff(Backoff::exponential(Duration::from_secs(1), -2.0))
+                .build(),
+            "backoff.factor",
+            "policy.invalid_factor",
+        ),
+        (
+            b().backoff(Backoff::exponential(Duration::from_secs(1), 0.99))
+                .build(),
+            "backoff.factor",
+            "policy.invalid_factor",
+        ),
+        (
+            b().backoff(Backoff::exponential(Duration::from_secs(1), f64::INFINITY))
+                .build(),
+            "backoff.factor",
+            "policy.invalid_factor",
+        ),
+        (
+            b().jitter(Jitter::Subtract(-0.1)).build(),
+            "jitter.fraction",
+            "policy.invalid_jitter_fraction",
+        ),
+        (
+            b().jitter(Jitter::Add(1.5)).build(),
+            "jitter.fraction",
+            "policy.invalid_jitter_fraction",
+        ),
+        (
+            b().jitter(Jitter::Spread(f64::NAN)).build(),
+            "jitter.fraction",
+            "policy.invalid_jitter_fraction",
+        ),
+        (
+            b().min_delay(Duration::from_secs(2))
+                .max_delay(Duration::from_secs(1))
+                .build(),
+            "min_delay",
+            "policy.min_above_max",
+        ),
+        (
+            b().hints(HintMode::Override {
+                min: Duration::from_secs(2),
+                max: Duration::from_secs(1),
+            })
+            .build(),
+            "retry_after_min",
+            "policy.hint_min_above_max",
+        ),
+        (
+            b().budget(Duration::ZERO).build(),
+            "budget",
+            "policy.zero_duration",
+        ),
+        (
+            b().attempt_timeout(Duration::ZERO).build(),
+            "attempt_timeout",
+            "policy.zero_duration",
+        ),
+    ];
+    for (result, field, code) in cases {
+        let err = result.expect_err(field);
+        assert_eq!(err.field(), field, "{err}");
+        assert_eq!(err.code(), code, "{err}");
+        assert!(
+            err.to_string().contains(field.split('.').next().unwrap()),
+            "the message names the field: {err}"
+        );
+    }
+}
+
+#[test]
+fn messages_say_what_was_wrong() {
+    let err = RetryPolicy::builder()
+        .backoff(Backoff::exponential(Duration::from_secs(1), 0.5))
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "backoff.factor: must be a finite number >= 1, got 0.5"
+    );
+    let err = RetryPolicy::builder()
+        .jitter(Jitter::Spread(2.0))
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "jitter.fraction: spread jitter needs a fraction in [0, 1], got 2"
+    );
+}
+
+#[test]
+fn attempts_and_retries_count_as_spec_1_says() {
+    let p = RetryPolicy::builder().max_retries(0).build().unwrap();
+    assert_eq!((p.max_attempts(), p.max_retries()), (1, 0));
+    let p = RetryPolicy::builder().max_retries(4).build().unwrap();
+    assert_eq!((p.max_attempts(), p.max_retries()), (5, 4));
+    let p = RetryPolicy::builder().max_attempts(1).build().unwrap();
+    assert_eq!(p.max_retries(), 0);
+    let p = RetryPolicy::builder().max_retries(u32::MAX).build().unwrap();
+    assert_eq!(p.max_attempts(), u32::MAX);
+}
+
+#[test]
+fn defaults_are_documented_values() {
+    let p = RetryPolicy::default();
+    assert_eq!(p.max_attempts(), 5);
+    assert_eq!(
+        p.backoff(),
+        Backoff::exponential(Duration::from_secs(1), 2.0)
+    );
+    assert_eq!(p.max_delay(), Duration::from_secs(60));
+    assert_eq!(p.jitter(), Jitter::Full);
+    assert_eq!(p.hints(), HintMode::OVERRIDE_DEFAULT);
+    assert_eq!(p.budget(), None);
+    assert!(p.retries_timeouts());
+    assert_eq!(RetryPolicy::builder().build(), Ok(p));
+}
+
+#[test]
+fn a_derived_policy_keeps_the_rest() {
+    let base = RetryPolicy::builder()
+        .max_attempts(9)
+        .budget(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let derived = base.to_builder().jitter(Jitter::None).build().unwrap();
+    assert_eq!(derived.max_attempts(), 9);
+    assert_eq!(derived.budget(), Some(Duration::from_secs(30)));
+    assert_eq!(derived.jitter(), Jitter::None);
+    assert_eq!(base.jitter(), Jitter::Full, "the base is untouched");
+}

@@ -510,7 +510,11 @@ impl RetryMachine {
     }
 
     fn begin_attempt(&mut self, number: u32, now: Instant) -> Action {
-        let mut deadline = self.policy.attempt_timeout().map(|t| now.saturating_add(t));
+        // A deadline past the last representable instant is no deadline at all.
+        let mut deadline = self
+            .policy
+            .attempt_timeout()
+            .and_then(|t| now.checked_add(t));
         if self.policy.caps_attempt_to_budget() {
             if let Some(end) = self.budget_end() {
                 deadline = Some(deadline.map_or(end, |d| d.min(end)));

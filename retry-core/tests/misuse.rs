@@ -1,11 +1,14 @@
 //! Misuse: every event that makes no sense in the machine's phase is answered as the
 //! `RetryMachine` docs say, never panics and leaves the machine unchanged.
 
+// Test helpers outside #[test] functions may unwrap: a failure is the test failing.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use core::time::Duration;
 
 use retry_core::{
-    Action, Backoff, Event, Failure, GiveUpReason, Instant, Jitter, Misuse, Phase,
-    RetryMachine, RetryPolicy, SleepReason,
+    Action, Backoff, Event, Failure, GiveUpReason, Instant, Jitter, Misuse, Phase, RetryMachine,
+    RetryPolicy, SleepReason,
 };
 
 const ALL_EVENTS: [Event; 6] = [

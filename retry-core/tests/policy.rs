@@ -1,5 +1,8 @@
 //! Policy validation: every invalid value is a typed error naming its field.
 
+// Test helpers outside #[test] functions may unwrap: a failure is the test failing.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use core::time::Duration;
 
 use retry_core::{Backoff, HintMode, Jitter, PolicyError, RetryPolicy};
@@ -8,7 +11,11 @@ use retry_core::{Backoff, HintMode, Jitter, PolicyError, RetryPolicy};
 fn every_invalid_value_names_its_field() {
     let b = RetryPolicy::builder;
     let cases: Vec<(Result<RetryPolicy, PolicyError>, &str, &str)> = vec![
-        (b().max_attempts(0).build(), "max_attempts", "policy.zero_attempts"),
+        (
+            b().max_attempts(0).build(),
+            "max_attempts",
+            "policy.zero_attempts",
+        ),
         (
             b().max_attempts(3).max_retries(2).build(),
             "max_retries",
@@ -119,7 +126,10 @@ fn attempts_and_retries_count_as_spec_1_says() {
     assert_eq!((p.max_attempts(), p.max_retries()), (5, 4));
     let p = RetryPolicy::builder().max_attempts(1).build().unwrap();
     assert_eq!(p.max_retries(), 0);
-    let p = RetryPolicy::builder().max_retries(u32::MAX).build().unwrap();
+    let p = RetryPolicy::builder()
+        .max_retries(u32::MAX)
+        .build()
+        .unwrap();
     assert_eq!(p.max_attempts(), u32::MAX);
 }
 

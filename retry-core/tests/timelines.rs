@@ -2,6 +2,9 @@
 //! table, not a hundred asserts. Where a number is part of the contract (SPEC 2's
 //! worked examples, the budget edge), it is asserted as well.
 
+// Test helpers outside #[test] functions may unwrap: a failure is the test failing.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use core::time::Duration;
 
 use retry_core::{
@@ -52,10 +55,7 @@ fn spec2_exponential_1s_cap_60s_8_attempts() {
         [1, 2, 4, 8, 16, 32, 60].map(secs).to_vec(),
         "SPEC 2: 1, 2, 4, 8, 16, 32, 60 s"
     );
-    assert_eq!(
-        total_sleep(Simulation::new(&policy, SEED, &[])),
-        secs(123)
-    );
+    assert_eq!(total_sleep(Simulation::new(&policy, SEED, &[])), secs(123));
     insta::assert_snapshot!(Timeline::new(&policy, SEED, &[]).to_string());
 }
 

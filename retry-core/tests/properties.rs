@@ -1,0 +1,480 @@
+//! quickcheck properties over random policies, seeds and scripts, 10,000 cases each.
+
+// Test helpers outside #[test] functions may unwrap: a failure is the test failing.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use core::time::Duration;
+
+use quickcheck::{Arbitrary, Gen, QuickCheck};
+use retry_core::{
+    Action, Backoff, Event, Failure, FailureKind, GiveUpReason, Hint, HintMode, Instant, Jitter,
+    Outcome, Resolution, RetryMachine, RetryPolicy, Scripted, Simulation, SleepReason, Step,
+};
+
+const CASES: u64 = 10_000;
+/// Steps looked at per simulation (a policy may allow u32::MAX attempts).
+const MAX_STEPS: usize = 300;
+
+fn check<A: quickcheck::Testable>(prop: A) {
+    QuickCheck::new()
+        .tests(CASES)
+        .max_tests(CASES * 10)
+        .quickcheck(prop);
+}
+
+fn pick<T: Copy>(g: &mut Gen, items: &[T]) -> T {
+    *g.choose(items).expect("non-empty")
+}
+
+/// A duration from a mix of ordinary and extreme ranges.
+fn duration(g: &mut Gen) -> Duration {
+    match u8::arbitrary(g) % 10 {
+        0 => Duration::ZERO,
+        1 => Duration::MAX,
+        2 => Duration::from_nanos(u64::arbitrary(g)),
+        3 => Duration::new(u64::arbitrary(g), u32::arbitrary(g) % 1_000_000_000),
+        4 => Duration::from_nanos(u64::from(u32::arbitrary(g))),
+        _ => Duration::from_millis(u64::arbitrary(g) % 5_000),
+    }
+}
+
+fn fraction(g: &mut Gen) -> f64 {
+    f64::from(u16::arbitrary(g) % 1001) / 1000.0
+}
+
+fn jitter(g: &mut Gen) -> Jitter {
+    match u8::arbitrary(g) % 7 {
+        0 => Jitter::None,
+        1 => Jitter::Full,
+        2 => Jitter::Equal,
+        3 => Jitter::Decorrelated,
+        4 => Jitter::Subtract(fraction(g)),
+        5 => Jitter::Add(fraction(g)),
+        _ => Jitter::Spread(fraction(g)),
+    }
+}
+
+fn backoff(g: &mut Gen) -> Backoff {
+    match u8::arbitrary(g) % 5 {
+        0 => Backoff::None,
+        1 => Backoff::constant(duration(g)),
+        2 => Backoff::linear_by(duration(g), duration(g)),
+        3 => {
+            let factor = pick(g, &[1.0, 1.5, 2.0, 3.0, 10.0, 1e300]);
+            Backoff::exponential(duration(g), factor)
+        }
+        _ => Backoff::fibonacci(duration(g)),
+    }
+}
+
+fn sorted(a: Duration, b: Duration) -> (Duration, Duration) {
+    (a.min(b), a.max(b))
+}
+
+fn nonzero(d: Duration) -> Duration {
+    d.max(Duration::from_nanos(1))
+}
+
+#[derive(Clone, Debug)]
+struct P(RetryPolicy);
+
+impl Arbitrary for P {
+    fn arbitrary(g: &mut Gen) -> Self {
+        let attempts = match u8::arbitrary(g) % 20 {
+            0 => u32::MAX,
+            _ => u32::arbitrary(g) % 12 + 1,
+        };
+        let (min_delay, max_delay) = sorted(duration(g), duration(g));
+        let (hint_min, hint_max) = sorted(duration(g), duration(g));
+        let hints = match u8::arbitrary(g) % 3 {
+            0 => HintMode::Override {
+                min: hint_min,
+                max: hint_max,
+            },
+            1 => HintMode::AtLeast { cap: duration(g) },
+            _ => HintMode::Ignore,
+        };
+        let budget = bool::arbitrary(g).then(|| nonzero(duration(g)));
+        let timeout = bool::arbitrary(g).then(|| nonzero(duration(g)));
+        let policy = RetryPolicy::builder()
+            .max_attempts(attempts)
+            .backoff(backoff(g))
+            .min_delay(min_delay)
+            .max_delay(max_delay)
+            .jitter(jitter(g))
+            .resolution(if bool::arbitrary(g) {
+                Resolution::Millis
+            } else {
+                Resolution::Nanos
+            })
+            .hints(hints)
+            .budget(budget)
+            .attempt_timeout(timeout)
+            .cap_attempt_to_budget(bool::arbitrary(g))
+            .retry_timeouts(bool::arbitrary(g))
+            .build()
+            .expect("generated policies are valid by construction");
+        P(policy)
+    }
+}
+
+fn failure(g: &mut Gen) -> Failure {
+    let base = if u8::arbitrary(g) % 6 == 0 {
+        Failure::permanent()
+    } else {
+        Failure::retryable()
+    };
+    let base = base.with_kind(pick(
+        g,
+        &[
+            FailureKind::Error,
+            FailureKind::Connection,
+            FailureKind::Status(503),
+        ],
+    ));
+    match u8::arbitrary(g) % 5 {
+        0 => base.with_hint(Hint::RetryAfter(duration(g))),
+        1 => base.with_hint(Hint::Pushback(duration(g))),
+        _ => base,
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Script(Vec<Scripted>, Option<Duration>);
+
+impl Arbitrary for Script {
+    fn arbitrary(g: &mut Gen) -> Self {
+        let len = usize::arbitrary(g) % 12;
+        let steps = (0..len)
+            .map(|_| {
+                let outcome = match u8::arbitrary(g) % 12 {
+                    0 => Outcome::Succeed,
+                    1 => Outcome::TimeOut,
+                    2 => Outcome::Cancel,
+                    _ => Outcome::Fail(failure(g)),
+                };
+                let took = match u8::arbitrary(g) % 3 {
+                    0 => Duration::ZERO,
+                    _ => duration(g),
+                };
+                Scripted { outcome, took }
+            })
+            .collect();
+        let cancel = (u8::arbitrary(g) % 5 == 0).then(|| duration(g));
+        Script(steps, cancel)
+    }
+}
+
+fn run(policy: &RetryPolicy, seed: u64, script: &Script) -> Vec<Step> {
+    let sim = Simulation::new(policy, seed, &script.0);
+    let sim = match script.1 {
+        Some(at) => sim.cancel_at(at),
+        None => sim,
+    };
+    sim.take(MAX_STEPS).collect()
+}
+
+/// Checks every step of a run against the contract; returns a message on the first
+/// violation.
+fn violations(policy: &RetryPolicy, steps: &[Step]) -> Result<(), String> {
+    let start = steps.first().map_or(Instant::ORIGIN, |s| s.at);
+    let budget_end = policy.budget().map(|b| start.saturating_add(b));
+    let mut expected_attempt = 1u32;
+    let mut terminal_seen = false;
+    for (i, step) in steps.iter().enumerate() {
+        if terminal_seen {
+            return Err(format!("step {i} after a terminal action"));
+        }
+        match step.action {
+            Action::Attempt { number, deadline } => {
+                if number != expected_attempt {
+                    return Err(format!("attempt {number}, expected {expected_attempt}"));
+                }
+                if number > policy.max_attempts() {
+                    return Err(format!("attempt {number} above the maximum"));
+                }
+                if let Some(d) = deadline {
+                    if d <= step.at {
+                        return Err(format!("deadline {d} not after {}", step.at));
+                    }
+                }
+                expected_attempt = expected_attempt.saturating_add(1);
+            }
+            Action::Sleep {
+                until,
+                delay,
+                reason,
+            } => {
+                if until <= step.at {
+                    return Err(format!("sleep until {until} at {}", step.at));
+                }
+                if until != step.at.saturating_add(delay) {
+                    return Err(format!("sleep until {until} is not now + {delay:?}"));
+                }
+                if let Some(end) = budget_end {
+                    if until >= end {
+                        return Err(format!("sleep to {until} reaches the budget end {end}"));
+                    }
+                }
+                if expected_attempt.saturating_sub(1) >= policy.max_attempts() {
+                    return Err("sleep after the final attempt".into());
+                }
+                check_delay(policy, step.event, delay, reason)?;
+            }
+            Action::GiveUp(_) | Action::Done { .. } => terminal_seen = true,
+        }
+        match step.event {
+            Event::Succeeded if !matches!(step.action, Action::Done { .. }) => {
+                return Err(format!("success answered with {}", step.action));
+            }
+            Event::Failed(f) if !f.is_retryable() => match step.action {
+                Action::GiveUp(g) if g.reason == GiveUpReason::Permanent => {}
+                other => return Err(format!("permanent failure answered with {other}")),
+            },
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Half a millisecond of rounding slack, where rounding applies.
+fn slack(policy: &RetryPolicy) -> Duration {
+    match policy.resolution() {
+        Resolution::Millis => Duration::from_micros(500),
+        Resolution::Nanos => Duration::ZERO,
+    }
+}
+
+fn check_delay(
+    policy: &RetryPolicy,
+    event: Event,
+    delay: Duration,
+    reason: SleepReason,
+) -> Result<(), String> {
+    let hint = match event {
+        Event::Failed(f) if policy.hints() != HintMode::Ignore => f.hint(),
+        _ => None,
+    };
+    let cap = policy.max_delay();
+    let add_limit = match policy.jitter() {
+        Jitter::Add(f) => cap
+            .saturating_add(cap.mul_f64(f))
+            .saturating_add(slack(policy)),
+        _ => cap,
+    };
+    match (hint, policy.hints()) {
+        (None, _) => {
+            if reason != SleepReason::Curve {
+                return Err(format!("no hint but reason {reason}"));
+            }
+            if delay < policy.min_delay() || delay > add_limit {
+                return Err(format!(
+                    "curve delay {delay:?} outside [{:?}, {add_limit:?}]",
+                    policy.min_delay()
+                ));
+            }
+        }
+        (Some(Hint::Pushback(p)), _) => {
+            if delay != p {
+                return Err(format!("pushback {p:?} but slept {delay:?}"));
+            }
+        }
+        (Some(Hint::RetryAfter(h)), HintMode::Override { min, max }) => {
+            if delay != h.max(min).min(max) {
+                return Err(format!("override of {h:?} gave {delay:?}"));
+            }
+        }
+        (Some(Hint::RetryAfter(h)), HintMode::AtLeast { cap: hint_cap }) => {
+            let honoured = h.min(hint_cap);
+            if delay < honoured {
+                return Err(format!("at-least: {delay:?} below the hint {honoured:?}"));
+            }
+            let ceiling = add_limit.max(
+                honoured
+                    .saturating_add(honoured.mul_f64(policy.jitter().fraction().unwrap_or(0.0)))
+                    .saturating_add(slack(policy)),
+            );
+            if delay > ceiling {
+                return Err(format!("at-least: {delay:?} above {ceiling:?}"));
+            }
+        }
+        (Some(_), HintMode::Ignore) => unreachable!("filtered above"),
+    }
+    Ok(())
+}
+
+#[test]
+fn every_run_keeps_the_contract() {
+    fn prop(p: P, seed: u64, script: Script) -> Result<(), String> {
+        let steps = run(&p.0, seed, &script);
+        violations(&p.0, &steps)
+    }
+    check(prop as fn(P, u64, Script) -> Result<(), String>);
+}
+
+#[test]
+fn the_same_inputs_give_the_same_timeline() {
+    fn prop(p: P, seed: u64, script: Script) -> bool {
+        run(&p.0, seed, &script) == run(&p.0, seed, &script)
+    }
+    check(prop as fn(P, u64, Script) -> bool);
+}
+
+#[test]
+fn a_clone_mid_flight_continues_identically() {
+    fn prop(p: P, seed: u64, script: Script, cut: usize) -> bool {
+        let steps = run(&p.0, seed, &script);
+        let cut = cut % steps.len().max(1);
+        let mut original = RetryMachine::new(&p.0, seed);
+        let mut copy = None;
+        for (i, step) in steps.iter().enumerate() {
+            if i == cut {
+                copy = Some(original.clone());
+            }
+            let a = original.poll(step.event, step.at);
+            if a != step.action {
+                return false;
+            }
+            if let Some(c) = copy.as_mut() {
+                if c.poll(step.event, step.at) != a {
+                    return false;
+                }
+            }
+        }
+        copy.is_none_or(|c| c == original)
+    }
+    check(prop as fn(P, u64, Script, usize) -> bool);
+}
+
+#[test]
+fn a_different_seed_changes_only_jitter() {
+    // Without jitter the seed must not matter at all.
+    fn prop(p: P, a: u64, b: u64, script: Script) -> bool {
+        let policy = p.0.to_builder().jitter(Jitter::None).build().unwrap();
+        run(&policy, a, &script) == run(&policy, b, &script)
+    }
+    check(prop as fn(P, u64, u64, Script) -> bool);
+}
+
+#[test]
+fn each_jitter_kind_stays_inside_its_bounds() {
+    fn prop(raw: u64, draw: u64, f: u16, extra: u64) -> Result<(), String> {
+        let d = Duration::from_nanos(raw);
+        let cap = d.saturating_add(Duration::from_nanos(extra % 1_000_000_000_000));
+        let f = f64::from(f % 1001) / 1000.0;
+        let z = Duration::ZERO;
+        let within = |name: &str, x: Duration, lo: Duration, hi: Duration| {
+            if x < lo || x > hi {
+                Err(format!(
+                    "{name}: {x:?} outside [{lo:?}, {hi:?}] for d = {d:?}"
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        // Slack for the float product f·d: a nanosecond plus a few ulps of d.
+        let ns = Duration::from_nanos(1 + raw / (1 << 50));
+        let span = d.mul_f64(f);
+        within("none", Jitter::None.apply(d, draw, z, z, cap), d, d)?;
+        within("full", Jitter::Full.apply(d, draw, z, z, cap), z, d)?;
+        within("equal", Jitter::Equal.apply(d, draw, z, z, cap), d / 2, d)?;
+        within(
+            "subtract",
+            Jitter::Subtract(f).apply(d, draw, z, z, cap),
+            d.saturating_sub(span).saturating_sub(ns),
+            d,
+        )?;
+        within(
+            "add",
+            Jitter::Add(f).apply(d, draw, z, z, cap),
+            d,
+            d.saturating_add(span).saturating_add(ns),
+        )?;
+        within(
+            "spread",
+            Jitter::Spread(f).apply(d, draw, z, z, cap),
+            d.saturating_sub(span).saturating_sub(ns),
+            d.saturating_add(span).saturating_add(ns).min(cap),
+        )?;
+        let initial = Duration::from_nanos(extra % 1_000_000_000);
+        let previous = d;
+        let dec = Jitter::Decorrelated.apply(d, draw, initial, previous, cap);
+        let hi = previous.saturating_mul(3).max(initial).min(cap);
+        within("decorrelated", dec, initial.min(cap), hi)
+    }
+    check(prop as fn(u64, u64, u16, u64) -> Result<(), String>);
+}
+
+#[test]
+fn no_arithmetic_overflow_for_any_retry_or_duration() {
+    fn prop(p: P, retry: u32, seed: u64) -> bool {
+        let policy = &p.0;
+        // Whatever the retry number, these are total and bounded.
+        let d = policy.delay(retry, seed);
+        let d_max = policy.delay(u32::MAX, seed);
+        let raw = policy.backoff().delay(retry);
+        let capped = policy.capped_delay(retry);
+        capped <= policy.max_delay().max(policy.min_delay())
+            && raw >= Duration::ZERO
+            && (policy.jitter().may_exceed_cap()
+                || (d <= policy.max_delay() && d_max <= policy.max_delay()))
+    }
+    check(prop as fn(P, u32, u64) -> bool);
+}
+
+#[test]
+fn random_event_streams_never_break_the_machine() {
+    fn prop(p: P, seed: u64, events: Vec<(u8, u64)>) -> Result<(), String> {
+        let mut m = RetryMachine::new(&p.0, seed);
+        let mut now = Instant::ORIGIN;
+        let mut terminal: Option<Action> = None;
+        for (kind, dt) in events {
+            // Time mostly moves forward, sometimes jumps back.
+            now = if dt % 7 == 0 {
+                now.saturating_sub(Duration::from_nanos(dt))
+            } else {
+                now.saturating_add(Duration::from_nanos(dt % 10_000_000_000))
+            };
+            let event = match kind % 6 {
+                0 => Event::Start,
+                1 => Event::Succeeded,
+                2 => Event::Failed(if kind & 0x80 == 0 {
+                    Failure::retryable()
+                } else {
+                    Failure::permanent()
+                }),
+                3 => Event::TimedOut,
+                4 => Event::Woke,
+                _ => Event::Cancelled,
+            };
+            let before = m.clone();
+            match m.try_poll(event, now) {
+                Err(misuse) => {
+                    if m != before {
+                        return Err(format!("misuse {misuse} changed the machine"));
+                    }
+                    if Some(misuse.answer) != before.pending() && before.pending().is_some() {
+                        return Err("misuse answered with something else".into());
+                    }
+                }
+                Ok(action) => {
+                    if let Some(t) = terminal {
+                        return Err(format!("{event} after terminal {t} accepted as {action}"));
+                    }
+                    match action {
+                        Action::Sleep { until, .. } if until <= now => {
+                            return Err(format!("sleep until {until} not after {now}"));
+                        }
+                        Action::Attempt { number, .. } if number > p.0.max_attempts() => {
+                            return Err(format!("attempt {number} above the maximum"));
+                        }
+                        a if a.is_terminal() => terminal = Some(a),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+    check(prop as fn(P, u64, Vec<(u8, u64)>) -> Result<(), String>);
+}

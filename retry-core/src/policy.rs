@@ -424,3 +424,49 @@ impl RetryPolicyBuilder {
         Ok(policy)
     }
 }
+
+#[cfg(feature = "arbitrary")]
+impl<'a> arbitrary::Arbitrary<'a> for RetryPolicy {
+    /// An arbitrary *valid* policy: raw values are drawn freely, then anything the
+    /// builder would reject is mended (factor to 2, fractions clamped into [0, 1],
+    /// swapped bounds put in order, zero budget or timeout dropped).
+    fn arbitrary(u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {
+        let mut backoff: Backoff = u.arbitrary()?;
+        if backoff.validate().is_err() {
+            if let Backoff::Exponential { initial, .. } = backoff {
+                backoff = Backoff::exponential(initial, 2.0);
+            }
+        }
+        let clamp = |f: f64| if f.is_nan() { 0.0 } else { f.clamp(0.0, 1.0) };
+        let jitter = match u.arbitrary()? {
+            Jitter::Subtract(f) => Jitter::Subtract(clamp(f)),
+            Jitter::Add(f) => Jitter::Add(clamp(f)),
+            Jitter::Spread(f) => Jitter::Spread(clamp(f)),
+            other => other,
+        };
+        let (a, b): (Duration, Duration) = (u.arbitrary()?, u.arbitrary()?);
+        let hints = match u.arbitrary()? {
+            HintMode::Override { min, max } => HintMode::Override {
+                min: min.min(max),
+                max: min.max(max),
+            },
+            other => other,
+        };
+        let nonzero = |d: Option<Duration>| d.filter(|d| !d.is_zero());
+        let policy = RetryPolicy {
+            max_attempts: u.arbitrary::<u32>()?.max(1),
+            backoff,
+            max_delay: a.max(b),
+            min_delay: a.min(b),
+            jitter,
+            resolution: u.arbitrary()?,
+            hints,
+            budget: nonzero(u.arbitrary()?),
+            attempt_timeout: nonzero(u.arbitrary()?),
+            cap_attempt_to_budget: u.arbitrary()?,
+            retry_timeouts: u.arbitrary()?,
+        };
+        debug_assert!(policy.validate().is_ok());
+        Ok(policy)
+    }
+}

@@ -28,6 +28,6 @@ pub use classify::{Failure, FailureKind, Hint};
 pub use error::PolicyError;
 pub use jitter::{jitter_draw, Jitter};
 pub use machine::{Action, Event, GiveUp, GiveUpReason, Misuse, Phase, RetryMachine, SleepReason};
-pub use policy::{HintMode, Resolution, RetryPolicy, RetryPolicyBuilder};
+pub use policy::{CircuitOpen, HintMode, Resolution, RetryPolicy, RetryPolicyBuilder};
 pub use sim::{total_sleep, Outcome, Scripted, Simulation, Step, Timeline};
 pub use time::{DisplayDuration, Instant};

@@ -4,7 +4,7 @@ use core::fmt;
 use core::time::Duration;
 
 use crate::classify::{Failure, FailureKind, Hint};
-use crate::policy::{bounded, HintMode, RetryPolicy};
+use crate::policy::{bounded, CircuitOpen, HintMode, RetryPolicy};
 use crate::time::{DisplayDuration as D, Instant};
 
 /// Something that happened, told to the machine with [`RetryMachine::poll`].
@@ -26,6 +26,16 @@ pub enum Event {
     Woke,
     /// The caller cancelled the call. Final: never retried.
     Cancelled,
+    /// The shared retry budget granted the withdrawal asked by [`Action::Withdraw`].
+    Granted,
+    /// The shared retry budget refused the withdrawal asked by [`Action::Withdraw`].
+    Refused,
+    /// A circuit breaker rejected the attempt asked by [`Action::Attempt`] before it
+    /// ran; it will admit again at `until`.
+    Rejected {
+        /// When the breaker will next admit.
+        until: Instant,
+    },
 }
 
 impl fmt::Display for Event {
@@ -37,6 +47,9 @@ impl fmt::Display for Event {
             Event::TimedOut => f.write_str("timed out"),
             Event::Woke => f.write_str("woke"),
             Event::Cancelled => f.write_str("cancelled"),
+            Event::Granted => f.write_str("granted"),
+            Event::Refused => f.write_str("refused"),
+            Event::Rejected { until } => write!(f, "rejected until {until}"),
         }
     }
 }
@@ -49,7 +62,8 @@ impl fmt::Display for Event {
 pub enum Action {
     /// Run the operation once. Then send [`Event::Succeeded`], [`Event::Failed`],
     /// or [`Event::TimedOut`] if it was still running at `deadline`; or
-    /// [`Event::Cancelled`].
+    /// [`Event::Cancelled`]. A driver with a circuit breaker asks it first and sends
+    /// [`Event::Rejected`] instead of running the operation if it refuses.
     Attempt {
         /// The attempt's number; the first is 1.
         number: u32,
@@ -67,6 +81,16 @@ pub enum Action {
         delay: Duration,
         /// Where the delay came from.
         reason: SleepReason,
+    },
+    /// Withdraw one retry from the shared retry budget (only when the policy
+    /// [uses one](crate::RetryPolicy::uses_retry_budget)), then send
+    /// [`Event::Granted`] or [`Event::Refused`].
+    Withdraw {
+        /// The retry's number (retry r is attempt r + 1).
+        retry: u32,
+        /// Whether the failure being retried was a timeout (some budgets charge
+        /// more for those).
+        after_timeout: bool,
     },
     /// Stop: the call failed for good. Final; any later event gets the same answer.
     GiveUp(GiveUp),
@@ -100,6 +124,17 @@ impl fmt::Display for Action {
                 delay,
                 reason,
             } => write!(f, "sleep {} until {until} ({reason})", D(delay)),
+            Action::Withdraw {
+                retry,
+                after_timeout,
+            } => {
+                write!(f, "withdraw retry {retry}")?;
+                f.write_str(if after_timeout {
+                    " (after timeout)"
+                } else {
+                    ""
+                })
+            }
             Action::GiveUp(g) => fmt::Display::fmt(&g, f),
             Action::Done { attempts } => write!(f, "done after {attempts} attempt(s)"),
         }
@@ -115,6 +150,8 @@ pub enum SleepReason {
     Curve,
     /// The server's hint decided it.
     Hint,
+    /// A circuit breaker is open: wait until it admits again.
+    CircuitOpen,
 }
 
 impl fmt::Display for SleepReason {
@@ -122,6 +159,7 @@ impl fmt::Display for SleepReason {
         f.write_str(match self {
             SleepReason::Curve => "curve",
             SleepReason::Hint => "hint",
+            SleepReason::CircuitOpen => "circuit open",
         })
     }
 }
@@ -146,6 +184,13 @@ pub enum GiveUpReason {
     },
     /// The caller cancelled.
     Cancelled,
+    /// The shared retry budget refused the retry (distinct from the time budget).
+    RetryBudget,
+    /// A circuit breaker rejected the attempt and the policy gives up on that.
+    CircuitOpen {
+        /// How long until the breaker admits again.
+        wait: Duration,
+    },
     /// An outcome arrived before [`Event::Start`]: nothing ran. The machine is
     /// unchanged and still waits for `Start`.
     NotStarted,
@@ -161,6 +206,8 @@ impl GiveUpReason {
             GiveUpReason::Budget => "retry.budget",
             GiveUpReason::TimedOut { .. } => "retry.timeout",
             GiveUpReason::Cancelled => "retry.cancelled",
+            GiveUpReason::RetryBudget => "retry.retry_budget",
+            GiveUpReason::CircuitOpen { .. } => "retry.circuit_open",
             GiveUpReason::NotStarted => "retry.not_started",
         }
     }
@@ -174,6 +221,10 @@ impl fmt::Display for GiveUpReason {
             GiveUpReason::Budget => f.write_str("budget"),
             GiveUpReason::TimedOut { timeout } => write!(f, "timed out (timeout {})", D(*timeout)),
             GiveUpReason::Cancelled => f.write_str("cancelled"),
+            GiveUpReason::RetryBudget => f.write_str("retry budget refused"),
+            GiveUpReason::CircuitOpen { wait } => {
+                write!(f, "circuit open (admits in {})", D(*wait))
+            }
             GiveUpReason::NotStarted => f.write_str("not started"),
         }
     }
@@ -224,6 +275,8 @@ pub enum Phase {
     Attempting,
     /// A sleep is in progress.
     Sleeping,
+    /// Waiting for the retry budget's answer.
+    Withdrawing,
     /// Gave up or done; final.
     Finished,
 }
@@ -254,6 +307,13 @@ enum State {
         delay: Duration,
         reason: SleepReason,
     },
+    /// Waiting for the retry budget; the retry then sleeps `delay` (if non-zero).
+    Withdrawing {
+        retry: u32,
+        after_timeout: bool,
+        delay: Duration,
+        reason: SleepReason,
+    },
     Finished(Action),
 }
 
@@ -274,7 +334,9 @@ enum State {
 /// |---|---|---|
 /// | idle | anything but `Start` or `Cancelled` | `GiveUp` with [`GiveUpReason::NotStarted`] |
 /// | attempting | `Start`, `Woke` | the same `Attempt` |
-/// | sleeping | `Start`, `Succeeded`, `Failed`, `TimedOut` | the same `Sleep` |
+/// | attempting | `Granted`, `Refused` | the same `Attempt` |
+/// | sleeping | `Start`, `Succeeded`, `Failed`, `TimedOut`, `Granted`, `Refused`, `Rejected` | the same `Sleep` |
+/// | withdrawing | anything but `Granted`, `Refused`, `Cancelled` | the same `Withdraw` |
 /// | finished | anything | the same `GiveUp` / `Done` |
 ///
 /// A `Woke` before the sleep is due is not misuse: it is answered with the same
@@ -350,6 +412,7 @@ impl RetryMachine {
             State::Idle => Phase::Idle,
             State::Attempting { .. } => Phase::Attempting,
             State::Sleeping { .. } => Phase::Sleeping,
+            State::Withdrawing { .. } => Phase::Withdrawing,
             State::Finished(_) => Phase::Finished,
         }
     }
@@ -394,6 +457,14 @@ impl RetryMachine {
                 delay,
                 reason,
             }),
+            State::Withdrawing {
+                retry,
+                after_timeout,
+                ..
+            } => Some(Action::Withdraw {
+                retry,
+                after_timeout,
+            }),
             State::Finished(action) => Some(action),
         }
     }
@@ -405,7 +476,7 @@ impl RetryMachine {
         match self.state {
             State::Attempting { deadline, .. } => deadline,
             State::Sleeping { until, .. } => Some(until),
-            State::Idle | State::Finished(_) => None,
+            State::Idle | State::Withdrawing { .. } | State::Finished(_) => None,
         }
     }
 
@@ -458,7 +529,26 @@ impl RetryMachine {
                 self.after_failure(number, failure, Some(timeout), now)
             }
             (State::Attempting { number, .. }, Event::Cancelled) => {
+                // The attempt in flight is abandoned; it still counts as started.
                 self.give_up(GiveUpReason::Cancelled, number, None)
+            }
+            (State::Attempting { number, .. }, Event::Rejected { until }) => {
+                self.after_rejection(number, until, now)
+            }
+            (
+                State::Withdrawing {
+                    retry,
+                    delay,
+                    reason,
+                    ..
+                },
+                Event::Granted,
+            ) => self.sleep_or_attempt(retry.saturating_add(1), delay, reason, now),
+            (State::Withdrawing { retry, .. }, Event::Refused) => {
+                self.give_up(GiveUpReason::RetryBudget, retry, None)
+            }
+            (State::Withdrawing { retry, .. }, Event::Cancelled) => {
+                self.give_up(GiveUpReason::Cancelled, retry, None)
             }
             (
                 State::Sleeping {
@@ -479,6 +569,8 @@ impl RetryMachine {
                     let attempts = self.last_attempt;
                     self.give_up(GiveUpReason::Budget, attempts, None)
                 } else {
+                    // After a circuit-open wait this is the rejected attempt again:
+                    // the rejection already took it off the count.
                     let next = self.last_attempt.saturating_add(1);
                     self.begin_attempt(next, now)
                 }
@@ -581,8 +673,39 @@ impl RetryMachine {
         if self.budget_end().is_some_and(|end| until >= end) {
             return self.give_up(GiveUpReason::Budget, number, kind);
         }
+        if self.policy.uses_retry_budget() {
+            let after_timeout = timed_out.is_some();
+            self.state = State::Withdrawing {
+                retry: number,
+                after_timeout,
+                delay,
+                reason,
+            };
+            return Action::Withdraw {
+                retry: number,
+                after_timeout,
+            };
+        }
+        self.sleep_or_attempt(number.saturating_add(1), delay, reason, now)
+    }
+
+    /// Sleeps `delay` before attempt `next`, or starts it at once if the delay is
+    /// zero. The caller has checked the delay against the budget.
+    fn sleep_or_attempt(
+        &mut self,
+        next: u32,
+        delay: Duration,
+        reason: SleepReason,
+        now: Instant,
+    ) -> Action {
         if delay.is_zero() {
-            return self.begin_attempt(number.saturating_add(1), now);
+            return self.begin_attempt(next, now);
+        }
+        let until = now.saturating_add(delay);
+        if until <= now || self.budget_end().is_some_and(|end| until >= end) {
+            // Time passed while the budget was asked: the sleep no longer fits.
+            let attempts = self.last_attempt;
+            return self.give_up(GiveUpReason::Budget, attempts, None);
         }
         self.state = State::Sleeping {
             until,
@@ -593,6 +716,24 @@ impl RetryMachine {
             until,
             delay,
             reason,
+        }
+    }
+
+    /// A breaker rejected attempt `number` before it ran; it admits again at `until`.
+    fn after_rejection(&mut self, number: u32, until: Instant, now: Instant) -> Action {
+        // The rejected attempt never ran: it does not count.
+        self.last_attempt = number.saturating_sub(1);
+        let wait = until.saturating_duration_since(now);
+        match self.policy.circuit_open() {
+            CircuitOpen::GiveUp => {
+                let attempts = self.last_attempt;
+                self.give_up(GiveUpReason::CircuitOpen { wait }, attempts, None)
+            }
+            CircuitOpen::Wait => {
+                // Never a sleep due at or before now, even if the breaker says so.
+                let delay = wait.max(Duration::from_millis(1));
+                self.sleep_or_attempt(number, delay, SleepReason::CircuitOpen, now)
+            }
         }
     }
 

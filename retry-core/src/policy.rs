@@ -20,6 +20,19 @@ pub enum Resolution {
     Nanos,
 }
 
+/// What a retry does when the circuit breaker in front of it rejects an attempt.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum CircuitOpen {
+    /// Give up at once with [`GiveUpReason::CircuitOpen`](crate::GiveUpReason::CircuitOpen).
+    #[default]
+    GiveUp,
+    /// Sleep until the breaker would admit again, then try the same attempt. The
+    /// sleep counts against the total budget like any other and never burns an
+    /// attempt.
+    Wait,
+}
+
 /// How a server's delay hint (Retry-After and kin) combines with the curve (SPEC 4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
@@ -106,6 +119,8 @@ pub struct RetryPolicy {
     attempt_timeout: Option<Duration>,
     cap_attempt_to_budget: bool,
     retry_timeouts: bool,
+    use_retry_budget: bool,
+    circuit_open: CircuitOpen,
 }
 
 impl Default for RetryPolicy {
@@ -122,6 +137,8 @@ impl Default for RetryPolicy {
             attempt_timeout: None,
             cap_attempt_to_budget: false,
             retry_timeouts: true,
+            use_retry_budget: false,
+            circuit_open: CircuitOpen::GiveUp,
         }
     }
 }
@@ -196,6 +213,18 @@ impl RetryPolicy {
     #[must_use]
     pub const fn retries_timeouts(&self) -> bool {
         self.retry_timeouts
+    }
+
+    /// Whether every retry first asks a shared retry budget
+    /// ([`Action::Withdraw`](crate::Action::Withdraw)).
+    #[must_use]
+    pub const fn uses_retry_budget(&self) -> bool {
+        self.use_retry_budget
+    }
+    /// What happens when a circuit breaker rejects an attempt.
+    #[must_use]
+    pub const fn circuit_open(&self) -> CircuitOpen {
+        self.circuit_open
     }
 
     /// Checks every field; the builder calls this, so a built policy is valid.
@@ -406,6 +435,20 @@ impl RetryPolicyBuilder {
         self
     }
 
+    /// Ask a shared retry budget before every retry (default `false`): the machine
+    /// answers a retryable failure with [`Action::Withdraw`](crate::Action::Withdraw)
+    /// first, and a refusal ends the call with
+    /// [`GiveUpReason::RetryBudget`](crate::GiveUpReason::RetryBudget).
+    pub fn use_retry_budget(mut self, use_it: bool) -> Self {
+        self.policy.use_retry_budget = use_it;
+        self
+    }
+    /// What to do when a circuit breaker rejects an attempt (default: give up).
+    pub fn on_circuit_open(mut self, mode: CircuitOpen) -> Self {
+        self.policy.circuit_open = mode;
+        self
+    }
+
     /// Validates and returns the policy.
     ///
     /// # Errors
@@ -465,6 +508,8 @@ impl<'a> arbitrary::Arbitrary<'a> for RetryPolicy {
             attempt_timeout: nonzero(u.arbitrary()?),
             cap_attempt_to_budget: u.arbitrary()?,
             retry_timeouts: u.arbitrary()?,
+            use_retry_budget: u.arbitrary()?,
+            circuit_open: u.arbitrary()?,
         };
         debug_assert!(policy.validate().is_ok());
         Ok(policy)

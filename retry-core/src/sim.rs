@@ -23,6 +23,12 @@ pub enum Outcome {
     TimeOut,
     /// The caller cancels while the attempt runs.
     Cancel,
+    /// A circuit breaker rejects the attempt before it runs; it admits again after
+    /// `wait`. The attempt does not count, and the next one takes the next entry.
+    Rejected {
+        /// How long until the breaker admits again.
+        wait: Duration,
+    },
 }
 
 /// One scripted attempt: how it ends and how long it takes.
@@ -50,6 +56,11 @@ impl Scripted {
     #[must_use]
     pub const fn time_out() -> Scripted {
         Scripted::new(Outcome::TimeOut)
+    }
+    /// A breaker rejection of the attempt, admitting again after `wait`.
+    #[must_use]
+    pub const fn rejected(wait: Duration) -> Scripted {
+        Scripted::new(Outcome::Rejected { wait })
     }
     /// A cancellation during the attempt.
     #[must_use]
@@ -109,6 +120,7 @@ pub struct Simulation<'s> {
     cancel_at: Option<Instant>,
     next: Option<(Instant, Event)>,
     attempts_run: usize,
+    grants_left: u32,
 }
 
 impl<'s> Simulation<'s> {
@@ -122,6 +134,7 @@ impl<'s> Simulation<'s> {
             cancel_at: None,
             next: Some((Instant::ORIGIN, Event::Start)),
             attempts_run: 0,
+            grants_left: u32::MAX,
         }
     }
 
@@ -135,6 +148,14 @@ impl<'s> Simulation<'s> {
         if at == Instant::ORIGIN {
             self.next = Some((Instant::ORIGIN, Event::Cancelled));
         }
+        self
+    }
+
+    /// The shared retry budget grants the first `grants` withdrawals and refuses
+    /// the rest (by default it grants every one).
+    #[must_use]
+    pub fn retry_budget(mut self, grants: u32) -> Simulation<'s> {
+        self.grants_left = grants;
         self
     }
 
@@ -160,6 +181,12 @@ impl<'s> Simulation<'s> {
                 self.attempts_run = self.attempts_run.saturating_add(1);
                 let end = now.saturating_add(step.took);
                 match (step.outcome, deadline) {
+                    (Outcome::Rejected { wait }, _) => (
+                        now,
+                        Event::Rejected {
+                            until: now.saturating_add(wait),
+                        },
+                    ),
                     (Outcome::TimeOut, Some(d)) => (d, Event::TimedOut),
                     (Outcome::TimeOut, None) => (end, Event::TimedOut),
                     (_, Some(d)) if end >= d => (d, Event::TimedOut),
@@ -169,6 +196,13 @@ impl<'s> Simulation<'s> {
                 }
             }
             Action::Sleep { until, .. } => (until, Event::Woke),
+            Action::Withdraw { .. } => match self.grants_left.checked_sub(1) {
+                Some(left) => {
+                    self.grants_left = left;
+                    (now, Event::Granted)
+                }
+                None => (now, Event::Refused),
+            },
         };
         match self.cancel_at {
             Some(c) if c <= at => Some((c.max(now), Event::Cancelled)),

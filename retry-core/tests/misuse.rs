@@ -219,3 +219,45 @@ fn the_end_of_time_is_a_budget_give_up_not_a_panic() {
     let a = m.poll(Event::Failed(Failure::retryable()), Instant::MAX);
     assert!(matches!(a, Action::GiveUp(g) if g.reason == GiveUpReason::Budget));
 }
+
+#[test]
+fn budget_answers_outside_a_withdrawal_are_refused() {
+    let p = policy()
+        .to_builder()
+        .use_retry_budget(true)
+        .build()
+        .unwrap();
+    let mut m = RetryMachine::new(&p, 1);
+    let attempt = m.poll(Event::Start, at(0));
+    for event in [Event::Granted, Event::Refused] {
+        assert_refused(&m, event, at(1), attempt);
+    }
+    let withdraw = m.poll(Event::Failed(Failure::retryable()), at(2));
+    assert_eq!(
+        withdraw,
+        Action::Withdraw {
+            retry: 1,
+            after_timeout: false
+        }
+    );
+    assert_eq!(m.phase(), Phase::Withdrawing);
+    for event in [
+        Event::Start,
+        Event::Succeeded,
+        Event::Failed(Failure::retryable()),
+        Event::TimedOut,
+        Event::Woke,
+        Event::Rejected { until: at(9) },
+    ] {
+        assert_refused(&m, event, at(3), withdraw);
+    }
+    let sleep = m.poll(Event::Granted, at(3));
+    assert!(matches!(sleep, Action::Sleep { until, .. } if until == at(1_003)));
+    for event in [
+        Event::Granted,
+        Event::Refused,
+        Event::Rejected { until: at(9) },
+    ] {
+        assert_refused(&m, event, at(4), sleep);
+    }
+}

@@ -7,8 +7,9 @@ use core::time::Duration;
 
 use quickcheck::{Arbitrary, Gen, QuickCheck};
 use retry_core::{
-    Action, Backoff, Event, Failure, FailureKind, GiveUpReason, Hint, HintMode, Instant, Jitter,
-    Outcome, Resolution, RetryMachine, RetryPolicy, Scripted, Simulation, SleepReason, Step,
+    Action, Backoff, CircuitOpen, Event, Failure, FailureKind, GiveUpReason, Hint, HintMode,
+    Instant, Jitter, Outcome, Resolution, RetryMachine, RetryPolicy, Scripted, Simulation,
+    SleepReason, Step,
 };
 
 const CASES: u64 = 10_000;
@@ -112,6 +113,12 @@ impl Arbitrary for P {
             .attempt_timeout(timeout)
             .cap_attempt_to_budget(bool::arbitrary(g))
             .retry_timeouts(bool::arbitrary(g))
+            .use_retry_budget(bool::arbitrary(g))
+            .on_circuit_open(if bool::arbitrary(g) {
+                CircuitOpen::Wait
+            } else {
+                CircuitOpen::GiveUp
+            })
             .build()
             .expect("generated policies are valid by construction");
         P(policy)
@@ -140,15 +147,16 @@ fn failure(g: &mut Gen) -> Failure {
 }
 
 #[derive(Clone, Debug)]
-struct Script(Vec<Scripted>, Option<Duration>);
+struct Script(Vec<Scripted>, Option<Duration>, u32);
 
 impl Arbitrary for Script {
     fn arbitrary(g: &mut Gen) -> Self {
         let len = usize::arbitrary(g) % 12;
         let steps = (0..len)
             .map(|_| {
-                let outcome = match u8::arbitrary(g) % 12 {
+                let outcome = match u8::arbitrary(g) % 13 {
                     0 => Outcome::Succeed,
+                    3 => Outcome::Rejected { wait: duration(g) },
                     1 => Outcome::TimeOut,
                     2 => Outcome::Cancel,
                     _ => Outcome::Fail(failure(g)),
@@ -161,12 +169,12 @@ impl Arbitrary for Script {
             })
             .collect();
         let cancel = (u8::arbitrary(g) % 5 == 0).then(|| duration(g));
-        Script(steps, cancel)
+        Script(steps, cancel, u32::arbitrary(g) % 8)
     }
 }
 
 fn run(policy: &RetryPolicy, seed: u64, script: &Script) -> Vec<Step> {
-    let sim = Simulation::new(policy, seed, &script.0);
+    let sim = Simulation::new(policy, seed, &script.0).retry_budget(script.2);
     let sim = match script.1 {
         Some(at) => sim.cancel_at(at),
         None => sim,
@@ -181,9 +189,14 @@ fn violations(policy: &RetryPolicy, steps: &[Step]) -> Result<(), String> {
     let budget_end = policy.budget().map(|b| start.saturating_add(b));
     let mut expected_attempt = 1u32;
     let mut terminal_seen = false;
+    let mut withdrawn = false;
     for (i, step) in steps.iter().enumerate() {
         if terminal_seen {
             return Err(format!("step {i} after a terminal action"));
+        }
+        if let Event::Rejected { .. } = step.event {
+            // The rejected attempt never ran: the same number comes again.
+            expected_attempt = expected_attempt.saturating_sub(1);
         }
         match step.action {
             Action::Attempt { number, deadline } => {
@@ -199,6 +212,17 @@ fn violations(policy: &RetryPolicy, steps: &[Step]) -> Result<(), String> {
                     }
                 }
                 expected_attempt = expected_attempt.saturating_add(1);
+            }
+            Action::Withdraw { retry, .. } => {
+                if !policy.uses_retry_budget() {
+                    return Err("withdraw without a retry budget".into());
+                }
+                if retry.saturating_add(1) != expected_attempt {
+                    return Err(format!(
+                        "withdraw for retry {retry} before attempt {expected_attempt}"
+                    ));
+                }
+                withdrawn = true;
             }
             Action::Sleep {
                 until,
@@ -219,11 +243,30 @@ fn violations(policy: &RetryPolicy, steps: &[Step]) -> Result<(), String> {
                 if expected_attempt.saturating_sub(1) >= policy.max_attempts() {
                     return Err("sleep after the final attempt".into());
                 }
-                check_delay(policy, step.event, delay, reason)?;
+                if reason != SleepReason::CircuitOpen {
+                    // The failure that led here is the previous step's event when
+                    // a budget was asked in between.
+                    let event = if withdrawn {
+                        steps[i - 1].event
+                    } else {
+                        step.event
+                    };
+                    check_delay(policy, event, delay, reason)?;
+                }
+                withdrawn = false;
             }
             Action::GiveUp(_) | Action::Done { .. } => terminal_seen = true,
         }
         match step.event {
+            Event::Rejected { .. } => {
+                if !matches!(step.action, Action::Sleep { .. } | Action::GiveUp(_)) {
+                    return Err(format!("rejection answered with {}", step.action));
+                }
+            }
+            Event::Refused => match step.action {
+                Action::GiveUp(g) if g.reason == GiveUpReason::RetryBudget => {}
+                other => return Err(format!("refusal answered with {other}")),
+            },
             Event::Succeeded if !matches!(step.action, Action::Done { .. }) => {
                 return Err(format!("success answered with {}", step.action));
             }
@@ -435,7 +478,12 @@ fn random_event_streams_never_break_the_machine() {
             } else {
                 now.saturating_add(Duration::from_nanos(dt % 10_000_000_000))
             };
-            let event = match kind % 6 {
+            let event = match kind % 9 {
+                6 => Event::Granted,
+                7 => Event::Refused,
+                8 => Event::Rejected {
+                    until: now.saturating_add(Duration::from_nanos(dt)),
+                },
                 0 => Event::Start,
                 1 => Event::Succeeded,
                 2 => Event::Failed(if kind & 0x80 == 0 {

@@ -323,3 +323,75 @@ fn timeline_cuts_long_runs() {
     let text = Timeline::new(&policy, SEED, &[]).max_rows(5).to_string();
     insta::assert_snapshot!(text);
 }
+
+#[test]
+fn a_shared_retry_budget_refuses_the_third_retry() {
+    let policy = no_jitter()
+        .max_attempts(6)
+        .backoff(Backoff::constant(ms(100)))
+        .use_retry_budget(true)
+        .build()
+        .unwrap();
+    let timeline = Timeline::new(&policy, SEED, &[]);
+    let steps: Vec<_> = Simulation::new(&policy, SEED, &[])
+        .retry_budget(2)
+        .collect();
+    let Action::GiveUp(g) = steps.last().unwrap().action else {
+        panic!("must give up")
+    };
+    assert_eq!((g.reason, g.attempts), (GiveUpReason::RetryBudget, 3));
+    assert_eq!(g.code(), "retry.retry_budget");
+    // With every withdrawal granted the call runs to exhaustion.
+    assert!(matches!(
+        timeline.steps().last().unwrap().action,
+        Action::GiveUp(g) if g.reason == GiveUpReason::Exhausted && g.attempts == 6
+    ));
+    let rows: Vec<String> = steps.iter().map(ToString::to_string).collect();
+    insta::assert_snapshot!(rows.join("\n"));
+}
+
+#[test]
+fn an_open_circuit_gives_up_or_waits_without_burning_an_attempt() {
+    use retry_core::CircuitOpen;
+    let script = [
+        Scripted::fail(Failure::retryable()),
+        Scripted::rejected(secs(5)),
+        Scripted::succeed(),
+    ];
+    let base = no_jitter()
+        .max_attempts(3)
+        .backoff(Backoff::constant(secs(1)));
+    let give_up = base.build().unwrap();
+    let Action::GiveUp(g) = last_action(&give_up, &script) else {
+        panic!("must give up")
+    };
+    assert_eq!(
+        (g.reason, g.attempts),
+        (GiveUpReason::CircuitOpen { wait: secs(5) }, 1)
+    );
+    assert_eq!(g.code(), "retry.circuit_open");
+    let wait = base.on_circuit_open(CircuitOpen::Wait).build().unwrap();
+    assert_eq!(last_action(&wait, &script), Action::Done { attempts: 2 });
+    // Waiting counts against the time budget like any sleep.
+    let tight = base
+        .on_circuit_open(CircuitOpen::Wait)
+        .budget(secs(4))
+        .build()
+        .unwrap();
+    let Action::GiveUp(g) = last_action(&tight, &script) else {
+        panic!("must give up")
+    };
+    assert_eq!(g.reason, GiveUpReason::Budget);
+    insta::assert_snapshot!(
+        "circuit_open_give_up",
+        Timeline::new(&give_up, SEED, &script).to_string()
+    );
+    insta::assert_snapshot!(
+        "circuit_open_wait",
+        Timeline::new(&wait, SEED, &script).to_string()
+    );
+    insta::assert_snapshot!(
+        "circuit_open_wait_budget",
+        Timeline::new(&tight, SEED, &script).to_string()
+    );
+}

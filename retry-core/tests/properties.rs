@@ -258,10 +258,10 @@ fn violations(policy: &RetryPolicy, steps: &[Step]) -> Result<(), String> {
             Action::GiveUp(_) | Action::Done { .. } => terminal_seen = true,
         }
         match step.event {
-            Event::Rejected { .. } => {
-                if !matches!(step.action, Action::Sleep { .. } | Action::GiveUp(_)) {
-                    return Err(format!("rejection answered with {}", step.action));
-                }
+            Event::Rejected { .. }
+                if !matches!(step.action, Action::Sleep { .. } | Action::GiveUp(_)) =>
+            {
+                return Err(format!("rejection answered with {}", step.action));
             }
             Event::Refused => match step.action {
                 Action::GiveUp(g) if g.reason == GiveUpReason::RetryBudget => {}

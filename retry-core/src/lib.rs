@@ -20,6 +20,8 @@ mod jitter;
 mod machine;
 mod nanos;
 mod policy;
+mod retry_after;
+mod sets;
 mod sim;
 mod time;
 
@@ -29,5 +31,13 @@ pub use error::PolicyError;
 pub use jitter::{jitter_draw, Jitter};
 pub use machine::{Action, Event, GiveUp, GiveUpReason, Misuse, Phase, RetryMachine, SleepReason};
 pub use policy::{CircuitOpen, HintMode, Resolution, RetryPolicy, RetryPolicyBuilder};
+pub use retry_after::{
+    format_http_date, parse_grpc_pushback, parse_http_date, parse_retry_after,
+    parse_retry_after_ms, retry_after_from_headers, Pushback,
+};
+pub use sets::{
+    may_replay, may_retry_connection_error, ErrorCodeSet, ExitCodePolicy, ExitCodeSet, ExitCodes,
+    ExitDecision, Idempotency, Method, SetParseError, SetParseErrorKind, StatusSet, Statuses,
+};
 pub use sim::{total_sleep, Outcome, Scripted, Simulation, Step, Timeline};
 pub use time::{DisplayDuration, Instant};

@@ -70,6 +70,9 @@ pub enum Action {
         /// When the attempt times out, if the policy has a per-attempt timeout (or
         /// caps attempts at the budget's end).
         deadline: Option<Instant>,
+        /// The operation is marked non-idempotent and this attempt repeats it:
+        /// emit a warning before it starts (SPEC 6), whatever its outcome.
+        replays_non_idempotent: bool,
     },
     /// Sleep until `until`, then send [`Event::Woke`] (or [`Event::Cancelled`] at
     /// once if the caller cancels meanwhile). `until` is always after the `now`
@@ -112,8 +115,15 @@ impl Action {
 impl fmt::Display for Action {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            Action::Attempt { number, deadline } => {
+            Action::Attempt {
+                number,
+                deadline,
+                replays_non_idempotent,
+            } => {
                 write!(f, "attempt {number}")?;
+                if replays_non_idempotent {
+                    f.write_str(" [warning: replays a non-idempotent operation]")?;
+                }
                 match deadline {
                     Some(d) => write!(f, " (deadline {d})"),
                     None => Ok(()),
@@ -349,10 +359,10 @@ enum State {
 /// let policy = RetryPolicy::builder().max_attempts(2).jitter(Jitter::None).build()?;
 /// let mut m = RetryMachine::new(&policy, 7);
 /// let t0 = Instant::ORIGIN;
-/// assert_eq!(m.poll(Event::Start, t0), Action::Attempt { number: 1, deadline: None });
+/// assert!(matches!(m.poll(Event::Start, t0), Action::Attempt { number: 1, deadline: None, .. }));
 /// let Action::Sleep { until, .. } = m.poll(Event::Failed(Failure::retryable()), t0) else { panic!() };
 /// assert_eq!(until, t0 + Duration::from_secs(1));
-/// assert_eq!(m.poll(Event::Woke, until), Action::Attempt { number: 2, deadline: None });
+/// assert!(matches!(m.poll(Event::Woke, until), Action::Attempt { number: 2, .. }));
 /// assert_eq!(m.poll(Event::Succeeded, until), Action::Done { attempts: 2 });
 /// # Ok::<(), retry_core::PolicyError>(())
 /// ```
@@ -447,7 +457,7 @@ impl RetryMachine {
             State::Idle => None,
             State::Attempting {
                 number, deadline, ..
-            } => Some(Action::Attempt { number, deadline }),
+            } => Some(self.attempt_action(number, deadline)),
             State::Sleeping {
                 until,
                 delay,
@@ -618,7 +628,15 @@ impl RetryMachine {
             started: now,
             deadline,
         };
-        Action::Attempt { number, deadline }
+        self.attempt_action(number, deadline)
+    }
+
+    fn attempt_action(&self, number: u32, deadline: Option<Instant>) -> Action {
+        Action::Attempt {
+            number,
+            deadline,
+            replays_non_idempotent: number > 1 && !self.policy.is_idempotent(),
+        }
     }
 
     fn give_up(

@@ -121,6 +121,7 @@ pub struct RetryPolicy {
     retry_timeouts: bool,
     use_retry_budget: bool,
     circuit_open: CircuitOpen,
+    idempotent: bool,
 }
 
 impl Default for RetryPolicy {
@@ -139,6 +140,7 @@ impl Default for RetryPolicy {
             retry_timeouts: true,
             use_retry_budget: false,
             circuit_open: CircuitOpen::GiveUp,
+            idempotent: true,
         }
     }
 }
@@ -225,6 +227,13 @@ impl RetryPolicy {
     #[must_use]
     pub const fn circuit_open(&self) -> CircuitOpen {
         self.circuit_open
+    }
+
+    /// Whether the operation is safe to repeat; when not, every repeated attempt
+    /// carries a warning flag.
+    #[must_use]
+    pub const fn is_idempotent(&self) -> bool {
+        self.idempotent
     }
 
     /// Checks every field; the builder calls this, so a built policy is valid.
@@ -449,6 +458,14 @@ impl RetryPolicyBuilder {
         self
     }
 
+    /// Whether the operation is safe to repeat (default `true`). A policy for a
+    /// non-idempotent operation still retries, but every repeated
+    /// [`Action::Attempt`](crate::Action::Attempt) carries a warning flag.
+    pub fn idempotent(mut self, idempotent: bool) -> Self {
+        self.policy.idempotent = idempotent;
+        self
+    }
+
     /// Validates and returns the policy.
     ///
     /// # Errors
@@ -510,6 +527,7 @@ impl<'a> arbitrary::Arbitrary<'a> for RetryPolicy {
             retry_timeouts: u.arbitrary()?,
             use_retry_budget: u.arbitrary()?,
             circuit_open: u.arbitrary()?,
+            idempotent: u.arbitrary()?,
         };
         debug_assert!(policy.validate().is_ok());
         Ok(policy)

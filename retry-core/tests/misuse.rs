@@ -74,7 +74,8 @@ fn outcomes_before_start_are_refused_with_not_started() {
         m.poll(Event::Start, at(5)),
         Action::Attempt {
             number: 1,
-            deadline: Some(at(5_005))
+            deadline: Some(at(5_005)),
+            replays_non_idempotent: false,
         }
     );
 }

@@ -114,6 +114,7 @@ impl Arbitrary for P {
             .cap_attempt_to_budget(bool::arbitrary(g))
             .retry_timeouts(bool::arbitrary(g))
             .use_retry_budget(bool::arbitrary(g))
+            .idempotent(bool::arbitrary(g))
             .on_circuit_open(if bool::arbitrary(g) {
                 CircuitOpen::Wait
             } else {
@@ -199,7 +200,14 @@ fn violations(policy: &RetryPolicy, steps: &[Step]) -> Result<(), String> {
             expected_attempt = expected_attempt.saturating_sub(1);
         }
         match step.action {
-            Action::Attempt { number, deadline } => {
+            Action::Attempt {
+                number,
+                deadline,
+                replays_non_idempotent,
+            } => {
+                if replays_non_idempotent != (number > 1 && !policy.is_idempotent()) {
+                    return Err(format!("attempt {number}: wrong replay warning"));
+                }
                 if number != expected_attempt {
                     return Err(format!("attempt {number}, expected {expected_attempt}"));
                 }

@@ -395,3 +395,26 @@ fn an_open_circuit_gives_up_or_waits_without_burning_an_attempt() {
         Timeline::new(&tight, SEED, &script).to_string()
     );
 }
+
+#[test]
+fn a_non_idempotent_replay_is_flagged_even_when_it_succeeds() {
+    let policy = no_jitter()
+        .max_attempts(3)
+        .backoff(Backoff::constant(ms(100)))
+        .idempotent(false)
+        .build()
+        .unwrap();
+    let script = [Scripted::fail(Failure::retryable()), Scripted::succeed()];
+    let flags: Vec<(u32, bool)> = Simulation::new(&policy, SEED, &script)
+        .filter_map(|s| match s.action {
+            Action::Attempt {
+                number,
+                replays_non_idempotent,
+                ..
+            } => Some((number, replays_non_idempotent)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(flags, [(1, false), (2, true)]);
+    insta::assert_snapshot!(Timeline::new(&policy, SEED, &script).to_string());
+}

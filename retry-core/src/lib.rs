@@ -14,7 +14,9 @@
 extern crate std;
 
 mod backoff;
+mod budget;
 mod classify;
+mod compose;
 mod error;
 mod jitter;
 mod machine;
@@ -26,7 +28,13 @@ mod sim;
 mod time;
 
 pub use backoff::Backoff;
+pub use budget::{
+    AttemptKind, AwsQuotaBuilder, BudgetConfig, BudgetError, BudgetEvent, BudgetInput,
+    BudgetOutput, BudgetStep, BudgetTimeline, FinagleBudgetBuilder, Requirement, RetryBudget,
+    RetryKind, Tokens, Withdrawal,
+};
 pub use classify::{Failure, FailureKind, Hint};
+pub use compose::feed_budget;
 pub use error::PolicyError;
 pub use jitter::{jitter_draw, Jitter};
 pub use machine::{Action, Event, GiveUp, GiveUpReason, Misuse, Phase, RetryMachine, SleepReason};

@@ -433,6 +433,12 @@ impl RetryMachine {
         self.last_attempt
     }
 
+    /// The kind of the last failure seen, if any.
+    #[must_use]
+    pub const fn last_failure(&self) -> Option<FailureKind> {
+        self.last_failure
+    }
+
     /// When the call started (`None` before [`Event::Start`]).
     #[must_use]
     pub const fn started_at(&self) -> Option<Instant> {

@@ -1,6 +1,9 @@
 //! Server delay hints: a table of header values, precedence, and property
 //! checks of the HTTP-date parser against the `httpdate` crate.
 
+// Test helpers outside #[test] functions may unwrap: a failure is the test failing.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use core::time::Duration;
 use std::time::{SystemTime, UNIX_EPOCH};
 

@@ -1,6 +1,9 @@
 //! Ready classifiers: exit-code sets and policies, status sets, named error
 //! codes and replay rules.
 
+// Test helpers outside #[test] functions may unwrap: a failure is the test failing.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use quickcheck::{Arbitrary, Gen, QuickCheck};
 use retry_core::{
     may_replay, may_retry_connection_error, ErrorCodeSet, ExitCodePolicy, ExitCodeSet,

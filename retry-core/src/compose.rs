@@ -1,0 +1,89 @@
+//! Glue between the [`RetryMachine`] and the shared machines that guard many calls.
+//!
+//! The retry machine stays single-threaded: it never holds a budget or a breaker.
+//! It asks through its actions ([`Action::Withdraw`]) and hears back through events
+//! ([`Event::Granted`], [`Event::Refused`], [`Event::Rejected`]). The functions here
+//! make the matching decisions on the shared machines, so an adapter only has to
+//! lock the shared value and pass the step through.
+
+use crate::budget::{AttemptKind, RetryBudget, RetryKind};
+use crate::classify::FailureKind;
+use crate::machine::{Action, Event, RetryMachine};
+use crate::time::Instant;
+
+/// Tells a shared [`RetryBudget`] about one step of a call (the `event` the driver
+/// sent and the `action` the machine answered at `now`) and, when the action is
+/// [`Action::Withdraw`], makes the withdrawal and returns the event to send back
+/// ([`Event::Granted`] or [`Event::Refused`]).
+///
+/// What the budget hears: the first attempt of a call (request-counting budgets),
+/// every retryable failure (the gRPC throttle charges for them), every success with
+/// whether a retry (and of which kind) produced it (the AWS quota refunds it), and
+/// every withdrawal.
+///
+/// ```
+/// use core::time::Duration;
+/// use retry_core::{feed_budget, Action, BudgetConfig, Event, Failure, Instant, RetryBudget, RetryMachine, RetryPolicy};
+///
+/// let policy = RetryPolicy::builder().use_retry_budget(true).build()?;
+/// let mut budget = RetryBudget::new(BudgetConfig::aws_standard());
+/// let mut m = RetryMachine::new(&policy, 1);
+/// let now = Instant::ORIGIN;
+/// let a = m.poll(Event::Start, now);
+/// assert_eq!(feed_budget(&mut budget, &m, Event::Start, a, now), None);
+/// let event = Event::Failed(Failure::retryable());
+/// let a = m.poll(event, now);
+/// assert!(matches!(a, Action::Withdraw { .. }));
+/// assert_eq!(feed_budget(&mut budget, &m, event, a, now), Some(Event::Granted));
+/// assert_eq!(budget.tokens().whole(), 495);
+/// # Ok::<(), retry_core::PolicyError>(())
+/// ```
+pub fn feed_budget(
+    budget: &mut RetryBudget,
+    machine: &RetryMachine,
+    event: Event,
+    action: Action,
+    now: Instant,
+) -> Option<Event> {
+    match event {
+        Event::Failed(f) if f.is_retryable() => budget.on_failure(now),
+        Event::TimedOut if machine.policy().retries_timeouts() => budget.on_failure(now),
+        Event::Succeeded => {
+            let attempt = match action {
+                Action::Done { attempts } if attempts > 1 => {
+                    AttemptKind::Retry(retry_kind(machine.last_failure()))
+                }
+                _ => AttemptKind::First,
+            };
+            budget.on_success(now, attempt);
+        }
+        _ => {}
+    }
+    match action {
+        Action::Attempt { number: 1, .. } if event == Event::Start => {
+            budget.on_first_attempt(now);
+            None
+        }
+        Action::Withdraw { after_timeout, .. } => {
+            let kind = if after_timeout {
+                RetryKind::Timeout
+            } else {
+                RetryKind::Failure
+            };
+            Some(if budget.try_withdraw(kind, now).is_granted() {
+                Event::Granted
+            } else {
+                Event::Refused
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The kind of retry that follows a failure of this kind.
+fn retry_kind(last: Option<FailureKind>) -> RetryKind {
+    match last {
+        Some(FailureKind::Timeout) => RetryKind::Timeout,
+        _ => RetryKind::Failure,
+    }
+}

@@ -1,0 +1,3 @@
+//! The `retry` program: runs a command under a retry policy.
+
+fn main() {}

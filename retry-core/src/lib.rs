@@ -14,10 +14,12 @@
 extern crate std;
 
 mod backoff;
+mod breaker;
 mod budget;
 mod classify;
 mod compose;
 mod error;
+mod http;
 mod jitter;
 mod machine;
 mod nanos;
@@ -28,6 +30,12 @@ mod sim;
 mod time;
 
 pub use backoff::Backoff;
+pub use breaker::{
+    Admission, BreakerConfig, BreakerConfigBuilder, BreakerError, BreakerInput, BreakerOutput,
+    BreakerRow, BreakerSimulation, BreakerState, BreakerStep, BreakerTimeline, CallOutcome,
+    CircuitBreaker, ManualState, Permit, Rate, RejectReason, Transition, TransitionCause, Window,
+    WindowStats,
+};
 pub use budget::{
     AttemptKind, AwsQuotaBuilder, BudgetConfig, BudgetError, BudgetEvent, BudgetInput,
     BudgetOutput, BudgetStep, BudgetTimeline, FinagleBudgetBuilder, Requirement, RetryBudget,
@@ -36,6 +44,7 @@ pub use budget::{
 pub use classify::{Failure, FailureKind, Hint};
 pub use compose::feed_budget;
 pub use error::PolicyError;
+pub use http::{pushback_failure, HttpClassifier, RetryHeaders};
 pub use jitter::{jitter_draw, Jitter};
 pub use machine::{Action, Event, GiveUp, GiveUpReason, Misuse, Phase, RetryMachine, SleepReason};
 pub use policy::{CircuitOpen, HintMode, Resolution, RetryPolicy, RetryPolicyBuilder};

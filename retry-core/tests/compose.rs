@@ -48,7 +48,12 @@ fn an_outage_drains_the_grpc_throttle_and_successes_refill_it() {
     let mut now = Instant::ORIGIN;
     let mut reasons = Vec::new();
     for _ in 0..4 {
-        let (action, t) = call(&policy, &mut budget, now, Event::Failed(Failure::retryable()));
+        let (action, t) = call(
+            &policy,
+            &mut budget,
+            now,
+            Event::Failed(Failure::retryable()),
+        );
         now = t;
         let Action::GiveUp(g) = action else {
             panic!("{action}")
@@ -74,7 +79,12 @@ fn an_outage_drains_the_grpc_throttle_and_successes_refill_it() {
         now = t;
         assert_eq!(action, Action::Done { attempts: 1 });
     }
-    let (action, _) = call(&policy, &mut budget, now, Event::Failed(Failure::retryable()));
+    let (action, _) = call(
+        &policy,
+        &mut budget,
+        now,
+        Event::Failed(Failure::retryable()),
+    );
     assert!(matches!(action, Action::GiveUp(g) if g.reason == GiveUpReason::Exhausted));
 }
 

@@ -1,0 +1,562 @@
+//! [`BreakerConfig`]: the trip rules, the window they are judged over, how long
+//! the breaker stays open, and how it probes. Built and validated by
+//! [`BreakerConfigBuilder`].
+
+use core::fmt;
+use core::time::Duration;
+
+use super::BreakerError;
+use crate::{jitter_draw, Backoff, DisplayDuration as D, Jitter};
+
+/// A rate in basis points (1/100 of a percent): `Rate::from_percent(50)` is 5 000.
+///
+/// Rates are compared with integers only: `count` out of `calls` reaches the rate
+/// when `count × 10 000 >= basis_points × calls`, exactly, with no rounding.
+///
+/// ```
+/// use retry_core::Rate;
+/// let half = Rate::from_percent(50);
+/// assert_eq!(half.basis_points(), 5_000);
+/// assert!(half.is_reached(5, 10));
+/// assert!(!half.is_reached(4, 10));
+/// assert_eq!(Rate::from_basis_points(3_333).to_string(), "33.33%");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Rate(u16);
+
+impl Rate {
+    /// One hundred percent.
+    pub const FULL: Rate = Rate(10_000);
+
+    /// `percent` percent (saturating; the builder rejects anything above 100).
+    #[must_use]
+    pub const fn from_percent(percent: u16) -> Rate {
+        Rate(percent.saturating_mul(100))
+    }
+
+    /// `basis_points` hundredths of a percent.
+    #[must_use]
+    pub const fn from_basis_points(basis_points: u16) -> Rate {
+        Rate(basis_points)
+    }
+
+    /// The rate in basis points.
+    #[must_use]
+    pub const fn basis_points(self) -> u16 {
+        self.0
+    }
+
+    /// Whether `count` out of `calls` is at or above the rate. Zero calls never
+    /// reach a rate.
+    #[must_use]
+    pub const fn is_reached(self, count: u32, calls: u32) -> bool {
+        if calls == 0 {
+            return false;
+        }
+        // u32 × 10 000 and u16 × u32 both fit in u64, so neither product wraps.
+        let lhs = (count as u64).saturating_mul(10_000);
+        let rhs = (self.0 as u64).saturating_mul(calls as u64);
+        lhs >= rhs
+    }
+
+    fn is_valid(self) -> bool {
+        self.0 > 0 && self.0 <= Rate::FULL.0
+    }
+}
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{:02}%", self.0 / 100, self.0 % 100)
+    }
+}
+
+/// The sliding window that failure and slow-call rates are judged over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Window {
+    /// The last `calls` recorded calls. Costs two bits per call of the breaker's
+    /// `WORDS` capacity.
+    Count {
+        /// How many calls the window holds.
+        calls: u16,
+    },
+    /// The last `length` of time, in `buckets` fixed buckets of `length / buckets`
+    /// (rounded down) aligned to the origin of time. A call counts while its
+    /// bucket is one of the newest `buckets` (the current one included), so calls
+    /// leave the window a whole bucket at a time.
+    Time {
+        /// How much time the window covers.
+        length: Duration,
+        /// How many buckets it is split into.
+        buckets: u16,
+    },
+}
+
+impl fmt::Display for Window {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Window::Count { calls } => write!(f, "last {calls} calls"),
+            Window::Time { length, buckets } => {
+                write!(f, "last {} in {buckets} buckets", D(length))
+            }
+        }
+    }
+}
+
+/// A validated breaker config. Build one with [`BreakerConfig::builder`], or
+/// [`BreakerConfig::basic`] for the plain consecutive-failure rule.
+///
+/// Defaults: trip at 5 consecutive failures, no rate rules and no window, rates
+/// judged from 10 calls on, calls slower than 60 s count as slow, open for a
+/// constant 30 s (capped at 5 min, no jitter, seed 0), 1 half-open probe at a
+/// time, 1 successful probe closes.
+///
+/// ```
+/// use core::time::Duration;
+/// use retry_core::{Backoff, BreakerConfig, Rate};
+///
+/// let config = BreakerConfig::builder()
+///     .failure_threshold(None)
+///     .failure_rate(Rate::from_percent(50))
+///     .count_window(100)
+///     .minimum_calls(20)
+///     .open_backoff(Backoff::exponential(Duration::from_secs(5), 2.0))
+///     .max_open_duration(Duration::from_secs(60))
+///     .half_open_permits(3)
+///     .success_threshold(3)
+///     .build()?;
+/// assert_eq!(config.open_duration(1), Duration::from_secs(5));
+/// assert_eq!(config.open_duration(3), Duration::from_secs(20));
+/// assert_eq!(config.open_duration(9), Duration::from_secs(60));
+/// # Ok::<(), retry_core::BreakerError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BreakerConfig {
+    failure_threshold: Option<u32>,
+    failure_rate: Option<Rate>,
+    slow_call_rate: Option<Rate>,
+    slow_call_duration: Duration,
+    window: Option<Window>,
+    minimum_calls: u32,
+    open_backoff: Backoff,
+    max_open_duration: Duration,
+    open_jitter: Jitter,
+    seed: u64,
+    half_open_permits: u32,
+    success_threshold: u32,
+}
+
+impl Default for BreakerConfig {
+    fn default() -> Self {
+        BreakerConfig {
+            failure_threshold: Some(5),
+            failure_rate: None,
+            slow_call_rate: None,
+            slow_call_duration: Duration::from_secs(60),
+            window: None,
+            minimum_calls: 10,
+            open_backoff: Backoff::constant(Duration::from_secs(30)),
+            max_open_duration: Duration::from_secs(300),
+            open_jitter: Jitter::None,
+            seed: 0,
+            half_open_permits: 1,
+            success_threshold: 1,
+        }
+    }
+}
+
+impl BreakerConfig {
+    /// A builder starting from the defaults.
+    pub fn builder() -> BreakerConfigBuilder {
+        BreakerConfigBuilder {
+            config: BreakerConfig::default(),
+        }
+    }
+
+    /// A builder starting from this config, to derive a variant of it.
+    pub fn to_builder(&self) -> BreakerConfigBuilder {
+        BreakerConfigBuilder { config: *self }
+    }
+
+    /// The TypeScript package's rule, exactly: closed → open at
+    /// `failure_threshold` consecutive failures; open → half-open once `timeout`
+    /// has passed; half-open → closed after `success_threshold` consecutive
+    /// successes; half-open → open on any failure. The open duration never grows,
+    /// there is no window, and half-open lets every request through (that package
+    /// does not limit probes; narrow it with
+    /// [`BreakerConfigBuilder::half_open_permits`] if wanted).
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use retry_core::BreakerConfig;
+    /// let config = BreakerConfig::basic(3, Duration::from_secs(10), 2)?;
+    /// assert_eq!(config.failure_threshold(), Some(3));
+    /// assert_eq!(config.open_duration(7), Duration::from_secs(10));
+    /// # Ok::<(), retry_core::BreakerError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`BreakerError::Zero`] for a zero threshold, [`BreakerError::ZeroDuration`]
+    /// for a zero timeout.
+    pub fn basic(
+        failure_threshold: u32,
+        timeout: Duration,
+        success_threshold: u32,
+    ) -> Result<BreakerConfig, BreakerError> {
+        if timeout.is_zero() {
+            return Err(BreakerError::ZeroDuration { field: "timeout" });
+        }
+        BreakerConfig::builder()
+            .failure_threshold(failure_threshold)
+            .open_duration(timeout)
+            .max_open_duration(timeout)
+            .half_open_permits(u32::MAX)
+            .success_threshold(success_threshold)
+            .build()
+    }
+
+    /// Consecutive failures that trip a closed breaker, if that rule is on.
+    #[must_use]
+    pub const fn failure_threshold(&self) -> Option<u32> {
+        self.failure_threshold
+    }
+    /// The failure rate that trips a closed breaker, if that rule is on.
+    #[must_use]
+    pub const fn failure_rate(&self) -> Option<Rate> {
+        self.failure_rate
+    }
+    /// The slow-call rate that trips a closed breaker, if that rule is on.
+    #[must_use]
+    pub const fn slow_call_rate(&self) -> Option<Rate> {
+        self.slow_call_rate
+    }
+    /// A call that takes longer than this is slow (successful or not).
+    #[must_use]
+    pub const fn slow_call_duration(&self) -> Duration {
+        self.slow_call_duration
+    }
+    /// The window rates are judged over, if any.
+    #[must_use]
+    pub const fn window(&self) -> Option<Window> {
+        self.window
+    }
+    /// Rates are judged only once the window holds at least this many calls.
+    #[must_use]
+    pub const fn minimum_calls(&self) -> u32 {
+        self.minimum_calls
+    }
+    /// The curve of open durations over consecutive re-opens.
+    #[must_use]
+    pub const fn open_backoff(&self) -> Backoff {
+        self.open_backoff
+    }
+    /// The cap on every open duration (before jitter).
+    #[must_use]
+    pub const fn max_open_duration(&self) -> Duration {
+        self.max_open_duration
+    }
+    /// The jitter applied to each open duration.
+    #[must_use]
+    pub const fn open_jitter(&self) -> Jitter {
+        self.open_jitter
+    }
+    /// The seed the jitter draws are keyed on.
+    #[must_use]
+    pub const fn seed(&self) -> u64 {
+        self.seed
+    }
+    /// How many half-open probes may be in flight at once.
+    #[must_use]
+    pub const fn half_open_permits(&self) -> u32 {
+        self.half_open_permits
+    }
+    /// How many consecutive successful probes close a half-open breaker.
+    #[must_use]
+    pub const fn success_threshold(&self) -> u32 {
+        self.success_threshold
+    }
+
+    /// How long the breaker stays open the `reopen`-th time in a row (1-based; 0
+    /// reads as 1; the count restarts when the breaker closes):
+    /// `open_backoff.delay(reopen)` capped at `max_open_duration`, then jittered
+    /// with the draw `jitter_draw(seed, reopen, capped)`. Decorrelated jitter
+    /// takes the capped curve value of the previous re-open as its "previous".
+    #[must_use]
+    pub fn open_duration(&self, reopen: u32) -> Duration {
+        let reopen = reopen.max(1);
+        let cap = self.max_open_duration;
+        let initial = self.open_backoff.initial();
+        let base = self.open_backoff.delay(reopen).min(cap);
+        let previous = if reopen > 1 {
+            self.open_backoff.delay(reopen.saturating_sub(1)).min(cap)
+        } else {
+            initial
+        };
+        let draw = jitter_draw(self.seed, reopen, base);
+        self.open_jitter.apply(base, draw, initial, previous, cap)
+    }
+
+    /// Checks every field; the builder calls this, so a built config is valid.
+    ///
+    /// # Errors
+    /// The first invalid field, as a [`BreakerError`] naming it.
+    pub fn validate(&self) -> Result<(), BreakerError> {
+        if self.failure_threshold == Some(0) {
+            return Err(BreakerError::Zero {
+                field: "failure_threshold",
+            });
+        }
+        for (field, rate) in [
+            ("failure_rate", self.failure_rate),
+            ("slow_call_rate", self.slow_call_rate),
+        ] {
+            if let Some(rate) = rate {
+                if !rate.is_valid() {
+                    return Err(BreakerError::RateOutOfRange {
+                        field,
+                        basis_points: rate.basis_points(),
+                    });
+                }
+                if self.window.is_none() {
+                    return Err(BreakerError::MissingWindow { field });
+                }
+            }
+        }
+        if self.failure_threshold.is_none()
+            && self.failure_rate.is_none()
+            && self.slow_call_rate.is_none()
+        {
+            return Err(BreakerError::NoTripRule);
+        }
+        if self.slow_call_rate.is_some() && self.slow_call_duration.is_zero() {
+            return Err(BreakerError::ZeroDuration {
+                field: "slow_call_duration",
+            });
+        }
+        match self.window {
+            Some(Window::Count { calls: 0 }) => {
+                return Err(BreakerError::Zero {
+                    field: "window.calls",
+                })
+            }
+            Some(Window::Count { calls }) if self.minimum_calls > u32::from(calls) => {
+                return Err(BreakerError::MinimumAboveWindow {
+                    minimum: self.minimum_calls,
+                    calls,
+                })
+            }
+            Some(Window::Time { buckets: 0, .. }) => {
+                return Err(BreakerError::Zero {
+                    field: "window.buckets",
+                })
+            }
+            Some(Window::Time { length, buckets }) if length.as_nanos() < u128::from(buckets) => {
+                return Err(BreakerError::ZeroDuration {
+                    field: "window.length",
+                })
+            }
+            _ => {}
+        }
+        if self.minimum_calls == 0 {
+            return Err(BreakerError::Zero {
+                field: "minimum_calls",
+            });
+        }
+        self.open_backoff
+            .validate()
+            .map_err(|source| BreakerError::InvalidCurve {
+                field: "open_backoff",
+                source,
+            })?;
+        self.open_jitter
+            .validate()
+            .map_err(|source| BreakerError::InvalidCurve {
+                field: "open_jitter",
+                source,
+            })?;
+        let initial = self.open_backoff.initial();
+        if initial.is_zero() {
+            return Err(BreakerError::ZeroDuration {
+                field: "open_backoff",
+            });
+        }
+        if self.max_open_duration < initial {
+            return Err(BreakerError::MaxBelowInitial {
+                max: self.max_open_duration,
+                initial,
+            });
+        }
+        if self.half_open_permits == 0 {
+            return Err(BreakerError::Zero {
+                field: "half_open_permits",
+            });
+        }
+        if self.success_threshold == 0 {
+            return Err(BreakerError::Zero {
+                field: "success_threshold",
+            });
+        }
+        Ok(())
+    }
+
+    /// The time window's bucket length in nanoseconds and bucket count, if the
+    /// window is time-based.
+    pub(crate) fn bucket_shape(&self) -> Option<(u64, u16)> {
+        match self.window {
+            Some(Window::Time { length, buckets }) => {
+                let per = length
+                    .as_nanos()
+                    .checked_div(u128::from(buckets))
+                    .unwrap_or(0);
+                Some((u64::try_from(per).unwrap_or(u64::MAX).max(1), buckets))
+            }
+            _ => None,
+        }
+    }
+
+    /// The count window's size, if the window is count-based.
+    pub(crate) fn window_calls(&self) -> Option<u16> {
+        match self.window {
+            Some(Window::Count { calls }) => Some(calls),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for BreakerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("trip on")?;
+        let mut sep = " ";
+        if let Some(n) = self.failure_threshold {
+            write!(f, "{sep}{n} consecutive failure(s)")?;
+            sep = " or ";
+        }
+        if let Some(r) = self.failure_rate {
+            write!(f, "{sep}failure rate >= {r}")?;
+            sep = " or ";
+        }
+        if let Some(r) = self.slow_call_rate {
+            write!(
+                f,
+                "{sep}slow-call rate >= {r} (slow: over {})",
+                D(self.slow_call_duration)
+            )?;
+        }
+        if let Some(w) = self.window {
+            write!(
+                f,
+                ", window {w}, judged from {} call(s)",
+                self.minimum_calls
+            )?;
+        }
+        write!(
+            f,
+            "; open {} up to {}",
+            self.open_backoff,
+            D(self.max_open_duration)
+        )?;
+        if self.open_jitter != Jitter::None {
+            write!(f, ", jitter {} seed {}", self.open_jitter, self.seed)?;
+        }
+        if self.half_open_permits == u32::MAX {
+            f.write_str("; half-open probes unlimited")?;
+        } else {
+            write!(f, "; half-open probes {}", self.half_open_permits)?;
+        }
+        write!(f, ", close after {} success(es)", self.success_threshold)
+    }
+}
+
+/// Builds a [`BreakerConfig`]; [`BreakerConfigBuilder::build`] validates it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[must_use]
+pub struct BreakerConfigBuilder {
+    config: BreakerConfig,
+}
+
+impl BreakerConfigBuilder {
+    /// Trip at this many consecutive failures, or `None` to turn the rule off.
+    pub fn failure_threshold(mut self, n: impl Into<Option<u32>>) -> Self {
+        self.config.failure_threshold = n.into();
+        self
+    }
+    /// Trip when the window's failure rate reaches this, or `None` for no such rule.
+    pub fn failure_rate(mut self, rate: impl Into<Option<Rate>>) -> Self {
+        self.config.failure_rate = rate.into();
+        self
+    }
+    /// Trip when the window's slow-call rate reaches this, or `None` for no such
+    /// rule.
+    pub fn slow_call_rate(mut self, rate: impl Into<Option<Rate>>) -> Self {
+        self.config.slow_call_rate = rate.into();
+        self
+    }
+    /// A call that takes longer than this counts as slow.
+    pub fn slow_call_duration(mut self, d: Duration) -> Self {
+        self.config.slow_call_duration = d;
+        self
+    }
+    /// The window rates are judged over, or `None` for none.
+    pub fn window(mut self, window: impl Into<Option<Window>>) -> Self {
+        self.config.window = window.into();
+        self
+    }
+    /// A window of the last `calls` calls.
+    pub fn count_window(self, calls: u16) -> Self {
+        self.window(Window::Count { calls })
+    }
+    /// A window of the last `length`, in `buckets` buckets.
+    pub fn time_window(self, length: Duration, buckets: u16) -> Self {
+        self.window(Window::Time { length, buckets })
+    }
+    /// Judge rates only once the window holds this many calls.
+    pub fn minimum_calls(mut self, n: u32) -> Self {
+        self.config.minimum_calls = n;
+        self
+    }
+    /// Stay open for this long every time (a constant curve, capped at it too).
+    pub fn open_duration(mut self, d: Duration) -> Self {
+        self.config.open_backoff = Backoff::constant(d);
+        self.config.max_open_duration = d;
+        self
+    }
+    /// The curve of open durations over consecutive re-opens.
+    pub fn open_backoff(mut self, backoff: Backoff) -> Self {
+        self.config.open_backoff = backoff;
+        self
+    }
+    /// The cap on every open duration (before jitter).
+    pub fn max_open_duration(mut self, d: Duration) -> Self {
+        self.config.max_open_duration = d;
+        self
+    }
+    /// The jitter applied to each open duration.
+    pub fn open_jitter(mut self, jitter: Jitter) -> Self {
+        self.config.open_jitter = jitter;
+        self
+    }
+    /// The seed the jitter draws are keyed on.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.config.seed = seed;
+        self
+    }
+    /// How many half-open probes may be in flight at once.
+    pub fn half_open_permits(mut self, n: u32) -> Self {
+        self.config.half_open_permits = n;
+        self
+    }
+    /// How many consecutive successful probes close a half-open breaker.
+    pub fn success_threshold(mut self, n: u32) -> Self {
+        self.config.success_threshold = n;
+        self
+    }
+
+    /// Validates and returns the config.
+    ///
+    /// # Errors
+    /// A [`BreakerError`] naming the first invalid field (see
+    /// [`BreakerConfig::validate`]).
+    pub fn build(self) -> Result<BreakerConfig, BreakerError> {
+        self.config.validate()?;
+        Ok(self.config)
+    }
+}

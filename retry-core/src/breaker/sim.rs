@@ -1,0 +1,436 @@
+//! A scripted driver: feeds a [`CircuitBreaker`] a list of timed inputs and yields
+//! one row per input, so tests can read a breaker's life as a timeline. Calls are
+//! named by number (the n-th admitted call is call n) and their permits are kept
+//! by the driver, in a fixed table of 16, without allocating.
+
+use core::fmt;
+use core::time::Duration;
+
+use super::{
+    Admission, BreakerConfig, BreakerError, BreakerState, CallOutcome, CircuitBreaker, ManualState,
+    Permit, RejectReason, Transition, WindowStats,
+};
+use crate::{DisplayDuration as D, Instant};
+
+/// How many admitted calls the driver can keep in flight at once.
+const SLOTS: usize = 16;
+
+/// One scripted input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BreakerInput {
+    /// Ask to run a call ([`CircuitBreaker::request`]). Admitted calls are
+    /// numbered 1, 2, … in order.
+    Request,
+    /// Call `call` succeeded after `took` ([`CircuitBreaker::record`]).
+    Succeeded {
+        /// The call's number.
+        call: u32,
+        /// How long it ran.
+        took: Duration,
+    },
+    /// Call `call` failed after `took` ([`CircuitBreaker::record`]).
+    Failed {
+        /// The call's number.
+        call: u32,
+        /// How long it ran.
+        took: Duration,
+    },
+    /// Call `call` never ran ([`CircuitBreaker::release`]).
+    Released {
+        /// The call's number.
+        call: u32,
+    },
+    /// An operator forces a state ([`CircuitBreaker::force`]).
+    Forced(ManualState),
+}
+
+impl fmt::Display for BreakerInput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut text = StackText::<96>::new();
+        match *self {
+            BreakerInput::Request => fmt::write(&mut text, format_args!("request")),
+            BreakerInput::Succeeded { call, took } => fmt::write(
+                &mut text,
+                format_args!("call {call} succeeded in {}", D(took)),
+            ),
+            BreakerInput::Failed { call, took } => {
+                fmt::write(&mut text, format_args!("call {call} failed in {}", D(took)))
+            }
+            BreakerInput::Released { call } => {
+                fmt::write(&mut text, format_args!("call {call} released"))
+            }
+            BreakerInput::Forced(state) => fmt::write(&mut text, format_args!("force {state}")),
+        }?;
+        f.pad(text.as_str())
+    }
+}
+
+/// A scripted input and when it happens (time since the origin).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BreakerStep {
+    /// When, as time since the origin.
+    pub at: Duration,
+    /// What.
+    pub input: BreakerInput,
+}
+
+impl BreakerStep {
+    /// A request at `at`.
+    #[must_use]
+    pub const fn request(at: Duration) -> BreakerStep {
+        BreakerStep {
+            at,
+            input: BreakerInput::Request,
+        }
+    }
+    /// Call `call`'s success after `took`, told at `at`.
+    #[must_use]
+    pub const fn succeeded(at: Duration, call: u32, took: Duration) -> BreakerStep {
+        BreakerStep {
+            at,
+            input: BreakerInput::Succeeded { call, took },
+        }
+    }
+    /// Call `call`'s failure after `took`, told at `at`.
+    #[must_use]
+    pub const fn failed(at: Duration, call: u32, took: Duration) -> BreakerStep {
+        BreakerStep {
+            at,
+            input: BreakerInput::Failed { call, took },
+        }
+    }
+    /// Call `call` handed back unrun at `at`.
+    #[must_use]
+    pub const fn released(at: Duration, call: u32) -> BreakerStep {
+        BreakerStep {
+            at,
+            input: BreakerInput::Released { call },
+        }
+    }
+    /// An operator forcing `state` at `at`.
+    #[must_use]
+    pub const fn forced(at: Duration, state: ManualState) -> BreakerStep {
+        BreakerStep {
+            at,
+            input: BreakerInput::Forced(state),
+        }
+    }
+}
+
+/// What the breaker answered to one scripted input.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BreakerOutput {
+    /// The request was admitted as call `call`.
+    Admitted {
+        /// The call's number.
+        call: u32,
+        /// Whether it is a half-open probe.
+        probe: bool,
+        /// The state change the request caused, if any.
+        transition: Option<Transition>,
+    },
+    /// The request was rejected.
+    Rejected {
+        /// When the breaker will next admit, if known.
+        until: Option<Instant>,
+        /// Why.
+        reason: RejectReason,
+    },
+    /// The outcome was recorded.
+    Recorded {
+        /// The state change it caused, if any.
+        transition: Option<Transition>,
+    },
+    /// The permit was released.
+    Released,
+    /// The operator's request was carried out.
+    Forced(Transition),
+    /// The operator's request was refused; nothing changed.
+    Refused(BreakerError),
+    /// The script named a call that is not in flight; nothing was sent.
+    UnknownCall,
+    /// The request was admitted as call `call`, but the driver already held 16
+    /// calls in flight, so it released the permit at once.
+    Overflow {
+        /// The call's number.
+        call: u32,
+    },
+}
+
+impl fmt::Display for BreakerOutput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            BreakerOutput::Admitted {
+                call,
+                probe,
+                transition,
+            } => {
+                write!(f, "admitted call {call}")?;
+                if probe {
+                    f.write_str(" (probe)")?;
+                }
+                then(f, transition)
+            }
+            BreakerOutput::Rejected { until, reason } => {
+                write!(f, "rejected ({reason})")?;
+                match until {
+                    Some(until) => write!(f, " until {until}"),
+                    None => Ok(()),
+                }
+            }
+            BreakerOutput::Recorded { transition } => {
+                f.write_str("recorded")?;
+                then(f, transition)
+            }
+            BreakerOutput::Released => f.write_str("released"),
+            BreakerOutput::Forced(t) => write!(f, "{t}"),
+            BreakerOutput::Refused(e) => write!(f, "refused [{}]: {e}", e.code()),
+            BreakerOutput::UnknownCall => f.write_str("no such call in flight"),
+            BreakerOutput::Overflow { call } => {
+                write!(f, "admitted call {call}, released: driver full")
+            }
+        }
+    }
+}
+
+fn then(f: &mut fmt::Formatter<'_>, transition: Option<Transition>) -> fmt::Result {
+    match transition {
+        Some(t) => write!(f, "; {t}"),
+        None => Ok(()),
+    }
+}
+
+/// One row of a scripted run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BreakerRow {
+    /// When the input arrived.
+    pub at: Instant,
+    /// The input.
+    pub input: BreakerInput,
+    /// The breaker's answer.
+    pub output: BreakerOutput,
+    /// The state after the input.
+    pub state: BreakerState,
+    /// The window after the input.
+    pub stats: WindowStats,
+}
+
+/// Drives a [`CircuitBreaker`] through a script; an iterator of [`BreakerRow`]s,
+/// one per step. Steps are taken in order with their own times (a time earlier
+/// than the previous one is passed on as it is: the breaker treats it as no time
+/// passing).
+///
+/// ```
+/// use core::time::Duration;
+/// use retry_core::{BreakerConfig, BreakerOutput, BreakerSimulation, BreakerStep, BreakerState};
+///
+/// let config = BreakerConfig::basic(1, Duration::from_secs(1), 1)?;
+/// let ms = Duration::from_millis;
+/// let script = [
+///     BreakerStep::request(ms(0)),
+///     BreakerStep::failed(ms(10), 1, ms(10)),
+///     BreakerStep::request(ms(20)),
+/// ];
+/// let rows: Vec<_> = BreakerSimulation::<0, 0>::new(config, &script)?.collect();
+/// assert_eq!(rows[1].state, BreakerState::Open);
+/// assert!(matches!(rows[2].output, BreakerOutput::Rejected { .. }));
+/// # Ok::<(), retry_core::BreakerError>(())
+/// ```
+#[derive(Debug)]
+pub struct BreakerSimulation<'s, const WORDS: usize = 2, const BUCKETS: usize = 0> {
+    breaker: CircuitBreaker<WORDS, BUCKETS>,
+    steps: &'s [BreakerStep],
+    next: usize,
+    admitted: u32,
+    slots: [Option<(u32, Permit)>; SLOTS],
+}
+
+impl<'s, const WORDS: usize, const BUCKETS: usize> BreakerSimulation<'s, WORDS, BUCKETS> {
+    /// A run of a fresh breaker following `config` through `steps`.
+    ///
+    /// # Errors
+    /// As [`CircuitBreaker::new`].
+    pub fn new(config: BreakerConfig, steps: &'s [BreakerStep]) -> Result<Self, BreakerError> {
+        Ok(BreakerSimulation {
+            breaker: CircuitBreaker::new(config)?,
+            steps,
+            next: 0,
+            admitted: 0,
+            slots: [const { None }; SLOTS],
+        })
+    }
+
+    /// The breaker as it stands.
+    #[must_use]
+    pub const fn breaker(&self) -> &CircuitBreaker<WORDS, BUCKETS> {
+        &self.breaker
+    }
+
+    fn take(&mut self, call: u32) -> Option<Permit> {
+        self.slots
+            .iter_mut()
+            .find(|slot| matches!(slot, Some((c, _)) if *c == call))
+            .and_then(Option::take)
+            .map(|(_, permit)| permit)
+    }
+
+    fn apply(&mut self, input: BreakerInput, now: Instant) -> BreakerOutput {
+        let outcome = |success, took| CallOutcome {
+            success,
+            duration: took,
+        };
+        match input {
+            BreakerInput::Request => match self.breaker.request(now) {
+                Admission::Admitted { permit, transition } => {
+                    self.admitted = self.admitted.saturating_add(1);
+                    let call = self.admitted;
+                    let probe = permit.is_probe();
+                    match self.slots.iter_mut().find(|slot| slot.is_none()) {
+                        Some(slot) => *slot = Some((call, permit)),
+                        None => {
+                            self.breaker.release(permit, now);
+                            return BreakerOutput::Overflow { call };
+                        }
+                    }
+                    BreakerOutput::Admitted {
+                        call,
+                        probe,
+                        transition,
+                    }
+                }
+                Admission::Rejected { until, reason } => BreakerOutput::Rejected { until, reason },
+            },
+            BreakerInput::Succeeded { call, took } | BreakerInput::Failed { call, took } => {
+                let success = matches!(input, BreakerInput::Succeeded { .. });
+                match self.take(call) {
+                    Some(permit) => BreakerOutput::Recorded {
+                        transition: self.breaker.record(permit, outcome(success, took), now),
+                    },
+                    None => BreakerOutput::UnknownCall,
+                }
+            }
+            BreakerInput::Released { call } => match self.take(call) {
+                Some(permit) => {
+                    self.breaker.release(permit, now);
+                    BreakerOutput::Released
+                }
+                None => BreakerOutput::UnknownCall,
+            },
+            BreakerInput::Forced(state) => match self.breaker.force(state, now) {
+                Ok(t) => BreakerOutput::Forced(t),
+                Err(e) => BreakerOutput::Refused(e),
+            },
+        }
+    }
+}
+
+impl<const WORDS: usize, const BUCKETS: usize> Iterator for BreakerSimulation<'_, WORDS, BUCKETS> {
+    type Item = BreakerRow;
+
+    fn next(&mut self) -> Option<BreakerRow> {
+        let step = *self.steps.get(self.next)?;
+        self.next = self.next.saturating_add(1);
+        let at = Instant::from_duration(step.at);
+        let output = self.apply(step.input, at);
+        Some(BreakerRow {
+            at,
+            input: step.input,
+            output,
+            state: self.breaker.state(),
+            stats: self.breaker.stats(at),
+        })
+    }
+}
+
+/// A scripted run written as a table through `core::fmt`, without allocating:
+/// the config, then one row per step (time, input, state after, window after if
+/// the config has one, answer).
+///
+/// ```
+/// use core::time::Duration;
+/// use retry_core::{BreakerConfig, BreakerStep, BreakerTimeline};
+///
+/// let config = BreakerConfig::basic(1, Duration::from_secs(1), 1)?;
+/// let ms = Duration::from_millis;
+/// let script = [BreakerStep::request(ms(0)), BreakerStep::failed(ms(10), 1, ms(10))];
+/// let text = BreakerTimeline::<0, 0>::new(&config, &script).to_string();
+/// assert!(text.contains("closed -> open at 0.010s (consecutive failures)"));
+/// # Ok::<(), retry_core::BreakerError>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct BreakerTimeline<'a, const WORDS: usize = 2, const BUCKETS: usize = 0> {
+    config: &'a BreakerConfig,
+    steps: &'a [BreakerStep],
+}
+
+impl<'a, const WORDS: usize, const BUCKETS: usize> BreakerTimeline<'a, WORDS, BUCKETS> {
+    /// The timeline of a fresh breaker following `config` through `steps`.
+    #[must_use]
+    pub const fn new(config: &'a BreakerConfig, steps: &'a [BreakerStep]) -> Self {
+        BreakerTimeline { config, steps }
+    }
+}
+
+impl<const WORDS: usize, const BUCKETS: usize> fmt::Display
+    for BreakerTimeline<'_, WORDS, BUCKETS>
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "config: {}", self.config)?;
+        let run = match BreakerSimulation::<WORDS, BUCKETS>::new(*self.config, self.steps) {
+            Ok(run) => run,
+            Err(e) => return writeln!(f, "error [{}]: {e}", e.code()),
+        };
+        let windowed = self.config.window().is_some();
+        if windowed {
+            writeln!(
+                f,
+                "{:>8}  {:<30}  {:<12}  {:<28}  answer",
+                "at", "input", "state", "window"
+            )?;
+        } else {
+            writeln!(f, "{:>8}  {:<30}  {:<12}  answer", "at", "input", "state")?;
+        }
+        for row in run {
+            write!(f, "{:>8}  {:<30}  {:<12}  ", row.at, row.input, row.state)?;
+            if windowed {
+                let mut stats = StackText::<64>::new();
+                fmt::write(&mut stats, format_args!("{}", row.stats))?;
+                write!(f, "{:<28}  ", stats.as_str())?;
+            }
+            writeln!(f, "{}", row.output)?;
+        }
+        Ok(())
+    }
+}
+
+/// A fixed-capacity text buffer, so a cell can be padded as a whole.
+struct StackText<const N: usize> {
+    bytes: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> StackText<N> {
+    const fn new() -> Self {
+        StackText {
+            bytes: [0; N],
+            len: 0,
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        self.bytes
+            .get(..self.len)
+            .and_then(|b| core::str::from_utf8(b).ok())
+            .unwrap_or("")
+    }
+}
+
+impl<const N: usize> fmt::Write for StackText<N> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let end = self.len.checked_add(s.len()).ok_or(fmt::Error)?;
+        let dst = self.bytes.get_mut(self.len..end).ok_or(fmt::Error)?;
+        dst.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}

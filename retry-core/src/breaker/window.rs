@@ -1,0 +1,234 @@
+//! Fixed-size sliding windows: a ring of bits for the last N calls, and a ring of
+//! counting buckets for the last T of time. Neither allocates; their capacity is a
+//! const generic, their size in use comes from the config.
+
+use core::fmt;
+
+use crate::Instant;
+
+/// What a window holds right now: calls, and how many of them failed or were slow.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct WindowStats {
+    /// Calls in the window.
+    pub calls: u32,
+    /// Of those, calls that failed.
+    pub failures: u32,
+    /// Of those, calls slower than the slow-call duration.
+    pub slow: u32,
+}
+
+impl fmt::Display for WindowStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} calls, {} failed, {} slow",
+            self.calls, self.failures, self.slow
+        )
+    }
+}
+
+/// The last `len` calls as two bit rings (failed, slow) of `WORDS × 64` bits.
+/// Slot `next` is overwritten by the next call. Each 64-bit word is kept as two
+/// `u32` halves so the ring is 4-aligned and its two `u16` cursors pack in beside
+/// the bits: a 128-call ring takes 36 bytes, not 40.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CountRing<const WORDS: usize> {
+    failed: [[u32; 2]; WORDS],
+    slow: [[u32; 2]; WORDS],
+    next: u16,
+    len: u16,
+}
+
+impl<const WORDS: usize> CountRing<WORDS> {
+    /// How many calls the ring can hold.
+    pub(crate) const CAPACITY: usize = WORDS.saturating_mul(64);
+
+    pub(crate) const fn new() -> Self {
+        CountRing {
+            failed: [[0; 2]; WORDS],
+            slow: [[0; 2]; WORDS],
+            next: 0,
+            len: 0,
+        }
+    }
+
+    /// Adds one call to a window of `size` calls, pushing out the oldest once full.
+    /// A `size` above the capacity is cut to it (the breaker refuses such configs).
+    pub(crate) fn push(&mut self, size: u16, failed: bool, slow: bool) {
+        let cap = u16::try_from(Self::CAPACITY).unwrap_or(u16::MAX);
+        let size = size.min(cap);
+        if size == 0 {
+            return;
+        }
+        let slot = self.next.min(size.saturating_sub(1));
+        set_bit(&mut self.failed, slot, failed);
+        set_bit(&mut self.slow, slot, slow);
+        let after = slot.saturating_add(1);
+        self.next = if after >= size { 0 } else { after };
+        self.len = self.len.saturating_add(1).min(size);
+    }
+
+    pub(crate) fn stats(&self) -> WindowStats {
+        WindowStats {
+            calls: u32::from(self.len),
+            failures: ones(&self.failed),
+            slow: ones(&self.slow),
+        }
+    }
+}
+
+fn set_bit(words: &mut [[u32; 2]], index: u16, value: bool) {
+    let word = usize::from(index / 64);
+    let half = usize::from(index % 64 / 32);
+    let mask = 1u32.wrapping_shl(u32::from(index % 32));
+    if let Some(w) = words.get_mut(word).and_then(|w| w.get_mut(half)) {
+        if value {
+            *w |= mask;
+        } else {
+            *w &= !mask;
+        }
+    }
+}
+
+fn ones(words: &[[u32; 2]]) -> u32 {
+    words
+        .iter()
+        .flatten()
+        .fold(0u32, |acc, w| acc.saturating_add(w.count_ones()))
+}
+
+/// One bucket of a time window: its absolute bucket number and its counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Bucket {
+    number: u64,
+    counts: WindowStats,
+}
+
+/// The last `buckets` buckets of `bucket_nanos` each, as a ring indexed by the
+/// absolute bucket number (`now / bucket_nanos`) modulo the bucket count. Each
+/// bucket carries its own number, so stale buckets are recognised (and reset) on
+/// sight and no clearing pass is needed when time jumps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BucketRing<const BUCKETS: usize> {
+    ring: [Bucket; BUCKETS],
+}
+
+impl<const BUCKETS: usize> BucketRing<BUCKETS> {
+    pub(crate) const fn new() -> Self {
+        BucketRing {
+            ring: [Bucket {
+                number: 0,
+                counts: WindowStats {
+                    calls: 0,
+                    failures: 0,
+                    slow: 0,
+                },
+            }; BUCKETS],
+        }
+    }
+
+    /// The newest bucket number at `now`; time going backwards reads as the
+    /// newest bucket already written.
+    fn current(&self, now: Instant, bucket_nanos: u64) -> u64 {
+        let k = now.as_nanos().checked_div(bucket_nanos).unwrap_or(u64::MAX);
+        self.ring.iter().fold(k, |k, b| {
+            if b.counts.calls > 0 {
+                k.max(b.number)
+            } else {
+                k
+            }
+        })
+    }
+
+    /// Adds one call at `now`.
+    pub(crate) fn push(
+        &mut self,
+        now: Instant,
+        bucket_nanos: u64,
+        buckets: u16,
+        failed: bool,
+        slow: bool,
+    ) {
+        let n = u64::from(buckets).min(u64::try_from(BUCKETS).unwrap_or(u64::MAX));
+        let k = self.current(now, bucket_nanos);
+        let Some(index) = k.checked_rem(n).and_then(|i| usize::try_from(i).ok()) else {
+            return;
+        };
+        if let Some(bucket) = self.ring.get_mut(index) {
+            if bucket.number != k {
+                *bucket = Bucket {
+                    number: k,
+                    counts: WindowStats::default(),
+                };
+            }
+            let c = &mut bucket.counts;
+            c.calls = c.calls.saturating_add(1);
+            c.failures = c.failures.saturating_add(u32::from(failed));
+            c.slow = c.slow.saturating_add(u32::from(slow));
+        }
+    }
+
+    /// The counts of the newest `buckets` buckets at `now`.
+    pub(crate) fn stats(&self, now: Instant, bucket_nanos: u64, buckets: u16) -> WindowStats {
+        let k = self.current(now, bucket_nanos);
+        let oldest = k.saturating_sub(u64::from(buckets).saturating_sub(1));
+        let limit = usize::from(buckets);
+        self.ring
+            .iter()
+            .take(limit)
+            .filter(|b| b.counts.calls > 0 && b.number >= oldest && b.number <= k)
+            .fold(WindowStats::default(), |acc, b| WindowStats {
+                calls: acc.calls.saturating_add(b.counts.calls),
+                failures: acc.failures.saturating_add(b.counts.failures),
+                slow: acc.slow.saturating_add(b.counts.slow),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn count_ring_forgets_the_oldest() {
+        let mut ring = CountRing::<2>::new();
+        for i in 0..100u16 {
+            ring.push(100, i < 10, i % 2 == 0);
+        }
+        assert_eq!(
+            ring.stats(),
+            WindowStats {
+                calls: 100,
+                failures: 10,
+                slow: 50
+            }
+        );
+        for _ in 0..10 {
+            ring.push(100, false, false);
+        }
+        assert_eq!(ring.stats().failures, 0);
+        assert_eq!(ring.stats().calls, 100);
+        assert_eq!(ring.stats().slow, 45);
+    }
+
+    #[test]
+    fn count_ring_with_no_words_is_total() {
+        let mut ring = CountRing::<0>::new();
+        ring.push(10, true, true);
+        assert_eq!(ring.stats(), WindowStats::default());
+    }
+
+    #[test]
+    fn buckets_expire_whole() {
+        let mut ring = BucketRing::<4>::new();
+        let sec = 1_000_000_000;
+        ring.push(Instant::from_millis(500), sec, 4, true, false);
+        ring.push(Instant::from_millis(3500), sec, 4, false, false);
+        let at = |ms| ring.stats(Instant::from_millis(ms), sec, 4);
+        assert_eq!(at(3999).calls, 2);
+        assert_eq!(at(4000).calls, 1);
+        assert_eq!(at(7000).calls, 0);
+        // Time going backwards reads as the newest bucket.
+        assert_eq!(at(0).calls, 2);
+    }
+}

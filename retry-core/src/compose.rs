@@ -6,6 +6,9 @@
 //! make the matching decisions on the shared machines, so an adapter only has to
 //! lock the shared value and pass the step through.
 
+use core::time::Duration;
+
+use crate::breaker::{Admission, CallOutcome};
 use crate::budget::{AttemptKind, RetryBudget, RetryKind};
 use crate::classify::FailureKind;
 use crate::machine::{Action, Event, RetryMachine};
@@ -85,5 +88,48 @@ fn retry_kind(last: Option<FailureKind>) -> RetryKind {
     match last {
         Some(FailureKind::Timeout) => RetryKind::Timeout,
         _ => RetryKind::Failure,
+    }
+}
+
+/// What a circuit breaker records for an attempt, from the event the driver sends
+/// the retry machine afterwards (`took` is how long the attempt ran):
+///
+/// - `Succeeded` is a success.
+/// - A retryable failure or a timeout is a failure: the dependency is struggling.
+/// - A permanent failure is a success for the breaker: the dependency answered,
+///   and the fault lies with the request (a 404 must not open a circuit).
+/// - Anything else (`Cancelled` mid-attempt) records nothing: hand the permit back
+///   with [`CircuitBreaker::release`](crate::CircuitBreaker::release).
+///
+/// ```
+/// use core::time::Duration;
+/// use retry_core::{breaker_outcome, Event, Failure};
+/// let took = Duration::from_millis(30);
+/// assert!(breaker_outcome(Event::Succeeded, took).unwrap().success);
+/// assert!(!breaker_outcome(Event::TimedOut, took).unwrap().success);
+/// assert!(breaker_outcome(Event::Failed(Failure::permanent()), took).unwrap().success);
+/// assert_eq!(breaker_outcome(Event::Cancelled, took), None);
+/// ```
+#[must_use]
+pub fn breaker_outcome(event: Event, took: Duration) -> Option<CallOutcome> {
+    let success = match event {
+        Event::Succeeded => true,
+        Event::Failed(f) => !f.is_retryable(),
+        Event::TimedOut => false,
+        _ => return None,
+    };
+    Some(CallOutcome {
+        success,
+        duration: took,
+    })
+}
+
+/// The event to send the retry machine when a breaker refuses an attempt
+/// (`None` when it admitted it).
+#[must_use]
+pub fn rejection(admission: &Admission) -> Option<Event> {
+    match *admission {
+        Admission::Rejected { until, .. } => Some(Event::Rejected { until }),
+        Admission::Admitted { .. } => None,
     }
 }

@@ -42,7 +42,7 @@ pub use budget::{
     RetryKind, Tokens, Withdrawal,
 };
 pub use classify::{Failure, FailureKind, Hint};
-pub use compose::feed_budget;
+pub use compose::{breaker_outcome, feed_budget, rejection};
 pub use error::PolicyError;
 pub use http::{pushback_failure, HttpClassifier, RetryHeaders};
 pub use jitter::{jitter_draw, Jitter};

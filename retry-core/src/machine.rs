@@ -31,10 +31,11 @@ pub enum Event {
     /// The shared retry budget refused the withdrawal asked by [`Action::Withdraw`].
     Refused,
     /// A circuit breaker rejected the attempt asked by [`Action::Attempt`] before it
-    /// ran; it will admit again at `until`.
+    /// ran; it will admit again at `until` (`None`: not known, e.g. forced open or
+    /// every half-open probe slot taken).
     Rejected {
-        /// When the breaker will next admit.
-        until: Instant,
+        /// When the breaker will next admit, if known.
+        until: Option<Instant>,
     },
 }
 
@@ -49,7 +50,8 @@ impl fmt::Display for Event {
             Event::Cancelled => f.write_str("cancelled"),
             Event::Granted => f.write_str("granted"),
             Event::Refused => f.write_str("refused"),
-            Event::Rejected { until } => write!(f, "rejected until {until}"),
+            Event::Rejected { until: Some(until) } => write!(f, "rejected until {until}"),
+            Event::Rejected { until: None } => f.write_str("rejected"),
         }
     }
 }
@@ -198,8 +200,8 @@ pub enum GiveUpReason {
     RetryBudget,
     /// A circuit breaker rejected the attempt and the policy gives up on that.
     CircuitOpen {
-        /// How long until the breaker admits again.
-        wait: Duration,
+        /// How long until the breaker admits again, if known.
+        wait: Option<Duration>,
     },
     /// An outcome arrived before [`Event::Start`]: nothing ran. The machine is
     /// unchanged and still waits for `Start`.
@@ -232,9 +234,10 @@ impl fmt::Display for GiveUpReason {
             GiveUpReason::TimedOut { timeout } => write!(f, "timed out (timeout {})", D(*timeout)),
             GiveUpReason::Cancelled => f.write_str("cancelled"),
             GiveUpReason::RetryBudget => f.write_str("retry budget refused"),
-            GiveUpReason::CircuitOpen { wait } => {
+            GiveUpReason::CircuitOpen { wait: Some(wait) } => {
                 write!(f, "circuit open (admits in {})", D(*wait))
             }
+            GiveUpReason::CircuitOpen { wait: None } => f.write_str("circuit open"),
             GiveUpReason::NotStarted => f.write_str("not started"),
         }
     }
@@ -744,18 +747,21 @@ impl RetryMachine {
     }
 
     /// A breaker rejected attempt `number` before it ran; it admits again at `until`.
-    fn after_rejection(&mut self, number: u32, until: Instant, now: Instant) -> Action {
+    fn after_rejection(&mut self, number: u32, until: Option<Instant>, now: Instant) -> Action {
         // The rejected attempt never ran: it does not count.
         self.last_attempt = number.saturating_sub(1);
-        let wait = until.saturating_duration_since(now);
+        let wait = until.map(|u| u.saturating_duration_since(now));
         match self.policy.circuit_open() {
             CircuitOpen::GiveUp => {
                 let attempts = self.last_attempt;
                 self.give_up(GiveUpReason::CircuitOpen { wait }, attempts, None)
             }
             CircuitOpen::Wait => {
-                // Never a sleep due at or before now, even if the breaker says so.
-                let delay = wait.max(Duration::from_millis(1));
+                // With no known time, ask again after the curve's first delay; and
+                // never a sleep due at or before now, whatever the breaker says.
+                let delay = wait
+                    .unwrap_or_else(|| self.policy.capped_delay(1))
+                    .max(Duration::from_millis(1));
                 self.sleep_or_attempt(number, delay, SleepReason::CircuitOpen, now)
             }
         }

@@ -184,7 +184,7 @@ impl<'s> Simulation<'s> {
                     (Outcome::Rejected { wait }, _) => (
                         now,
                         Event::Rejected {
-                            until: now.saturating_add(wait),
+                            until: Some(now.saturating_add(wait)),
                         },
                     ),
                     (Outcome::TimeOut, Some(d)) => (d, Event::TimedOut),

@@ -115,3 +115,81 @@ fn the_aws_quota_refunds_a_successful_retry() {
     }
     assert_eq!(tokens, [500, 495, 495, 500]);
 }
+
+/// One call driven through a breaker: each attempt asks the breaker first; the
+/// attempt's outcome comes from `outcomes` (true = success). Returns the rows.
+fn call_through_breaker(
+    policy: &RetryPolicy,
+    breaker: &mut retry_core::CircuitBreaker,
+    outcomes: &mut impl Iterator<Item = bool>,
+) -> Vec<String> {
+    use retry_core::{breaker_outcome, rejection, Admission};
+    let mut rows = Vec::new();
+    let mut m = RetryMachine::new(policy, 3);
+    let mut now = Instant::ORIGIN;
+    let mut event = Event::Start;
+    let took = Duration::from_millis(20);
+    loop {
+        let action = m.poll(event, now);
+        rows.push(format!("{now:>8} {:<28} {action}", event.to_string()));
+        event = match action {
+            Action::Attempt { .. } => {
+                let admission = breaker.request(now);
+                if let Admission::Admitted {
+                    transition: Some(t),
+                    ..
+                } = admission
+                {
+                    rows.push(format!("{now:>8}   breaker: {t}"));
+                }
+                if let Some(rejected) = rejection(&admission) {
+                    rejected
+                } else {
+                    let Admission::Admitted { permit, .. } = admission else {
+                        unreachable!()
+                    };
+                    now = now + took;
+                    let e = if outcomes.next().unwrap_or(false) {
+                        Event::Succeeded
+                    } else {
+                        Event::Failed(Failure::retryable())
+                    };
+                    let outcome = breaker_outcome(e, took).unwrap();
+                    if let Some(t) = breaker.record(permit, outcome, now) {
+                        rows.push(format!("{now:>8}   breaker: {t}"));
+                    }
+                    e
+                }
+            }
+            Action::Sleep { until, .. } => {
+                now = until;
+                Event::Woke
+            }
+            Action::Withdraw { .. } => Event::Granted,
+            Action::GiveUp(_) | Action::Done { .. } => return rows,
+        };
+    }
+}
+
+#[test]
+fn a_retry_waits_out_an_open_breaker_without_burning_attempts() {
+    use retry_core::{BreakerConfig, CircuitBreaker, CircuitOpen};
+    let policy = RetryPolicy::builder()
+        .max_attempts(5)
+        .backoff(Backoff::constant(Duration::from_millis(100)))
+        .jitter(Jitter::None)
+        .on_circuit_open(CircuitOpen::Wait)
+        .build()
+        .unwrap();
+    // The TS package's basic rule: open after 3 consecutive failures, half-open
+    // after 5 s, closed after 1 successful probe.
+    let config = BreakerConfig::basic(3, Duration::from_secs(5), 1).unwrap();
+    let mut breaker = CircuitBreaker::new(config).unwrap();
+    let mut outcomes = [false, false, false, true].into_iter();
+    let rows = call_through_breaker(&policy, &mut breaker, &mut outcomes);
+    let text = rows.join("\n");
+    // Attempts 1-3 fail and open the breaker; attempt 4 is rejected, waited out,
+    // and runs as attempt 4 (not 5) once the breaker is half-open.
+    assert!(text.contains("done after 4 attempt(s)"), "{text}");
+    insta::assert_snapshot!(text);
+}

@@ -248,7 +248,7 @@ fn budget_answers_outside_a_withdrawal_are_refused() {
         Event::Failed(Failure::retryable()),
         Event::TimedOut,
         Event::Woke,
-        Event::Rejected { until: at(9) },
+        Event::Rejected { until: Some(at(9)) },
     ] {
         assert_refused(&m, event, at(3), withdraw);
     }
@@ -257,7 +257,7 @@ fn budget_answers_outside_a_withdrawal_are_refused() {
     for event in [
         Event::Granted,
         Event::Refused,
-        Event::Rejected { until: at(9) },
+        Event::Rejected { until: Some(at(9)) },
     ] {
         assert_refused(&m, event, at(4), sleep);
     }

@@ -367,7 +367,12 @@ fn an_open_circuit_gives_up_or_waits_without_burning_an_attempt() {
     };
     assert_eq!(
         (g.reason, g.attempts),
-        (GiveUpReason::CircuitOpen { wait: secs(5) }, 1)
+        (
+            GiveUpReason::CircuitOpen {
+                wait: Some(secs(5))
+            },
+            1
+        )
     );
     assert_eq!(g.code(), "retry.circuit_open");
     let wait = base.on_circuit_open(CircuitOpen::Wait).build().unwrap();

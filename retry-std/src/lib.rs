@@ -1,1 +1,9 @@
-//! The blocking adapter for `retry-core`: drives the retry machine with `std::time` and threads. (Filled by the retry-std issue.)
+//! tmp
+mod cancel;
+mod clock;
+mod error;
+mod shared;
+pub use cancel::{CancelToken, Waited};
+pub use clock::{Clock, FakeSleeper, ManualClock, Sleeper, Slept, SystemClock, ThreadSleeper};
+pub use error::RetryError;
+pub use shared::SharedBudget;

@@ -1,0 +1,167 @@
+//! [`RetryError`]: the one error a retried call ends with.
+
+use core::fmt;
+use core::time::Duration;
+
+use retry_core::{FailureKind, GiveUpReason};
+
+/// Why a retried call failed, with what it had got to (SPEC 8).
+///
+/// It carries the core's [`GiveUpReason`] (each with a stable dotted code:
+/// `retry.exhausted`, `retry.permanent`, `retry.budget`, `retry.timeout`,
+/// `retry.cancelled`, `retry.retry_budget`, `retry.circuit_open`), how many
+/// attempts ran, how long the whole call took, and the last error the operation
+/// returned, if any (a call cancelled before its first attempt has none).
+///
+/// It displays as `<code>: gave up after <n> attempt(s) in <elapsed>`, then the
+/// timeout or breaker wait when the reason has one, then `: <last error>`:
+///
+/// ```
+/// use core::time::Duration;
+/// use retry_core::GiveUpReason;
+/// use retry_std::RetryError;
+///
+/// let err = RetryError::new(GiveUpReason::Exhausted, 5, Duration::from_millis(3200), Some("connection refused"));
+/// assert_eq!(err.code(), "retry.exhausted");
+/// assert_eq!(err.to_string(), "retry.exhausted: gave up after 5 attempts in 3.2s: connection refused");
+/// ```
+///
+/// [`core::error::Error::source`] is the last error, when `E` is an error type.
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
+pub struct RetryError<E> {
+    reason: GiveUpReason,
+    attempts: u32,
+    elapsed: Duration,
+    last_failure: Option<FailureKind>,
+    #[source]
+    last_error: Option<E>,
+}
+
+impl<E> RetryError<E> {
+    /// An error for a call that gave up for `reason` after `attempts` attempts
+    /// and `elapsed` time, with the operation's last error. The call driver builds
+    /// these; other drivers (and tests) may too.
+    #[must_use]
+    pub fn new(
+        reason: GiveUpReason,
+        attempts: u32,
+        elapsed: Duration,
+        last_error: Option<E>,
+    ) -> RetryError<E> {
+        RetryError {
+            reason,
+            attempts,
+            elapsed,
+            last_failure: None,
+            last_error,
+        }
+    }
+
+    /// The same error, recording the kind of the last failure as the machine saw
+    /// it.
+    #[must_use]
+    pub fn with_last_failure(mut self, kind: Option<FailureKind>) -> RetryError<E> {
+        self.last_failure = kind;
+        self
+    }
+
+    /// Why the call gave up.
+    #[must_use]
+    pub const fn reason(&self) -> GiveUpReason {
+        self.reason
+    }
+
+    /// The reason's stable dotted code, e.g. `retry.exhausted`.
+    #[must_use]
+    pub const fn code(&self) -> &'static str {
+        self.reason.code()
+    }
+
+    /// How many attempts ran (the number of the last one).
+    #[must_use]
+    pub const fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// How long the call took, first attempt to giving up, delays included.
+    #[must_use]
+    pub const fn elapsed(&self) -> Duration {
+        self.elapsed
+    }
+
+    /// The kind of the last failure as the machine recorded it (e.g.
+    /// [`FailureKind::Timeout`] for an attempt that ran past its deadline).
+    #[must_use]
+    pub const fn last_failure(&self) -> Option<FailureKind> {
+        self.last_failure
+    }
+
+    /// The last error the operation returned, if an attempt failed.
+    #[must_use]
+    pub const fn last_error(&self) -> Option<&E> {
+        self.last_error.as_ref()
+    }
+
+    /// Takes the last error out.
+    #[must_use]
+    pub fn into_last_error(self) -> Option<E> {
+        self.last_error
+    }
+
+    /// Whether the call was cancelled (`retry.cancelled`).
+    #[must_use]
+    pub const fn is_cancelled(&self) -> bool {
+        matches!(self.reason, GiveUpReason::Cancelled)
+    }
+
+    /// The same error with the last error mapped through `f`.
+    #[must_use]
+    pub fn map_err<F>(self, f: impl FnOnce(E) -> F) -> RetryError<F> {
+        RetryError {
+            reason: self.reason,
+            attempts: self.attempts,
+            elapsed: self.elapsed,
+            last_failure: self.last_failure,
+            last_error: self.last_error.map(f),
+        }
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for RetryError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let noun = if self.attempts == 1 {
+            "attempt"
+        } else {
+            "attempts"
+        };
+        write!(
+            f,
+            "{}: gave up after {} {noun} in {:?}",
+            self.code(),
+            self.attempts,
+            self.elapsed
+        )?;
+        match self.reason {
+            GiveUpReason::TimedOut { timeout } => write!(f, " (timeout {timeout:?})")?,
+            GiveUpReason::CircuitOpen { wait } => write!(f, " (circuit admits in {wait:?})")?,
+            _ => {}
+        }
+        match &self.last_error {
+            Some(error) => write!(f, ": {error}"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl<E: fmt::Debug> fmt::Debug for RetryError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RetryError")
+            .field("code", &self.code())
+            .field("reason", &self.reason)
+            .field("attempts", &self.attempts)
+            .field("elapsed", &self.elapsed)
+            .field("last_failure", &self.last_failure)
+            .field("last_error", &self.last_error)
+            .finish()
+    }
+}

@@ -24,6 +24,7 @@ mod jitter;
 mod machine;
 mod nanos;
 mod policy;
+mod presets;
 mod retry_after;
 mod sets;
 mod sim;
@@ -48,6 +49,7 @@ pub use http::{pushback_failure, HttpClassifier, RetryHeaders};
 pub use jitter::{jitter_draw, Jitter};
 pub use machine::{Action, Event, GiveUp, GiveUpReason, Misuse, Phase, RetryMachine, SleepReason};
 pub use policy::{CircuitOpen, HintMode, Resolution, RetryPolicy, RetryPolicyBuilder};
+pub use presets::{seed_from_name, Preset, PresetError};
 pub use retry_after::{
     format_http_date, parse_grpc_pushback, parse_http_date, parse_retry_after,
     parse_retry_after_ms, retry_after_from_headers, Pushback,

@@ -347,18 +347,43 @@ impl fmt::Display for RetryPolicy {
         use crate::time::DisplayDuration as D;
         write!(
             f,
-            "{} attempts, {}, delays in [{}, {}], jitter {}",
+            "{} attempt(s), {}, delays in [{}, {}], jitter {}",
             self.max_attempts,
             self.backoff,
             D(self.min_delay),
             D(self.max_delay),
             self.jitter
         )?;
+        match self.hints {
+            HintMode::Override { min, max } if max == Duration::MAX => {
+                write!(f, ", hints override [{}, none]", D(min))?;
+            }
+            HintMode::Override { min, max } => {
+                write!(f, ", hints override [{}, {}]", D(min), D(max))?;
+            }
+            HintMode::AtLeast { cap } => write!(f, ", hints at-least (cap {})", D(cap))?,
+            HintMode::Ignore => f.write_str(", hints ignored")?,
+        }
         if let Some(b) = self.budget {
             write!(f, ", budget {}", D(b))?;
         }
         if let Some(t) = self.attempt_timeout {
             write!(f, ", attempt timeout {}", D(t))?;
+        }
+        if self.cap_attempt_to_budget {
+            f.write_str(", attempts capped at the budget")?;
+        }
+        if !self.retry_timeouts {
+            f.write_str(", timeouts not retried")?;
+        }
+        if self.use_retry_budget {
+            f.write_str(", retry budget")?;
+        }
+        if self.circuit_open == CircuitOpen::Wait {
+            f.write_str(", waits out open circuits")?;
+        }
+        if !self.idempotent {
+            f.write_str(", not idempotent")?;
         }
         Ok(())
     }

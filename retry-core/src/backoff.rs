@@ -287,7 +287,7 @@ mod tests {
             let err = Backoff::exponential(Duration::from_secs(1), bad)
                 .validate()
                 .unwrap_err();
-            assert_eq!(err.field(), "backoff.factor");
+            assert_eq!(err.field(), "factor");
         }
         assert!(Backoff::exponential(Duration::from_secs(1), 1.0)
             .validate()

@@ -22,13 +22,13 @@ pub enum PolicyError {
     #[error("max_attempts, max_retries: give one or the other, not both")]
     BothAttemptCounts,
     /// The exponential factor was NaN, infinite or below 1.
-    #[error("backoff.factor: must be a finite number >= 1, got {value}")]
+    #[error("factor: must be a finite number >= 1, got {value}")]
     InvalidFactor {
         /// The rejected factor.
         value: f64,
     },
     /// A jitter fraction was NaN or outside `[0, 1]`.
-    #[error("jitter.fraction: {kind} jitter needs a fraction in [0, 1], got {value}")]
+    #[error("jitter: {kind} jitter needs a fraction in [0, 1], got {value}")]
     InvalidJitterFraction {
         /// The jitter kind's name.
         kind: &'static str,
@@ -66,8 +66,8 @@ impl PolicyError {
         match self {
             PolicyError::ZeroAttempts => "max_attempts",
             PolicyError::BothAttemptCounts => "max_retries",
-            PolicyError::InvalidFactor { .. } => "backoff.factor",
-            PolicyError::InvalidJitterFraction { .. } => "jitter.fraction",
+            PolicyError::InvalidFactor { .. } => "factor",
+            PolicyError::InvalidJitterFraction { .. } => "jitter",
             PolicyError::MinAboveMax { .. } => "min_delay",
             PolicyError::HintMinAboveMax { .. } => "retry_after_min",
             PolicyError::ZeroDuration { field } => field,

@@ -271,7 +271,7 @@ mod tests {
         for bad in [-0.1, 1.01, f64::NAN, f64::INFINITY] {
             for j in [Jitter::Add(bad), Jitter::Subtract(bad), Jitter::Spread(bad)] {
                 let e = j.validate().unwrap_err();
-                assert_eq!(e.field(), "jitter.fraction");
+                assert_eq!(e.field(), "jitter");
             }
         }
         assert!(Jitter::Spread(0.0).validate().is_ok());

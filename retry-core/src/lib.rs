@@ -18,7 +18,13 @@ mod breaker;
 mod budget;
 mod classify;
 mod compose;
+#[cfg(feature = "serde")]
+pub mod config;
+#[cfg(feature = "serde")]
+pub mod duration_text;
 mod error;
+#[cfg(feature = "arbitrary")]
+pub mod fuzzing;
 mod http;
 mod jitter;
 mod machine;
@@ -44,6 +50,10 @@ pub use budget::{
 };
 pub use classify::{Failure, FailureKind, Hint};
 pub use compose::{breaker_outcome, feed_budget, rejection};
+#[cfg(feature = "serde")]
+pub use config::{ConfigError, Curve, PolicyOverride, RetryAfter};
+#[cfg(feature = "serde")]
+pub use duration_text::{parse_duration, DurationParseError, DurationText};
 pub use error::PolicyError;
 pub use http::{pushback_failure, HttpClassifier, RetryHeaders};
 pub use jitter::{jitter_draw, Jitter};

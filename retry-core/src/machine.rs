@@ -454,8 +454,16 @@ impl RetryMachine {
     /// The end of the total budget, if the policy has one and the call started.
     #[must_use]
     pub fn budget_end(&self) -> Option<Instant> {
+        self.started_at()?;
+        self.budget_end_from_start()
+    }
+
+    /// The end of the budget measured from `start`; only meaningful once `Start`
+    /// has set it (every internal caller runs after that, including the first
+    /// attempt, which begins while the phase still reads idle).
+    fn budget_end_from_start(&self) -> Option<Instant> {
         let budget = self.policy.budget()?;
-        self.started_at().map(|s| s.saturating_add(budget))
+        Some(self.start.saturating_add(budget))
     }
 
     /// The action the machine is waiting on the driver to carry out (`None` before
@@ -583,7 +591,7 @@ impl RetryMachine {
                         delay,
                         reason,
                     }
-                } else if self.budget_end().is_some_and(|end| now >= end) {
+                } else if self.budget_end_from_start().is_some_and(|end| now >= end) {
                     // Woken so late that the budget is spent: no retry may start.
                     let attempts = self.last_attempt;
                     self.give_up(GiveUpReason::Budget, attempts, None)
@@ -627,7 +635,7 @@ impl RetryMachine {
             .attempt_timeout()
             .and_then(|t| now.checked_add(t));
         if self.policy.caps_attempt_to_budget() {
-            if let Some(end) = self.budget_end() {
+            if let Some(end) = self.budget_end_from_start() {
                 deadline = Some(deadline.map_or(end, |d| d.min(end)));
             }
         }
@@ -697,7 +705,7 @@ impl RetryMachine {
             // The sleep would end past the last representable instant.
             return self.give_up(GiveUpReason::Budget, number, kind);
         };
-        if self.budget_end().is_some_and(|end| until >= end) {
+        if self.budget_end_from_start().is_some_and(|end| until >= end) {
             return self.give_up(GiveUpReason::Budget, number, kind);
         }
         if self.policy.uses_retry_budget() {
@@ -729,7 +737,7 @@ impl RetryMachine {
             return self.begin_attempt(next, now);
         }
         let until = now.saturating_add(delay);
-        if until <= now || self.budget_end().is_some_and(|end| until >= end) {
+        if until <= now || self.budget_end_from_start().is_some_and(|end| until >= end) {
             // Time passed while the budget was asked: the sleep no longer fits.
             let attempts = self.last_attempt;
             return self.give_up(GiveUpReason::Budget, attempts, None);

@@ -45,6 +45,14 @@ impl Instant {
         Instant { nanos }
     }
 
+    /// An instant `micros` microseconds after the origin (saturating).
+    #[must_use]
+    pub const fn from_micros(micros: u64) -> Instant {
+        Instant {
+            nanos: micros.saturating_mul(1_000),
+        }
+    }
+
     /// An instant `millis` milliseconds after the origin (saturating).
     #[must_use]
     pub const fn from_millis(millis: u64) -> Instant {

@@ -24,40 +24,40 @@ fn every_invalid_value_names_its_field() {
         (
             b().backoff(Backoff::exponential(Duration::from_secs(1), f64::NAN))
                 .build(),
-            "backoff.factor",
+            "factor",
             "policy.invalid_factor",
         ),
         (
             b().backoff(Backoff::exponential(Duration::from_secs(1), -2.0))
                 .build(),
-            "backoff.factor",
+            "factor",
             "policy.invalid_factor",
         ),
         (
             b().backoff(Backoff::exponential(Duration::from_secs(1), 0.99))
                 .build(),
-            "backoff.factor",
+            "factor",
             "policy.invalid_factor",
         ),
         (
             b().backoff(Backoff::exponential(Duration::from_secs(1), f64::INFINITY))
                 .build(),
-            "backoff.factor",
+            "factor",
             "policy.invalid_factor",
         ),
         (
             b().jitter(Jitter::Subtract(-0.1)).build(),
-            "jitter.fraction",
+            "jitter",
             "policy.invalid_jitter_fraction",
         ),
         (
             b().jitter(Jitter::Add(1.5)).build(),
-            "jitter.fraction",
+            "jitter",
             "policy.invalid_jitter_fraction",
         ),
         (
             b().jitter(Jitter::Spread(f64::NAN)).build(),
-            "jitter.fraction",
+            "jitter",
             "policy.invalid_jitter_fraction",
         ),
         (
@@ -106,7 +106,7 @@ fn messages_say_what_was_wrong() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "backoff.factor: must be a finite number >= 1, got 0.5"
+        "factor: must be a finite number >= 1, got 0.5"
     );
     let err = RetryPolicy::builder()
         .jitter(Jitter::Spread(2.0))
@@ -114,7 +114,7 @@ fn messages_say_what_was_wrong() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "jitter.fraction: spread jitter needs a fraction in [0, 1], got 2"
+        "jitter: spread jitter needs a fraction in [0, 1], got 2"
     );
 }
 

@@ -219,6 +219,18 @@ fn violations(policy: &RetryPolicy, steps: &[Step]) -> Result<(), String> {
                         return Err(format!("deadline {d} not after {}", step.at));
                     }
                 }
+                if policy.caps_attempt_to_budget() {
+                    if let Some(end) = budget_end {
+                        match deadline {
+                            Some(d) if d <= end => {}
+                            other => {
+                                return Err(format!(
+                                    "attempt {number}: deadline {other:?} not capped at {end}"
+                                ))
+                            }
+                        }
+                    }
+                }
                 expected_attempt = expected_attempt.saturating_add(1);
             }
             Action::Withdraw { retry, .. } => {

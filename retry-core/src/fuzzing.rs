@@ -71,6 +71,12 @@ fn ensure(
     }
 }
 
+/// True about once in `n` draws; false when the input has run out, so that
+/// zero bytes take the common path.
+fn rarely(u: &mut Unstructured<'_>, n: u8) -> arbitrary::Result<bool> {
+    Ok(u.int_in_range(1..=n.max(1))? == n)
+}
+
 /// `d × f` for a fraction `f`, saturating instead of panicking.
 fn scaled(d: Duration, f: f64) -> Duration {
     Duration::try_from_secs_f64(d.as_secs_f64() * f).unwrap_or(Duration::MAX)
@@ -141,13 +147,13 @@ fn shape_policy(policy: RetryPolicy, u: &mut Unstructured<'_>) -> arbitrary::Res
 
 /// A failure whose hint is usually of a humane size.
 fn some_failure(u: &mut Unstructured<'_>) -> arbitrary::Result<Failure> {
-    let base = if u.ratio(1u8, 6)? {
+    let base = if rarely(u, 6)? {
         Failure::permanent()
     } else {
         Failure::retryable()
     };
     let base = base.with_kind(u.arbitrary()?);
-    let delay = if u.ratio(1u8, 8)? {
+    let delay = if rarely(u, 8)? {
         u.arbitrary::<Duration>()?
     } else {
         Duration::from_millis(u.int_in_range(0..=3_000)?)
@@ -444,8 +450,9 @@ impl MachineModel {
                         let delay = wait
                             .unwrap_or_else(|| self.policy.capped_delay(1))
                             .max(Duration::from_millis(1));
-                        match now.checked_add(delay) {
-                            Some(until) if end.is_none_or(|e| until < e) => {
+                        // A wait past the last instant ends at the last instant.
+                        match Some(now.saturating_add(delay)) {
+                            Some(until) if until > now && end.is_none_or(|e| until < e) => {
                                 Expect::Exact(Action::Sleep {
                                     until,
                                     delay,
@@ -522,7 +529,7 @@ impl MachineModel {
         let end = self.budget_end();
         // A sleep of `delay` from now, checked on its own terms.
         let sleep_fits = |until: Instant, delay: Duration| {
-            now.checked_add(delay) == Some(until) && until > now && end.is_none_or(|e| until < e)
+            now.saturating_add(delay) == until && until > now && end.is_none_or(|e| until < e)
         };
         match expect {
             Expect::Misuse(_) => Err(fail("a misuse was accepted")),
@@ -537,6 +544,13 @@ impl MachineModel {
                     other => other,
                 };
                 if action != expected {
+                    std::eprintln!(
+                        self.policy,
+                        action,
+                        expected,
+                        now,
+                        self
+                    );
                     return Err(fail("the answer differs from the reference model"));
                 }
                 Ok(Self::stage_after(action, now))
@@ -813,7 +827,7 @@ fn next_event(
     model: &MachineModel,
     now: Instant,
 ) -> arbitrary::Result<Event> {
-    if u.ratio(1u8, 6)? {
+    if rarely(u, 6)? {
         return u.arbitrary();
     }
     let pick = u.int_in_range(0..=15u8)?;
@@ -1082,7 +1096,7 @@ fn breaker_config(u: &mut Unstructured<'_>) -> arbitrary::Result<Result<BreakerC
         4 => Jitter::Decorrelated,
         _ => Jitter::Spread(f64::from(u.int_in_range(0..=100u8)?) / 100.0),
     };
-    let permits = if u.ratio(1u8, 8)? {
+    let permits = if rarely(u, 8)? {
         u32::MAX
     } else {
         small(u, 4)?
@@ -1279,9 +1293,11 @@ impl BreakerModel {
         match self.state {
             BreakerState::Closed | BreakerState::MetricsOnly => {
                 if self.config.window().is_some() {
+                    // Time going backwards lands in the newest bucket written.
+                    let newest = self.calls().iter().map(|c| c.at).max().unwrap_or(0);
                     if let Some(slot) = self.history.get_mut(self.recorded) {
                         *slot = Call {
-                            at: now.as_nanos(),
+                            at: now.as_nanos().max(newest),
                             failed,
                             slow,
                         };
@@ -1437,7 +1453,7 @@ pub fn breaker(data: &[u8]) -> Result<(), Violation> {
                     6 => 7_000,
                     _ => u64::from(u.arbitrary::<u16>().unwrap_or(0)),
                 };
-                now = if u.ratio(1u8, 16).unwrap_or(false) {
+                now = if rarely(&mut u, 16).unwrap_or(false) {
                     now.saturating_sub(Duration::from_millis(ms))
                 } else {
                     now.saturating_add(Duration::from_millis(ms))
@@ -1572,6 +1588,15 @@ pub fn breaker(data: &[u8]) -> Result<(), Violation> {
             step,
             "reopens differ from the model",
         )?;
+        if breaker.stats(now) != model.window(now) {
+            std::eprintln!(
+                config,
+                now,
+                breaker.stats(now),
+                model.window(now),
+                model.calls()
+            );
+        }
         ensure(
             breaker.stats(now) == model.window(now),
             BREAKER,
@@ -1801,16 +1826,17 @@ impl BudgetModel {
 
 fn budget_setup(
     u: &mut Unstructured<'_>,
-) -> arbitrary::Result<Option<(BudgetConfig, BudgetModel)>> {
+) -> arbitrary::Result<Result<Option<(BudgetConfig, BudgetModel)>, ()>> {
+    // Ok(None): refused as documented; Err(()): accepted or refused against the docs.
     let some = |config: Result<BudgetConfig, _>, model| config.ok().map(|c| (c, model));
-    Ok(match u.int_in_range(0..=2u8)? {
+    Ok(Ok(match u.int_in_range(0..=2u8)? {
         0 => {
-            let max_tokens = if u.ratio(1u8, 8)? {
+            let max_tokens = if rarely(u, 8)? {
                 u.arbitrary()?
             } else {
                 u.int_in_range(1..=1_000u32)?
             };
-            let ratio = if u.ratio(1u8, 8)? {
+            let ratio = if rarely(u, 8)? {
                 u.arbitrary()?
             } else {
                 u.int_in_range(1..=2_000u32)?
@@ -1818,7 +1844,7 @@ fn budget_setup(
             let config = BudgetConfig::grpc_millis(max_tokens, ratio);
             let valid = (1..=1_000).contains(&max_tokens) && (1..=1_000_000).contains(&ratio);
             if config.is_ok() != valid {
-                return Ok(None);
+                return Ok(Err(()));
             }
             let max = u64::from(max_tokens).saturating_mul(MILLI);
             some(
@@ -1832,7 +1858,7 @@ fn budget_setup(
         }
         1 => {
             let mut pick = || -> arbitrary::Result<u32> {
-                Ok(if u.ratio(1u8, 8)? {
+                Ok(if rarely(u, 8)? {
                     u.arbitrary()?
                 } else {
                     u.int_in_range(0..=20u32)?
@@ -1863,17 +1889,17 @@ fn budget_setup(
             )
         }
         _ => {
-            let window = if u.ratio(1u8, 8)? {
+            let window = if rarely(u, 8)? {
                 u.arbitrary::<Duration>()?
             } else {
                 Duration::from_millis(u.int_in_range(1_000..=60_000)?)
             };
-            let per_sec = if u.ratio(1u8, 4)? {
+            let per_sec = if rarely(u, 4)? {
                 u.arbitrary()?
             } else {
                 u.int_in_range(0..=20u32)?
             };
-            let permille = if u.ratio(1u8, 8)? {
+            let permille = if rarely(u, 8)? {
                 u.arbitrary()?
             } else {
                 u.int_in_range(0..=1_000u32)?
@@ -1887,7 +1913,7 @@ fn budget_setup(
                 && window <= Duration::from_secs(60)
                 && permille <= 1_000;
             if config.is_ok() != in_range {
-                return Ok(None);
+                return Ok(Err(()));
             }
             // As documented: a request deposits a token and a retry costs
             // 1 / percent tokens; with no percentage, nothing and one thousandth.
@@ -1913,7 +1939,7 @@ fn budget_setup(
                 },
             )
         }
-    })
+    }))
 }
 
 /// Checks the float entry points against the thousandths ones: a value of
@@ -1959,15 +1985,15 @@ pub fn budget(data: &[u8]) -> Result<(), Violation> {
     let mut u = Unstructured::new(data);
     budget_floats(&mut u)?;
     let setup = match budget_setup(&mut u) {
-        Ok(Some(setup)) => setup,
-        Ok(None) => {
+        Ok(Ok(Some(setup))) => setup,
+        Ok(Ok(None)) | Err(_) => return Ok(()),
+        Ok(Err(())) => {
             return Err(Violation {
                 target: BUDGET,
                 step: 0,
                 invariant: "a config was accepted or refused against its documented ranges",
             })
         }
-        Err(_) => return Ok(()),
     };
     let (config, mut model) = setup;
     let mut budget = RetryBudget::new(config);

@@ -31,6 +31,7 @@ mod machine;
 mod nanos;
 mod policy;
 mod presets;
+mod process;
 mod retry_after;
 mod sets;
 mod sim;
@@ -60,6 +61,7 @@ pub use jitter::{jitter_draw, Jitter};
 pub use machine::{Action, Event, GiveUp, GiveUpReason, Misuse, Phase, RetryMachine, SleepReason};
 pub use policy::{CircuitOpen, HintMode, Resolution, RetryPolicy, RetryPolicyBuilder};
 pub use presets::{seed_from_name, Preset, PresetError};
+pub use process::{ChildHint, OutcomeSet, ProcessClassifier, SignalSet, SIGINT};
 pub use retry_after::{
     format_http_date, parse_grpc_pushback, parse_http_date, parse_retry_after,
     parse_retry_after_ms, retry_after_from_headers, Pushback,

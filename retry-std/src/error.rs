@@ -143,7 +143,9 @@ impl<E: fmt::Display> fmt::Display for RetryError<E> {
         )?;
         match self.reason {
             GiveUpReason::TimedOut { timeout } => write!(f, " (timeout {timeout:?})")?,
-            GiveUpReason::CircuitOpen { wait } => write!(f, " (circuit admits in {wait:?})")?,
+            GiveUpReason::CircuitOpen { wait: Some(wait) } => {
+                write!(f, " (circuit admits in {wait:?})")?;
+            }
             _ => {}
         }
         match &self.last_error {

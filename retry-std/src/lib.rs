@@ -1,9 +1,76 @@
-//! tmp
+//! The blocking adapter for [`retry_core`]: runs an operation on the current
+//! thread, retrying it as a [`retry_core::RetryMachine`] decides, with
+//! `std::time` and thread sleeps.
+//!
+//! The machine makes every decision (whether to retry, how long to wait, when to
+//! stop); this crate only does the I/O around it: it calls the operation, reads
+//! the clock, sleeps, watches a [`CancelToken`], and passes answers between the
+//! machine and a [`SharedBudget`] used by many threads.
+//!
+//! - [`retry`] runs an operation under a policy with the defaults;
+//!   [`Retry`] configures the seed, the classifier, hooks, cancellation, the clock,
+//!   the sleeper and a shared retry budget.
+//! - A call returns [`Success`] (the value, attempts, elapsed time) or one
+//!   [`RetryError`] carrying the reason (with its stable dotted code), the
+//!   attempts, the elapsed time and the operation's last error.
+//! - [`ManualClock`] and [`FakeSleeper`] run any schedule in no wall time, for
+//!   tests.
+//!
+//! Blocking code cannot be interrupted: a per-attempt deadline
+//! ([`AttemptContext::deadline`]) is advisory, for the operation to pass on to
+//! its own timeouts. An error returned after the deadline counts as a timed-out
+//! attempt; a success is accepted whenever it arrives.
+//!
+//! ```
+//! use core::time::Duration;
+//! use retry_core::{Backoff, Failure, Jitter, RetryPolicy};
+//! use retry_std::Retry;
+//!
+//! #[derive(Debug, thiserror::Error)]
+//! enum FetchError {
+//!     #[error("service unavailable")]
+//!     Unavailable,
+//!     #[error("not found")]
+//!     NotFound,
+//! }
+//!
+//! let policy = RetryPolicy::builder()
+//!     .max_attempts(4)
+//!     .backoff(Backoff::exponential(Duration::from_millis(1), 2.0))
+//!     .jitter(Jitter::Full)
+//!     .build()?;
+//!
+//! let done = Retry::new(policy)
+//!     .classify(|e: &FetchError| match e {
+//!         FetchError::Unavailable => Failure::retryable(),
+//!         FetchError::NotFound => Failure::permanent(),
+//!     })
+//!     .on_retry(|n| eprintln!("attempt {} failed: {}; next in {:?}", n.attempt, n.error, n.delay))
+//!     .call(|ctx| {
+//!         if ctx.attempt() < 3 { Err(FetchError::Unavailable) } else { Ok("payload") }
+//!     })?;
+//! assert_eq!(done.value, "payload");
+//! assert_eq!(done.attempts, 3);
+//!
+//! let err = Retry::new(policy)
+//!     .classify(|_: &FetchError| Failure::permanent())
+//!     .call(|_| Err::<(), _>(FetchError::NotFound))
+//!     .unwrap_err();
+//! assert_eq!(err.code(), "retry.permanent");
+//! assert_eq!(err.attempts(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
 mod cancel;
 mod clock;
 mod error;
+mod retry;
 mod shared;
+
 pub use cancel::{CancelToken, Waited};
 pub use clock::{Clock, FakeSleeper, ManualClock, Sleeper, Slept, SystemClock, ThreadSleeper};
 pub use error::RetryError;
-pub use shared::SharedBudget;
+pub use retry::{retry, AttemptContext, Retry, RetryNotice, Success};
+pub use shared::{SharedBreaker, SharedBudget};
+
+pub mod cli;

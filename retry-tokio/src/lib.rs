@@ -1,1 +1,61 @@
-//! The async adapter for `retry-core`: drives the retry machine with tokio time. (Filled by the retry-tokio issue.)
+//! The async (tokio) adapter for `retry-core`.
+//!
+//! `retry-core` makes every decision; this crate only does the I/O: it reads
+//! tokio's clock (so `tokio::time::pause` gives virtual time), sleeps with tokio
+//! timers, bounds attempts with `tokio::time::timeout_at`, listens to a
+//! [`CancellationToken`], and locks the
+//! shared budget and breaker for the length of one core call.
+//!
+//! - [`retry`] and [`Retry`]: retry an async operation under a policy.
+//! - [`SharedBudget`] and [`SharedBreaker`]: a retry budget and a circuit breaker
+//!   shared by many tasks.
+//! - [`RetryStreamExt`]: map a stream through a retried operation with bounded
+//!   concurrency.
+//! - `tower` feature: [`tower::RetryLayer`] and [`tower::BreakerLayer`].
+//! - `http` feature: [`http`] classifies responses in one line.
+//! - `tracing` and `metrics` features: a span per call, events per attempt, sleep
+//!   and give-up; the counters and histograms named in the SPEC.
+//!
+//! ```
+//! use core::time::Duration;
+//! use retry_core::{Backoff, Jitter, RetryPolicy};
+//! use retry_tokio::Retry;
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() -> Result<(), retry_core::PolicyError> {
+//! let policy = RetryPolicy::builder()
+//!     .max_attempts(5)
+//!     .backoff(Backoff::exponential(Duration::from_secs(1), 2.0))
+//!     .jitter(Jitter::None)
+//!     .build()?;
+//! let err = Retry::new(policy)
+//!     .call(|_ctx| async { Err::<(), _>("down") })
+//!     .await
+//!     .unwrap_err();
+//! assert_eq!(err.code(), "retry.exhausted");
+//! assert_eq!(err.attempts(), 5);
+//! assert_eq!(err.elapsed(), Duration::from_secs(15)); // 1 + 2 + 4 + 8, in virtual time
+//! # Ok(())
+//! # }
+//! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![forbid(unsafe_code)]
+
+mod error;
+mod observe;
+mod retry;
+mod shared;
+mod stream;
+
+#[cfg(feature = "http")]
+pub mod http;
+#[cfg(feature = "tower")]
+pub mod tower;
+
+pub use error::{RetryError, Success};
+pub use retry::{retry, AttemptContext, Retry, RetryNotice};
+pub use shared::{SharedBreaker, SharedBudget};
+pub use stream::RetryStreamExt;
+
+pub use retry_core;
+pub use tokio_util::sync::CancellationToken;

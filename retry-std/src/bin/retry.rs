@@ -1,3 +1,6 @@
-//! The `retry` program: runs a command under a retry policy.
+//! The `retry` program: runs a command under a retry policy. See `retry --help`
+//! and the `retry_std::cli` module.
 
-fn main() {}
+fn main() {
+    retry_std::cli::main()
+}

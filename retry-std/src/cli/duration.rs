@@ -26,7 +26,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             .unwrap_or(rest.len());
         let (number, after) = rest.split_at(number_len);
         if number.is_empty() {
-            return Err(format!("`{text}` is not a duration (e.g. 500ms, 1m30s, 2h, or 1.5 for seconds)"));
+            return Err(format!(
+                "`{text}` is not a duration (e.g. 500ms, 1m30s, 2h, or 1.5 for seconds)"
+            ));
         }
         let unit_len = after
             .find(|c: char| c.is_ascii_digit() || c == '.')
@@ -42,7 +44,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             "h" => 3600 * SECOND,
             "d" => 86_400 * SECOND,
             "" => return Err(format!("`{text}`: every part after the first needs a unit")),
-            other => return Err(format!("`{text}`: unknown unit `{other}` (use ns, us, ms, s, m, h, d)")),
+            other => {
+                return Err(format!(
+                    "`{text}`: unknown unit `{other}` (use ns, us, ms, s, m, h, d)"
+                ))
+            }
         };
         let value: f64 = number
             .parse()
@@ -113,7 +119,18 @@ mod tests {
         assert_eq!(ok("1.5s"), Duration::from_millis(1500));
         assert_eq!(ok("10us"), Duration::from_micros(10));
         assert_eq!(ok("0"), Duration::ZERO);
-        for bad in ["", "-1s", "abc", "1x", "1m30", "NaN", "1e3", "99999999999999999999999h", ".", "1..2s"] {
+        for bad in [
+            "",
+            "-1s",
+            "abc",
+            "1x",
+            "1m30",
+            "NaN",
+            "1e3",
+            "99999999999999999999999h",
+            ".",
+            "1..2s",
+        ] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
     }

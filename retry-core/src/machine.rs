@@ -733,14 +733,17 @@ impl RetryMachine {
         reason: SleepReason,
         now: Instant,
     ) -> Action {
-        if delay.is_zero() {
-            return self.begin_attempt(next, now);
-        }
-        let until = now.saturating_add(delay);
-        if until <= now || self.budget_end_from_start().is_some_and(|end| until >= end) {
-            // Time passed while the budget was asked: the sleep no longer fits.
+        // Time may have passed since the delay was chosen (while the retry budget
+        // was asked): check it against the time budget again, zero delays too.
+        let fits = now
+            .checked_add(delay)
+            .filter(|until| self.budget_end_from_start().is_none_or(|end| *until < end));
+        let Some(until) = fits else {
             let attempts = self.last_attempt;
             return self.give_up(GiveUpReason::Budget, attempts, None);
+        };
+        if delay.is_zero() {
+            return self.begin_attempt(next, now);
         }
         self.state = State::Sleeping {
             until,

@@ -6,10 +6,11 @@
 // Test helpers outside #[test] functions may unwrap: a failure is the test failing.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+use core::alloc::{GlobalAlloc, Layout};
 use core::fmt::Write as _;
 use core::sync::atomic::{AtomicUsize, Ordering};
 use core::time::Duration;
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::System;
 
 use retry_core::{
     parse_retry_after, retry_after_from_headers, Action, Admission, Backoff, BreakerConfig,

@@ -262,3 +262,25 @@ fn budget_answers_outside_a_withdrawal_are_refused() {
         assert_refused(&m, event, at(4), sleep);
     }
 }
+
+#[test]
+fn a_grant_that_arrives_after_the_budget_ends_starts_no_attempt() {
+    // Found by the retry_machine fuzz target: a zero-delay retry whose budget
+    // withdrawal is answered only after the time budget has run out.
+    let p = RetryPolicy::builder()
+        .max_attempts(5)
+        .backoff(Backoff::None)
+        .budget(Duration::from_secs(1))
+        .use_retry_budget(true)
+        .build()
+        .unwrap();
+    let mut m = RetryMachine::new(&p, 1);
+    let _ = m.poll(Event::Start, at(0));
+    let w = m.poll(Event::Failed(Failure::retryable()), at(100));
+    assert!(matches!(w, Action::Withdraw { .. }));
+    let late = m.poll(Event::Granted, at(1_000));
+    assert!(
+        matches!(late, Action::GiveUp(g) if g.reason == GiveUpReason::Budget && g.attempts == 1),
+        "{late}"
+    );
+}

@@ -169,6 +169,11 @@ fn the_core_never_allocates() {
         let _ = retry_after_from_headers(Some(b"1500"), Some(b"3"), 0);
     });
     assert_eq!(count, 0, "retry-core allocated {count} times");
+    // The counter itself works: a box is one allocation.
+    assert_eq!(
+        allocations(|| drop(core::hint::black_box(Box::new(7u64)))),
+        1
+    );
 }
 
 /// Keeps the terminal action (the machine answers it again anyway).

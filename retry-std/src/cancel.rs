@@ -22,9 +22,18 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 /// std::thread::spawn(move || other.cancel()).join().unwrap();
 /// assert!(token.is_cancelled());
 /// ```
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct CancelToken {
-    inner: Arc<Inner>,
+    /// `None` for a token that can never be tripped (no allocation).
+    inner: Option<Arc<Inner>>,
+}
+
+impl Default for CancelToken {
+    fn default() -> Self {
+        CancelToken {
+            inner: Some(Arc::default()),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -49,41 +58,58 @@ impl CancelToken {
         CancelToken::default()
     }
 
+    /// A token that can never be tripped: what a call without a token of its own
+    /// uses, so that it costs no allocation. [`CancelToken::cancel`] on it does
+    /// nothing, and [`CancelToken::wait_timeout`] on it simply sleeps.
+    #[must_use]
+    pub const fn never() -> CancelToken {
+        CancelToken { inner: None }
+    }
+
+    /// Whether this token can be tripped at all (it is not [`CancelToken::never`]).
+    #[must_use]
+    pub const fn can_cancel(&self) -> bool {
+        self.inner.is_some()
+    }
+
     /// Trips the token: every clone sees it cancelled from now on, and every
     /// thread waiting in [`CancelToken::wait_timeout`] wakes at once. Calling it
     /// again does nothing.
     pub fn cancel(&self) {
-        let mut cancelled = self
-            .inner
+        let Some(inner) = &self.inner else { return };
+        let mut cancelled = inner
             .cancelled
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         *cancelled = true;
         drop(cancelled);
-        self.inner.woken.notify_all();
+        inner.woken.notify_all();
     }
 
     /// Whether the token has been tripped.
     #[must_use]
     pub fn is_cancelled(&self) -> bool {
-        *self
-            .inner
-            .cancelled
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.inner.as_ref().is_some_and(|inner| {
+            *inner
+                .cancelled
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+        })
     }
 
     /// Blocks the current thread for `timeout`, or until the token is cancelled,
     /// whichever comes first. Waits on a condition variable: no polling, and a
     /// spurious wake-up never ends the wait early.
     pub fn wait_timeout(&self, timeout: Duration) -> Waited {
-        let guard = self
-            .inner
+        let Some(inner) = &self.inner else {
+            std::thread::sleep(timeout);
+            return Waited::TimedOut;
+        };
+        let guard = inner
             .cancelled
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let (guard, _) = self
-            .inner
+        let (guard, _) = inner
             .woken
             .wait_timeout_while(guard, timeout, |cancelled| !*cancelled)
             .unwrap_or_else(PoisonError::into_inner);

@@ -181,8 +181,10 @@ pub struct Retry<E> {
     on_retry: Option<Box<RetryHook<E>>>,
     on_give_up: Option<Box<GiveUpHook<E>>>,
     cancel: Option<CancelToken>,
-    clock: Arc<dyn Clock>,
-    sleeper: Arc<dyn Sleeper>,
+    /// `None`: the system clock (no allocation for the default).
+    clock: Option<Arc<dyn Clock>>,
+    /// `None`: the thread sleeper.
+    sleeper: Option<Arc<dyn Sleeper>>,
     budget: Option<SharedBudget>,
     breaker: Option<SharedBreaker>,
 }
@@ -200,8 +202,8 @@ impl<E> Retry<E> {
             on_retry: None,
             on_give_up: None,
             cancel: None,
-            clock: Arc::new(SystemClock),
-            sleeper: Arc::new(ThreadSleeper),
+            clock: None,
+            sleeper: None,
             budget: None,
             breaker: None,
         }
@@ -259,14 +261,14 @@ impl<E> Retry<E> {
     /// Reads time from `clock` instead of [`SystemClock`].
     #[must_use]
     pub fn clock(mut self, clock: impl Clock + 'static) -> Self {
-        self.clock = Arc::new(clock);
+        self.clock = Some(Arc::new(clock));
         self
     }
 
     /// Sleeps with `sleeper` instead of [`ThreadSleeper`].
     #[must_use]
     pub fn sleeper(mut self, sleeper: impl Sleeper + 'static) -> Self {
-        self.sleeper = Arc::new(sleeper);
+        self.sleeper = Some(Arc::new(sleeper));
         self
     }
 
@@ -304,9 +306,9 @@ impl<E> Retry<E> {
         F: FnMut(&AttemptContext) -> Result<T, E>,
     {
         let seed = self.seed.unwrap_or_else(fresh_seed);
-        let cancel = self.cancel.clone().unwrap_or_default();
+        let cancel = self.cancel.clone().unwrap_or(CancelToken::never());
         let mut machine = RetryMachine::new(&self.policy, seed);
-        let start = self.clock.now();
+        let start = self.now();
         let mut value: Option<T> = None;
         let mut last_error: Option<E> = None;
         // Set when an attempt failed, until the machine says what follows it.
@@ -318,7 +320,7 @@ impl<E> Retry<E> {
             Event::Start
         };
         loop {
-            let now = self.clock.now();
+            let now = self.now();
             let elapsed = now.saturating_duration_since(start);
             let action = machine.poll(event, retry_core::Instant::from_duration(elapsed));
             let answer = match &self.budget {
@@ -338,7 +340,7 @@ impl<E> Retry<E> {
                         Event::Cancelled
                     } else {
                         let permit = match &self.breaker {
-                            Some(breaker) => match breaker.admit(self.clock.now(), start) {
+                            Some(breaker) => match breaker.admit(self.now(), start) {
                                 Ok(permit) => Some(permit),
                                 Err(rejected) => {
                                     event = rejected;
@@ -366,7 +368,7 @@ impl<E> Retry<E> {
                             }
                         };
                         if let (Some(breaker), Some(permit)) = (&self.breaker, permit) {
-                            breaker.finish(permit, ran, self.clock.now());
+                            breaker.finish(permit, ran, self.now());
                         }
                         ran
                     }
@@ -418,8 +420,16 @@ impl<E> Retry<E> {
 
     /// The event that reports a failed attempt, and the failure for the retry
     /// hook. An error at or after the attempt's deadline is a timeout.
+    /// The call's clock.
+    fn now(&self) -> Instant {
+        match &self.clock {
+            Some(clock) => clock.now(),
+            None => SystemClock.now(),
+        }
+    }
+
     fn report(&self, error: &E, deadline: Option<Instant>) -> (Event, Failure) {
-        if deadline.is_some_and(|deadline| self.clock.now() >= deadline) {
+        if deadline.is_some_and(|deadline| self.now() >= deadline) {
             let failure = Failure::retryable().with_kind(FailureKind::Timeout);
             return (Event::TimedOut, failure);
         }
@@ -445,8 +455,12 @@ impl<E> Retry<E> {
         }
         let left = start
             .checked_add(until.as_duration())
-            .map_or(delay, |end| end.saturating_duration_since(self.clock.now()));
-        match self.sleeper.sleep(left, cancel) {
+            .map_or(delay, |end| end.saturating_duration_since(self.now()));
+        let slept = match &self.sleeper {
+            Some(sleeper) => sleeper.sleep(left, cancel),
+            None => ThreadSleeper.sleep(left, cancel),
+        };
+        match slept {
             Slept::Elapsed if !cancel.is_cancelled() => Event::Woke,
             Slept::Elapsed | Slept::Cancelled => Event::Cancelled,
         }

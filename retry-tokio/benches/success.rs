@@ -1,0 +1,58 @@
+//! The async adapter when the first attempt succeeds, against awaiting the future
+//! directly and against backon's `Retryable` on the same future.
+//! Run: `cargo bench -p retry-tokio --bench success`.
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use core::hint::black_box;
+use core::time::Duration;
+
+use backon::Retryable as _;
+use criterion::{criterion_group, criterion_main, Criterion};
+use retry_core::{Backoff, Jitter, RetryPolicy};
+use retry_tokio::Retry;
+
+async fn op(x: u64) -> Result<u64, &'static str> {
+    Ok(black_box(x) + 1)
+}
+
+fn bench(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let policy = RetryPolicy::builder()
+        .max_attempts(3)
+        .backoff(Backoff::exponential(Duration::from_millis(100), 2.0))
+        .jitter(Jitter::Full)
+        .build()
+        .unwrap();
+    let retrier: Retry<&'static str> = Retry::new(policy).seed(7);
+    let backon_policy = backon::ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(100))
+        .with_max_times(2)
+        .with_jitter();
+
+    let mut g = c.benchmark_group("tokio_success_path");
+    g.bench_function("direct_await", |b| {
+        b.to_async(&rt).iter(|| async { black_box(op(1).await) })
+    });
+    g.bench_function("retry_tokio", |b| {
+        b.to_async(&rt)
+            .iter(|| async { black_box(retrier.call(|_| op(1)).await.map(|s| s.value)) })
+    });
+    g.bench_function("backon_retryable", |b| {
+        b.to_async(&rt).iter(|| async {
+            black_box(
+                (|| op(1))
+                    .retry(backon_policy)
+                    .sleep(tokio::time::sleep)
+                    .await,
+            )
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -133,3 +133,60 @@ pub fn rejection(admission: &Admission) -> Option<Event> {
         Admission::Admitted { .. } => None,
     }
 }
+
+/// How an attempt ended, as the `outcome` label of the `retry.attempt.total`
+/// metric (SPEC 11) reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AttemptOutcome {
+    /// It succeeded.
+    Success,
+    /// It failed and the call goes on (a retry follows, or the budget is asked).
+    Failure,
+    /// It failed and the call gave up on it: retries, time or retry budget ran out.
+    Exhausted,
+    /// The call stopped for another reason: a permanent failure, a cancellation,
+    /// an open circuit.
+    Aborted,
+}
+
+impl AttemptOutcome {
+    /// The metric label: `success`, `failure`, `exhausted` or `aborted`.
+    #[must_use]
+    pub const fn label(self) -> &'static str {
+        match self {
+            AttemptOutcome::Success => "success",
+            AttemptOutcome::Failure => "failure",
+            AttemptOutcome::Exhausted => "exhausted",
+            AttemptOutcome::Aborted => "aborted",
+        }
+    }
+}
+
+/// The outcome of the attempt that ended with `event` and was answered with
+/// `action`; `None` when the event did not end an attempt.
+///
+/// ```
+/// use retry_core::{attempt_outcome, Action, AttemptOutcome, Event};
+/// assert_eq!(
+///     attempt_outcome(Event::Succeeded, &Action::Done { attempts: 1 }),
+///     Some(AttemptOutcome::Success)
+/// );
+/// assert_eq!(attempt_outcome(Event::Woke, &Action::Done { attempts: 1 }), None);
+/// ```
+#[must_use]
+pub fn attempt_outcome(event: Event, action: &Action) -> Option<AttemptOutcome> {
+    use crate::machine::GiveUpReason;
+    Some(match (event, action) {
+        (Event::Succeeded, _) => AttemptOutcome::Success,
+        (Event::Cancelled, _) => AttemptOutcome::Aborted,
+        (Event::Failed(_) | Event::TimedOut, Action::GiveUp(g)) => match g.reason {
+            GiveUpReason::Exhausted
+            | GiveUpReason::Budget
+            | GiveUpReason::TimedOut { .. }
+            | GiveUpReason::RetryBudget => AttemptOutcome::Exhausted,
+            _ => AttemptOutcome::Aborted,
+        },
+        (Event::Failed(_) | Event::TimedOut, _) => AttemptOutcome::Failure,
+        _ => return None,
+    })
+}

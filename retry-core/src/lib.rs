@@ -16,6 +16,7 @@ extern crate std;
 mod backoff;
 mod breaker;
 mod budget;
+mod call;
 mod classify;
 mod compose;
 #[cfg(feature = "serde")]
@@ -49,8 +50,9 @@ pub use budget::{
     BudgetOutput, BudgetStep, BudgetTimeline, FinagleBudgetBuilder, Requirement, RetryBudget,
     RetryKind, Tokens, Withdrawal,
 };
+pub use call::{RetryError, Success};
 pub use classify::{Failure, FailureKind, Hint};
-pub use compose::{breaker_outcome, feed_budget, rejection};
+pub use compose::{attempt_outcome, breaker_outcome, feed_budget, rejection, AttemptOutcome};
 #[cfg(feature = "serde")]
 pub use config::{ConfigError, Curve, PolicyOverride, RetryAfter};
 #[cfg(feature = "serde")]

@@ -63,14 +63,13 @@
 
 mod cancel;
 mod clock;
-mod error;
 mod retry;
 mod shared;
 
 pub use cancel::{CancelToken, Waited};
 pub use clock::{Clock, FakeSleeper, ManualClock, Sleeper, Slept, SystemClock, ThreadSleeper};
-pub use error::RetryError;
-pub use retry::{retry, AttemptContext, Retry, RetryNotice, Success};
+pub use retry::{retry, AttemptContext, Retry, RetryNotice};
+pub use retry_core::{RetryError, Success};
 pub use shared::{SharedBreaker, SharedBudget};
 
 pub mod cli;

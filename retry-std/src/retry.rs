@@ -14,9 +14,9 @@ use retry_core::{
 
 use crate::cancel::CancelToken;
 use crate::clock::{Clock, Sleeper, Slept, SystemClock, ThreadSleeper};
-use crate::error::RetryError;
 use crate::shared::SharedBreaker;
 use crate::shared::SharedBudget;
+use retry_core::{RetryError, Success};
 
 /// Runs `op` under `policy` with the defaults: every error is retryable, real
 /// time, a fresh random jitter seed, no hooks, no cancellation.
@@ -44,25 +44,6 @@ where
     F: FnMut(&AttemptContext) -> Result<T, E>,
 {
     Retry::new(policy).call(op)
-}
-
-/// A successful call: the operation's value, how many attempts it took and how
-/// long the whole call lasted (delays included) (SPEC 8).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Success<T> {
-    /// What the operation returned.
-    pub value: T,
-    /// How many attempts ran; the last one succeeded.
-    pub attempts: u32,
-    /// Time from the start of the call to the success, by the call's clock.
-    pub elapsed: Duration,
-}
-
-impl<T> Success<T> {
-    /// The value alone.
-    pub fn into_value(self) -> T {
-        self.value
-    }
 }
 
 /// What the operation is told about the attempt it is running.

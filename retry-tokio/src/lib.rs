@@ -41,7 +41,6 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 
-mod error;
 mod observe;
 mod retry;
 mod shared;
@@ -52,8 +51,8 @@ pub mod http;
 #[cfg(feature = "tower")]
 pub mod tower;
 
-pub use error::{RetryError, Success};
 pub use retry::{retry, AttemptContext, Retry, RetryNotice};
+pub use retry_core::{RetryError, Success};
 pub use shared::{SharedBreaker, SharedBudget};
 pub use stream::RetryStreamExt;
 

@@ -8,28 +8,7 @@
 
 use core::time::Duration;
 
-use retry_core::{Action, Event, GiveUp, GiveUpReason, SleepReason, Transition};
-
-/// The `outcome` label of `retry.attempt.total` for an attempt that ended in
-/// `event` and was answered with `action` (never a withdrawal: the driver waits for
-/// the budget's answer first).
-pub(crate) fn attempt_outcome(event: Event, action: &Action) -> Option<&'static str> {
-    match (event, action) {
-        (Event::Succeeded, _) => Some("success"),
-        (Event::Cancelled, _) => Some("aborted"),
-        (Event::Failed(_) | Event::TimedOut, Action::GiveUp(give_up)) => {
-            Some(match give_up.reason {
-                GiveUpReason::Permanent
-                | GiveUpReason::Cancelled
-                | GiveUpReason::CircuitOpen { .. }
-                | GiveUpReason::NotStarted => "aborted",
-                _ => "exhausted",
-            })
-        }
-        (Event::Failed(_) | Event::TimedOut, _) => Some("failure"),
-        _ => None,
-    }
-}
+use retry_core::{GiveUp, SleepReason, Transition};
 
 /// An attempt starts.
 pub(crate) fn attempt_started(number: u32, replays_non_idempotent: bool) {
@@ -50,7 +29,9 @@ pub(crate) fn attempt_ended(number: u32, outcome: &'static str) {
     #[cfg(feature = "tracing")]
     tracing::debug!(attempt = number, outcome, "attempt ended");
     #[cfg(feature = "metrics")]
-    metrics::counter!("retry.attempt.total", "outcome" => outcome).increment(1);
+    if let Some(key) = keys::attempt(outcome) {
+        metrics::with_recorder(|r| r.register_counter(key, &keys::METADATA).increment(1));
+    }
 }
 
 /// The call sleeps `delay` before its next attempt.
@@ -63,7 +44,12 @@ pub(crate) fn sleeping(delay: Duration, reason: SleepReason, curve: &'static str
         "sleeping before the next attempt"
     );
     #[cfg(feature = "metrics")]
-    metrics::histogram!("retry.attempt.delay_ms", "curve" => curve).record(millis(delay));
+    if let Some(key) = keys::delay(curve) {
+        metrics::with_recorder(|r| {
+            r.register_histogram(key, &keys::METADATA)
+                .record(millis(delay));
+        });
+    }
 }
 
 /// The call gave up.
@@ -99,7 +85,71 @@ pub(crate) fn transition(transition: &Transition) {
 /// A call the breaker admitted ran for `took`.
 pub(crate) fn breaker_call(took: Duration) {
     #[cfg(feature = "metrics")]
-    metrics::histogram!("circuit_breaker.call.duration_ms").record(millis(took));
+    metrics::with_recorder(|r| {
+        r.register_histogram(&keys::CALL_DURATION, &keys::METADATA)
+            .record(millis(took));
+    });
+}
+
+/// Metric keys built at compile time: with no recorder installed, recording a
+/// metric is one call into the no-op recorder, and it never allocates (the
+/// `metrics` macros build each key, labels and all, on every use). State changes
+/// are rare, so their `from`/`to` labels use the macro.
+#[cfg(feature = "metrics")]
+mod keys {
+    use metrics::{Key, Label, Level, Metadata};
+
+    pub(super) static METADATA: Metadata<'static> =
+        Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
+
+    macro_rules! labelled {
+        ($name:literal, $label:literal: $($value:literal => $key:ident),+ $(,)?) => {
+            $(
+                pub(super) static $key: Key = Key::from_static_parts($name, {
+                    const LABELS: &[Label] = &[Label::from_static_parts($label, $value)];
+                    LABELS
+                });
+            )+
+        };
+    }
+
+    labelled!("retry.attempt.total", "outcome":
+        "success" => ATTEMPT_SUCCESS,
+        "failure" => ATTEMPT_FAILURE,
+        "exhausted" => ATTEMPT_EXHAUSTED,
+        "aborted" => ATTEMPT_ABORTED,
+    );
+    labelled!("retry.attempt.delay_ms", "curve":
+        "none" => DELAY_NONE,
+        "constant" => DELAY_CONSTANT,
+        "linear" => DELAY_LINEAR,
+        "exponential" => DELAY_EXPONENTIAL,
+        "fibonacci" => DELAY_FIBONACCI,
+    );
+
+    pub(super) static CALL_DURATION: Key =
+        Key::from_static_name("circuit_breaker.call.duration_ms");
+
+    pub(super) fn attempt(outcome: &str) -> Option<&'static Key> {
+        Some(match outcome {
+            "success" => &ATTEMPT_SUCCESS,
+            "failure" => &ATTEMPT_FAILURE,
+            "exhausted" => &ATTEMPT_EXHAUSTED,
+            "aborted" => &ATTEMPT_ABORTED,
+            _ => return None,
+        })
+    }
+
+    pub(super) fn delay(curve: &str) -> Option<&'static Key> {
+        Some(match curve {
+            "none" => &DELAY_NONE,
+            "constant" => &DELAY_CONSTANT,
+            "linear" => &DELAY_LINEAR,
+            "exponential" => &DELAY_EXPONENTIAL,
+            "fibonacci" => &DELAY_FIBONACCI,
+            _ => return None,
+        })
+    }
 }
 
 #[cfg(any(feature = "tracing", feature = "metrics"))]

@@ -13,9 +13,9 @@ use retry_core::{Action, Event, Failure, GiveUpReason, RetryMachine, RetryPolicy
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::error::{RetryError, Success};
 use crate::observe;
 use crate::shared::{Breaker, Gate, PermitGuard, SharedBreaker, SharedBudget};
+use retry_core::{RetryError, Success};
 
 /// Retries `op` under `policy` with the defaults: every error retryable, a seed
 /// drawn from the OS, no hooks, no cancellation token.
@@ -472,7 +472,9 @@ impl<'r, T, E> Driver<'r, T, E> {
                 .and_then(|budget| budget.feed(&self.machine, event, action, now));
             if !matches!(action, Action::Withdraw { .. }) {
                 if let Some((number, ended)) = self.unlabelled.take() {
-                    if let Some(outcome) = observe::attempt_outcome(ended, &action) {
+                    if let Some(outcome) = retry_core::attempt_outcome(ended, &action)
+                        .map(retry_core::AttemptOutcome::label)
+                    {
                         observe::attempt_ended(number, outcome);
                     }
                 }

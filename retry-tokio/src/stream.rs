@@ -6,8 +6,8 @@ use std::sync::Arc;
 use futures_core::Stream;
 use futures_util::StreamExt as _;
 
-use crate::error::{RetryError, Success};
 use crate::retry::{AttemptContext, Retry};
+use retry_core::{RetryError, Success};
 
 /// Maps a stream's items through a fallible async operation, each item retried
 /// under a [`Retry`], with at most `limit` items in flight.

@@ -13,9 +13,9 @@ use retry_core::{Event, Failure};
 use tokio::time::Instant;
 use tower::{Layer, Service};
 
-use crate::error::{RetryError, Success};
 use crate::retry::Retry;
 use crate::shared::{Breaker, Gate, PermitGuard, SharedBreaker};
+use retry_core::{RetryError, Success};
 
 /// A boxed, sendable future, as the services here return.
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;

@@ -1,9 +1,30 @@
-//! [`RetryError`]: the one error a retried call ends with.
+//! How a retried call ends, for every driver: [`Success`] with the value, or the
+//! one error type [`RetryError`] (SPEC 8). Neither allocates.
 
 use core::fmt;
 use core::time::Duration;
 
-use retry_core::{FailureKind, GiveUpReason};
+use crate::classify::FailureKind;
+use crate::machine::GiveUpReason;
+
+/// A call that succeeded: the value, how many attempts it took and how long the
+/// whole call ran, delays included (SPEC 8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Success<T> {
+    /// What the successful attempt returned.
+    pub value: T,
+    /// How many attempts ran, the successful one included.
+    pub attempts: u32,
+    /// From the start of the call to the end of the successful attempt.
+    pub elapsed: Duration,
+}
+
+impl<T> Success<T> {
+    /// Drops the counts and keeps the value.
+    pub fn into_value(self) -> T {
+        self.value
+    }
+}
 
 /// Why a retried call failed, with what it had got to (SPEC 8).
 ///
@@ -19,7 +40,7 @@ use retry_core::{FailureKind, GiveUpReason};
 /// ```
 /// use core::time::Duration;
 /// use retry_core::GiveUpReason;
-/// use retry_std::RetryError;
+/// use retry_core::RetryError;
 ///
 /// let err = RetryError::new(GiveUpReason::Exhausted, 5, Duration::from_millis(3200), Some("connection refused"));
 /// assert_eq!(err.code(), "retry.exhausted");
@@ -112,6 +133,12 @@ impl<E> RetryError<E> {
     #[must_use]
     pub const fn is_cancelled(&self) -> bool {
         matches!(self.reason, GiveUpReason::Cancelled)
+    }
+
+    /// Whether a circuit breaker refused the call (`retry.circuit_open`).
+    #[must_use]
+    pub const fn is_circuit_open(&self) -> bool {
+        matches!(self.reason, GiveUpReason::CircuitOpen { .. })
     }
 
     /// The same error with the last error mapped through `f`.

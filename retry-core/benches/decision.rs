@@ -27,15 +27,19 @@ fn machine(jitter: Jitter, backoff: Backoff) -> RetryMachine {
     m
 }
 
-/// Failed -> Sleep, Woke -> Attempt: one full retry decision.
+/// Failed -> Sleep, Woke -> Attempt: one full retry decision (a jittered delay
+/// that rounds to zero goes straight to the Attempt).
 fn decide(m: &mut RetryMachine, now: &mut Instant) -> u32 {
-    let Action::Sleep { until, .. } = m.poll(Event::Failed(Failure::retryable()), *now) else {
-        unreachable!("an unbounded policy always sleeps")
-    };
-    *now = until;
-    match m.poll(Event::Woke, until) {
+    match m.poll(Event::Failed(Failure::retryable()), *now) {
+        Action::Sleep { until, .. } => {
+            *now = until;
+            match m.poll(Event::Woke, until) {
+                Action::Attempt { number, .. } => number,
+                other => unreachable!("a due wake always attempts, got {other}"),
+            }
+        }
         Action::Attempt { number, .. } => number,
-        _ => unreachable!("a due wake always attempts"),
+        other => unreachable!("an unbounded policy always retries, got {other}"),
     }
 }
 

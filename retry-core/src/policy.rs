@@ -311,7 +311,11 @@ impl RetryPolicy {
         previous: Duration,
         cap: Duration,
     ) -> Duration {
-        let draw = jitter_draw(seed, retry, base);
+        // No randomness to draw for unjittered policies.
+        let draw = match self.jitter {
+            Jitter::None => 0,
+            _ => jitter_draw(seed, retry, base),
+        };
         let initial = self.backoff.initial();
         let jittered = self.jitter.apply(base, draw, initial, previous, cap);
         // The ceiling: the cap, except that additive jitter may exceed it by its fraction.
@@ -328,10 +332,20 @@ impl RetryPolicy {
         match self.resolution {
             Resolution::Nanos => d,
             Resolution::Millis => {
-                const MS: u128 = 1_000_000;
-                let n = nanos(d);
-                let whole_ms = n.saturating_add(MS / 2).checked_div(MS).unwrap_or(0);
-                from_nanos(whole_ms.saturating_mul(MS))
+                const MS: u64 = 1_000_000;
+                // Durations below ~584 years take the u64 path (a u128 division is
+                // a slow library call); longer ones round in u128.
+                match u64::try_from(d.as_nanos()) {
+                    Ok(n) if n < u64::MAX - MS => {
+                        Duration::from_nanos((n.saturating_add(MS / 2) / MS).saturating_mul(MS))
+                    }
+                    _ => {
+                        let n = nanos(d);
+                        let ms = u128::from(MS);
+                        let whole_ms = n.saturating_add(ms / 2).checked_div(ms).unwrap_or(0);
+                        from_nanos(whole_ms.saturating_mul(ms))
+                    }
+                }
             }
         }
     }

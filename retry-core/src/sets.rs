@@ -964,3 +964,189 @@ pub const fn may_retry_connection_error(
 ) -> bool {
     nothing_sent || may_replay(idempotency, method, replay_put_delete)
 }
+
+/// Writes ascending `values` as a compact list: runs of consecutive values as
+/// `lo-hi`, the rest comma-separated (`1-5,75`); empty writes nothing.
+fn write_ranges(f: &mut fmt::Formatter<'_>, values: impl Iterator<Item = u16>) -> fmt::Result {
+    let mut run: Option<(u16, u16)> = None;
+    let mut first = true;
+    let mut flush = |f: &mut fmt::Formatter<'_>, (lo, hi): (u16, u16)| -> fmt::Result {
+        if !core::mem::replace(&mut first, false) {
+            f.write_str(",")?;
+        }
+        if lo == hi {
+            write!(f, "{lo}")
+        } else {
+            write!(f, "{lo}-{hi}")
+        }
+    };
+    for v in values {
+        run = match run {
+            Some((lo, hi)) if hi.checked_add(1) == Some(v) => Some((lo, v)),
+            Some(done) => {
+                flush(f, done)?;
+                Some((v, v))
+            }
+            None => Some((v, v)),
+        };
+    }
+    match run {
+        Some(done) => flush(f, done),
+        None => Ok(()),
+    }
+}
+
+impl fmt::Display for ExitCodeSet {
+    /// The list form [`ExitCodeSet::parse`] reads back: `1-5,75`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_ranges(f, self.iter().map(u16::from))
+    }
+}
+
+impl fmt::Display for StatusSet {
+    /// The list form [`StatusSet::parse`] reads back: `408,429,500-599`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_ranges(f, self.iter())
+    }
+}
+
+/// Serde for the sets (behind the `serde` feature): written as their list text
+/// (`"408,429,500-599"`); read from that text, or from an array whose items are
+/// numbers or range strings (`[408, 429, "500-599"]`). A set in a config is one
+/// value: an override that sets it replaces the whole list.
+#[cfg(feature = "serde")]
+mod serde_impls {
+    use core::fmt;
+
+    use serde::de::{self, Deserializer, SeqAccess, Visitor};
+    use serde::ser::Serializer;
+    use serde::{Deserialize, Serialize};
+
+    use super::{ExitCodeSet, StatusSet};
+
+    /// What both sets need to be read.
+    trait ListSet: Sized + Copy + fmt::Display {
+        const WHAT: &'static str;
+        fn empty() -> Self;
+        fn parse_text(text: &str) -> Result<Self, ()>;
+        fn union_with(self, other: Self) -> Self;
+    }
+
+    impl ListSet for ExitCodeSet {
+        const WHAT: &'static str =
+            "exit codes (0-255) and ranges, as \"1,2,5-9\" or [1, 2, \"5-9\"]";
+        fn empty() -> Self {
+            ExitCodeSet::empty()
+        }
+        fn parse_text(text: &str) -> Result<Self, ()> {
+            ExitCodeSet::parse(text).map_err(|_| ())
+        }
+        fn union_with(self, other: Self) -> Self {
+            self.union(other)
+        }
+    }
+
+    impl ListSet for StatusSet {
+        const WHAT: &'static str =
+            "HTTP statuses (100-599) and ranges, as \"408,429,500-599\" or [408, 429, \"500-599\"]";
+        fn empty() -> Self {
+            StatusSet::empty()
+        }
+        fn parse_text(text: &str) -> Result<Self, ()> {
+            StatusSet::parse(text).map_err(|_| ())
+        }
+        fn union_with(self, other: Self) -> Self {
+            self.union(other)
+        }
+    }
+
+    struct SetVisitor<S>(core::marker::PhantomData<S>);
+
+    /// Reads one number as a one-item list, through the set's own parser (so
+    /// ranges are checked the same way).
+    fn one<S: ListSet, E: de::Error>(n: u64) -> Result<S, E> {
+        let mut buf = [0u8; 20];
+        let text = u64_text(n, &mut buf);
+        S::parse_text(text).map_err(|()| E::invalid_value(de::Unexpected::Unsigned(n), &S::WHAT))
+    }
+
+    /// `n` in decimal, written into `buf`.
+    fn u64_text(mut n: u64, buf: &mut [u8; 20]) -> &str {
+        let mut start = buf.len();
+        loop {
+            start = start.saturating_sub(1);
+            if let Some(slot) = buf.get_mut(start) {
+                // `n % 10` is a single digit.
+                #[allow(clippy::cast_possible_truncation)]
+                let digit = (n % 10) as u8;
+                *slot = b'0'.saturating_add(digit);
+            }
+            n /= 10;
+            if n == 0 || start == 0 {
+                break;
+            }
+        }
+        buf.get(start..)
+            .and_then(|b| core::str::from_utf8(b).ok())
+            .unwrap_or("")
+    }
+
+    impl<'de, S: ListSet> Visitor<'de> for SetVisitor<S> {
+        type Value = S;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(S::WHAT)
+        }
+
+        fn visit_str<E: de::Error>(self, text: &str) -> Result<S, E> {
+            S::parse_text(text).map_err(|()| E::invalid_value(de::Unexpected::Str(text), &S::WHAT))
+        }
+
+        fn visit_u64<E: de::Error>(self, n: u64) -> Result<S, E> {
+            one(n)
+        }
+
+        fn visit_i64<E: de::Error>(self, n: i64) -> Result<S, E> {
+            match u64::try_from(n) {
+                Ok(n) => one(n),
+                Err(_) => Err(E::invalid_value(de::Unexpected::Signed(n), &S::WHAT)),
+            }
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<S, A::Error> {
+            let mut set = S::empty();
+            while let Some(item) = seq.next_element::<Item<S>>()? {
+                set = set.union_with(item.0);
+            }
+            Ok(set)
+        }
+    }
+
+    /// One array item: a number or a range string.
+    struct Item<S>(S);
+
+    impl<'de, S: ListSet> Deserialize<'de> for Item<S> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_any(SetVisitor::<S>(core::marker::PhantomData))
+                .map(Item)
+        }
+    }
+
+    macro_rules! serde_for {
+        ($set:ty) => {
+            impl Serialize for $set {
+                fn serialize<Z: Serializer>(&self, s: Z) -> Result<Z::Ok, Z::Error> {
+                    s.collect_str(self)
+                }
+            }
+            impl<'de> Deserialize<'de> for $set {
+                fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                    d.deserialize_any(SetVisitor::<$set>(core::marker::PhantomData))
+                }
+            }
+        };
+    }
+
+    serde_for!(ExitCodeSet);
+    serde_for!(StatusSet);
+}

@@ -405,3 +405,68 @@ fn parse_never_panics() {
         .tests(10_000)
         .quickcheck(prop as fn(String) -> bool);
 }
+
+#[test]
+fn sets_display_as_lists_that_parse_back() {
+    use retry_core::{ExitCodeSet, StatusSet};
+    assert_eq!(StatusSet::DEFAULT_RETRYABLE.to_string(), "408,429,500-599");
+    assert_eq!(
+        ExitCodeSet::parse("75,1-5,7").unwrap().to_string(),
+        "1-5,7,75"
+    );
+    assert_eq!(ExitCodeSet::empty().to_string(), "");
+    assert_eq!(ExitCodeSet::all().to_string(), "0-255");
+    fn prop(codes: Vec<u8>) -> bool {
+        let mut set = retry_core::ExitCodeSet::empty();
+        for c in codes {
+            set.insert(c);
+        }
+        retry_core::ExitCodeSet::parse(&set.to_string()) == Ok(set)
+    }
+    QuickCheck::new()
+        .tests(10_000)
+        .quickcheck(prop as fn(Vec<u8>) -> bool);
+}
+
+#[cfg(feature = "serde")]
+#[test]
+fn sets_read_from_text_or_arrays_in_toml_and_json() {
+    use retry_core::{ExitCodeSet, StatusSet};
+    #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    struct Lists {
+        retry_on: ExitCodeSet,
+        statuses: StatusSet,
+    }
+    let want = Lists {
+        retry_on: ExitCodeSet::parse("1-5,75").unwrap(),
+        statuses: StatusSet::DEFAULT_RETRYABLE,
+    };
+    let toml_text = "retry_on = [1, 2, \"3-5\", 75]\nstatuses = \"408,429,500-599\"\n";
+    assert_eq!(toml::from_str::<Lists>(toml_text).unwrap(), want);
+    let json_text = r#"{"retry_on": "1-5,75", "statuses": [408, 429, "500-599"]}"#;
+    assert_eq!(serde_json::from_str::<Lists>(json_text).unwrap(), want);
+    // Written as list text; both formats read it back.
+    let written = toml::to_string(&want).unwrap();
+    assert_eq!(
+        written,
+        "retry_on = \"1-5,75\"\nstatuses = \"408,429,500-599\"\n"
+    );
+    assert_eq!(toml::from_str::<Lists>(&written).unwrap(), want);
+    let json = serde_json::to_string(&want).unwrap();
+    assert_eq!(serde_json::from_str::<Lists>(&json).unwrap(), want);
+    // Bad items are errors that say what was expected.
+    for bad in [
+        r#"{"retry_on": [256], "statuses": []}"#,
+        r#"{"retry_on": "9-3", "statuses": []}"#,
+        r#"{"retry_on": [-1], "statuses": []}"#,
+        r#"{"retry_on": [], "statuses": [600]}"#,
+        r#"{"retry_on": [], "statuses": "4xx"}"#,
+    ] {
+        let err = serde_json::from_str::<Lists>(bad).unwrap_err().to_string();
+        assert!(
+            err.contains("exit codes") || err.contains("HTTP statuses"),
+            "{bad}: {err}"
+        );
+    }
+}

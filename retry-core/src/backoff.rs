@@ -253,6 +253,16 @@ mod tests {
         assert_eq!(Backoff::linear_by(ms(100), ms(10)).delay(3), ms(120));
         assert_eq!(Backoff::exponential(ms(5), 2.0).delay(3), ms(20));
         assert_eq!(Backoff::exponential(ms(100), 1.5).delay(3), ms(225));
+        // Odd powers take the multiply-into-accumulator branch of the squaring.
+        assert_eq!(
+            Backoff::exponential(ms(100), 1.5).delay(4),
+            Duration::from_micros(337_500)
+        );
+        assert_eq!(
+            Backoff::exponential(ms(1), 3.0).delay(8),
+            ms(2187),
+            "3^7 by squaring"
+        );
         assert_eq!(Backoff::exponential(ms(100), 1.0).delay(1000), ms(100));
         assert_eq!(Backoff::fibonacci(ms(1)).delay(10), ms(55));
         assert_eq!(Backoff::fibonacci(ms(1)).delay(0), ms(1));
@@ -279,6 +289,15 @@ mod tests {
         assert_eq!(Backoff::linear(big).delay(2), Duration::MAX);
         assert_eq!(fibonacci(93), 12_200_160_415_121_876_738);
         assert_eq!(fibonacci(94), u64::MAX);
+    }
+
+    #[test]
+    fn an_unvalidated_bad_factor_keeps_the_initial_delay() {
+        // The builder rejects these; `delay` is still total and keeps `initial`.
+        for bad in [0.5, 0.0, -3.0, f64::NAN, f64::INFINITY] {
+            let b = Backoff::exponential(Duration::from_secs(1), bad);
+            assert_eq!(b.delay(5), Duration::from_secs(1), "{bad}");
+        }
     }
 
     #[test]

@@ -267,6 +267,22 @@ mod tests {
     }
 
     #[test]
+    fn only_additive_jitter_may_exceed_the_cap() {
+        let kinds = [
+            Jitter::None,
+            Jitter::Full,
+            Jitter::Equal,
+            Jitter::Decorrelated,
+            Jitter::Subtract(0.5),
+            Jitter::Spread(0.5),
+        ];
+        for kind in kinds {
+            assert!(!kind.may_exceed_cap(), "{kind}");
+        }
+        assert!(Jitter::Add(0.5).may_exceed_cap());
+    }
+
+    #[test]
     fn fractions_are_checked() {
         for bad in [-0.1, 1.01, f64::NAN, f64::INFINITY] {
             for j in [Jitter::Add(bad), Jitter::Subtract(bad), Jitter::Spread(bad)] {

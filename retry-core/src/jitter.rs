@@ -267,6 +267,18 @@ mod tests {
     }
 
     #[test]
+    fn the_draw_depends_on_every_bit_of_the_base_delay() {
+        // Two bases equal in their low 64 bits of nanoseconds, apart in the high.
+        let low = Duration::from_nanos(12_345);
+        let high = Duration::from_nanos(12_345) + from_nanos(1u128 << 64);
+        assert_ne!(jitter_draw(9, 3, low), jitter_draw(9, 3, high));
+        assert_ne!(
+            jitter_draw(9, 3, Duration::MAX),
+            jitter_draw(9, 3, Duration::MAX - Duration::from_secs(1 << 40))
+        );
+    }
+
+    #[test]
     fn only_additive_jitter_may_exceed_the_cap() {
         let kinds = [
             Jitter::None,

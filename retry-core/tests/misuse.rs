@@ -284,3 +284,16 @@ fn a_grant_that_arrives_after_the_budget_ends_starts_no_attempt() {
         "{late}"
     );
 }
+
+#[test]
+fn getters_report_what_the_machine_was_built_with() {
+    let p = policy();
+    let m = RetryMachine::new(&p, 0xDEAD_BEEF);
+    assert_eq!(m.seed(), 0xDEAD_BEEF);
+    assert_eq!(m.policy(), &p);
+    assert_eq!(m.phase(), Phase::Idle);
+    assert_eq!(m.attempts(), 0);
+    assert_eq!(m.started_at(), None);
+    assert_eq!(m.pending(), None);
+    assert_eq!(m.next_deadline(), None);
+}

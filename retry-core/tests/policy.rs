@@ -162,3 +162,50 @@ fn a_derived_policy_keeps_the_rest() {
     assert_eq!(derived.jitter(), Jitter::None);
     assert_eq!(base.jitter(), Jitter::Full, "the base is untouched");
 }
+
+#[test]
+fn names_are_the_config_words() {
+    assert_eq!(HintMode::OVERRIDE_DEFAULT.name(), "override");
+    assert_eq!(HintMode::AT_LEAST_DEFAULT.name(), "at-least");
+    assert_eq!(HintMode::Ignore.name(), "ignore");
+    let names: Vec<&str> = [
+        Backoff::None,
+        Backoff::constant(Duration::ZERO),
+        Backoff::linear(Duration::ZERO),
+        Backoff::exponential(Duration::ZERO, 2.0),
+        Backoff::fibonacci(Duration::ZERO),
+    ]
+    .iter()
+    .map(Backoff::name)
+    .collect();
+    assert_eq!(
+        names,
+        ["none", "constant", "linear", "exponential", "fibonacci"]
+    );
+}
+
+#[test]
+fn an_at_least_hint_equal_to_the_curve_is_reported_as_the_curve() {
+    use retry_core::{Action, Event, Failure, Instant, RetryMachine, SleepReason};
+    let policy = RetryPolicy::builder()
+        .backoff(Backoff::constant(Duration::from_secs(2)))
+        .jitter(Jitter::None)
+        .hints(HintMode::AT_LEAST_DEFAULT)
+        .build()
+        .unwrap();
+    let reason_for = |hint: u64| {
+        let mut m = RetryMachine::new(&policy, 1);
+        let _ = m.poll(Event::Start, Instant::ORIGIN);
+        match m.poll(
+            Event::Failed(Failure::retry_after(Duration::from_secs(hint))),
+            Instant::ORIGIN,
+        ) {
+            Action::Sleep { reason, delay, .. } => (reason, delay.as_secs()),
+            other => panic!("{other}"),
+        }
+    };
+    // The hint decides only when it is longer than the curve.
+    assert_eq!(reason_for(1), (SleepReason::Curve, 2));
+    assert_eq!(reason_for(2), (SleepReason::Curve, 2));
+    assert_eq!(reason_for(3), (SleepReason::Hint, 3));
+}

@@ -34,6 +34,7 @@ fn arbitrary_policies_are_always_valid() {
     use retry_core::RetryPolicy;
 
     let mut seed = 0x1234_5678_9abc_def0_u64;
+    let mut distinct = std::collections::HashSet::new();
     for _ in 0..2_000 {
         let bytes: Vec<u8> = (0..256)
             .map(|_| {
@@ -46,5 +47,12 @@ fn arbitrary_policies_are_always_valid() {
         let mut u = Unstructured::new(&bytes);
         let policy = RetryPolicy::arbitrary(&mut u).unwrap();
         assert_eq!(policy.validate(), Ok(()), "{policy:?}");
+        distinct.insert(policy.to_string());
     }
+    // The generator explores: nearly every input gives a different policy.
+    assert!(
+        distinct.len() > 1_900,
+        "{} distinct policies",
+        distinct.len()
+    );
 }

@@ -209,3 +209,49 @@ fn an_at_least_hint_equal_to_the_curve_is_reported_as_the_curve() {
     assert_eq!(reason_for(2), (SleepReason::Curve, 2));
     assert_eq!(reason_for(3), (SleepReason::Hint, 3));
 }
+
+#[test]
+fn delay_computes_each_retry_on_its_own() {
+    let policy = RetryPolicy::builder()
+        .backoff(Backoff::exponential(Duration::from_millis(250), 2.0))
+        .max_delay(Duration::from_secs(3))
+        .jitter(Jitter::None)
+        .build()
+        .unwrap();
+    let delays: Vec<u128> = (1..=6).map(|r| policy.delay(r, 0).as_millis()).collect();
+    assert_eq!(delays, [250, 500, 1000, 2000, 3000, 3000]);
+    // With jitter, the same (seed, retry) gives the same delay, within bounds.
+    let full = policy.to_builder().jitter(Jitter::Full).build().unwrap();
+    assert_eq!(full.delay(4, 9), full.delay(4, 9));
+    assert!(full.delay(4, 9) <= Duration::from_secs(2));
+    assert!((0..50).any(|seed| full.delay(4, seed) != full.delay(4, 0)));
+}
+
+#[test]
+fn millisecond_rounding_is_exact_at_the_far_end() {
+    // Near the 584-year end of u64 nanoseconds the rounding takes its wide path;
+    // both paths round half up to whole milliseconds.
+    let policy = RetryPolicy::builder()
+        .backoff(Backoff::constant(Duration::from_nanos(u64::MAX)))
+        .max_delay(Duration::MAX)
+        .jitter(Jitter::None)
+        .build()
+        .unwrap();
+    assert_eq!(
+        policy.delay(1, 0).as_nanos(),
+        18_446_744_073_710_000_000,
+        "u64::MAX ns rounds up to the next whole millisecond"
+    );
+    let half = RetryPolicy::builder()
+        .backoff(Backoff::constant(Duration::from_nanos(1_500_000)))
+        .jitter(Jitter::None)
+        .build()
+        .unwrap();
+    assert_eq!(half.delay(1, 0), Duration::from_millis(2));
+    let below = half
+        .to_builder()
+        .backoff(Backoff::constant(Duration::from_nanos(1_499_999)))
+        .build()
+        .unwrap();
+    assert_eq!(below.delay(1, 0), Duration::from_millis(1));
+}

@@ -10,6 +10,7 @@ use super::{
     Admission, BreakerConfig, BreakerError, BreakerState, CallOutcome, CircuitBreaker, ManualState,
     Permit, RejectReason, Transition, WindowStats,
 };
+use crate::time::StackText;
 use crate::{DisplayDuration as D, Instant};
 
 /// How many admitted calls the driver can keep in flight at once.
@@ -399,38 +400,6 @@ impl<const WORDS: usize, const BUCKETS: usize> fmt::Display
             }
             writeln!(f, "{}", row.output)?;
         }
-        Ok(())
-    }
-}
-
-/// A fixed-capacity text buffer, so a cell can be padded as a whole.
-struct StackText<const N: usize> {
-    bytes: [u8; N],
-    len: usize,
-}
-
-impl<const N: usize> StackText<N> {
-    const fn new() -> Self {
-        StackText {
-            bytes: [0; N],
-            len: 0,
-        }
-    }
-
-    fn as_str(&self) -> &str {
-        self.bytes
-            .get(..self.len)
-            .and_then(|b| core::str::from_utf8(b).ok())
-            .unwrap_or("")
-    }
-}
-
-impl<const N: usize> fmt::Write for StackText<N> {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        let end = self.len.checked_add(s.len()).ok_or(fmt::Error)?;
-        let dst = self.bytes.get_mut(self.len..end).ok_or(fmt::Error)?;
-        dst.copy_from_slice(s.as_bytes());
-        self.len = end;
         Ok(())
     }
 }

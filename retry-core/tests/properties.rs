@@ -300,6 +300,14 @@ fn violations(policy: &RetryPolicy, steps: &[Step]) -> Result<(), String> {
     Ok(())
 }
 
+/// `d × f` plus a nanosecond for float rounding, saturating at `Duration::MAX`
+/// (`Duration::mul_f64` panics on overflow).
+fn scaled(d: Duration, f: f64) -> Duration {
+    Duration::try_from_secs_f64(d.as_secs_f64() * f)
+        .unwrap_or(Duration::MAX)
+        .saturating_add(Duration::from_nanos(1))
+}
+
 /// Half a millisecond of rounding slack, where rounding applies.
 fn slack(policy: &RetryPolicy) -> Duration {
     match policy.resolution() {
@@ -321,7 +329,7 @@ fn check_delay(
     let cap = policy.max_delay();
     let add_limit = match policy.jitter() {
         Jitter::Add(f) => cap
-            .saturating_add(cap.mul_f64(f))
+            .saturating_add(scaled(cap, f))
             .saturating_add(slack(policy)),
         _ => cap,
     };
@@ -354,7 +362,7 @@ fn check_delay(
             }
             let ceiling = add_limit.max(
                 honoured
-                    .saturating_add(honoured.mul_f64(policy.jitter().fraction().unwrap_or(0.0)))
+                    .saturating_add(scaled(honoured, policy.jitter().fraction().unwrap_or(0.0)))
                     .saturating_add(slack(policy)),
             );
             if delay > ceiling {

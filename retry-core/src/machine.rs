@@ -89,7 +89,10 @@ pub enum Action {
     },
     /// Withdraw one retry from the shared retry budget (only when the policy
     /// [uses one](crate::RetryPolicy::uses_retry_budget)), then send
-    /// [`Event::Granted`] or [`Event::Refused`].
+    /// [`Event::Granted`] or [`Event::Refused`]
+    /// ([`feed_budget`](crate::feed_budget) makes the withdrawal and picks the
+    /// event). A driver given no budget answers [`Event::Granted`]: nothing can
+    /// refuse the retry.
     Withdraw {
         /// The retry's number (retry r is attempt r + 1).
         retry: u32,

@@ -387,6 +387,12 @@ pub fn check(data: &[u8]) -> Result<(), Violation> {
         0,
         "a new budget does not hold its initial tokens",
     )?;
+    ensure(
+        budget.tokens().as_millis() == model.tokens(Instant::ORIGIN),
+        TARGET,
+        0,
+        "a new budget's tokens differ from the model",
+    )?;
     let mut now = Instant::ORIGIN;
     let mut last = Instant::ORIGIN;
     for step in 1..=BUDGET_STEPS {

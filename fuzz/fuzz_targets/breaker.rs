@@ -1,8 +1,8 @@
-//! Fuzz target: see `retry_core::fuzzing::breaker`.
+//! Fuzz target: the circuit breaker against its reference model; see `retry_model::breaker`.
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    if let Err(violation) = retry_core::fuzzing::breaker(data) {
+    if let Err(violation) = retry_model::breaker::check(data) {
         panic!("{violation}");
     }
 });

@@ -24,8 +24,6 @@ pub mod config;
 #[cfg(feature = "serde")]
 pub mod duration_text;
 mod error;
-#[cfg(feature = "arbitrary")]
-pub mod fuzzing;
 mod http;
 mod jitter;
 mod machine;

@@ -1,28 +1,20 @@
-//! Replays the committed fuzz corpus (`fuzz/corpus/<target>/`) through the same
-//! checks the cargo-fuzz targets run, on stable Rust, and runs every check on a
-//! few thousand deterministic pseudo-random inputs.
-#![cfg(feature = "arbitrary")]
+//! Replays every fuzz target's committed corpus (`fuzz/corpus/<target>/`)
+//! through the same checks the cargo-fuzz targets run, on stable Rust, and runs
+//! every check on a few thousand deterministic pseudo-random inputs.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::PathBuf;
 
-use retry_core::fuzzing::{self, Violation};
+use retry_model::TARGETS;
 
-type Check = fn(&[u8]) -> Result<(), Violation>;
-
-const TARGETS: [(&str, Check); 5] = [
-    ("retry_machine", fuzzing::retry_machine),
-    ("breaker", fuzzing::breaker),
-    ("budget", fuzzing::budget),
-    ("retry_after", fuzzing::retry_after),
-    ("sets", fuzzing::sets),
-];
+fn fuzz_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz")
+}
 
 fn corpus_dir(target: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../fuzz/corpus")
-        .join(target)
+    fuzz_dir().join("corpus").join(target)
 }
 
 #[test]
@@ -43,6 +35,29 @@ fn every_committed_corpus_input_passes() {
             }
         }
     }
+}
+
+/// The replay covers every corpus directory and every fuzz target binary: a
+/// target added to `fuzz/` without a check here (or the other way round) fails.
+#[test]
+fn every_target_and_corpus_is_replayed() {
+    let names: BTreeSet<&str> = TARGETS.iter().map(|(name, _)| *name).collect();
+    assert_eq!(names.len(), TARGETS.len(), "a target is listed twice");
+    let corpora: BTreeSet<String> = fs::read_dir(fuzz_dir().join("corpus"))
+        .unwrap()
+        .map(|entry| entry.unwrap())
+        .filter(|entry| entry.path().is_dir())
+        .map(|entry| entry.file_name().into_string().unwrap())
+        .collect();
+    let binaries: BTreeSet<String> = fs::read_dir(fuzz_dir().join("fuzz_targets"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "rs"))
+        .map(|path| path.file_stem().unwrap().to_str().unwrap().to_owned())
+        .collect();
+    let names: BTreeSet<String> = names.into_iter().map(str::to_owned).collect();
+    assert_eq!(corpora, names, "corpus directories vs replayed targets");
+    assert_eq!(binaries, names, "fuzz target binaries vs replayed targets");
 }
 
 /// xorshift64*: small, deterministic, good enough to spray bytes.

@@ -1,0 +1,840 @@
+//! The circuit breaker against a reference model.
+//!
+//! Drives a [`CircuitBreaker`] with an arbitrary config and an arbitrary list of
+//! requests, outcomes, releases, operator changes and clock moves. The model
+//! restates the breaker's rules plainly: it keeps every recorded call and counts
+//! its own count and time windows, applies the threshold and rate rules, the
+//! half-open probes and the operator's changes, computes each open duration from
+//! the curve and the jitter formulas itself, and holds every transition to the
+//! transition table written out here. It reads the config only through its
+//! getters; the breaker's window, curve and table code is never called.
+
+use core::time::Duration;
+
+use arbitrary::Unstructured;
+use retry_core::{
+    jitter_draw, Admission, Backoff, BreakerConfig, BreakerState, CallOutcome, CircuitBreaker,
+    Instant, Jitter, ManualState, Permit, Rate, RejectReason, Transition, TransitionCause, Window,
+    WindowStats,
+};
+
+use crate::shared::{ensure, rarely, Violation};
+
+/// The name of the fuzz target and of its corpus directory.
+pub const TARGET: &str = "breaker";
+
+/// Operations per input; also the model's history capacity.
+const BREAKER_STEPS: usize = 256;
+/// Permits the driver can hold at once.
+const PERMIT_SLOTS: usize = 16;
+/// The breaker type under test: up to 128 calls or 8 buckets.
+type Breaker = CircuitBreaker<2, 8>;
+
+fn breaker_config(u: &mut Unstructured<'_>) -> arbitrary::Result<Result<BreakerConfig, ()>> {
+    let small = |u: &mut Unstructured<'_>, top: u32| u.int_in_range(1..=top);
+    let window = match u.int_in_range(0..=3u8)? {
+        0 => None,
+        1 => Some(Window::Count {
+            calls: u.int_in_range(1..=128u16)?,
+        }),
+        2 => Some(Window::Time {
+            length: Duration::from_millis(u.int_in_range(1..=5_000)?),
+            buckets: u.int_in_range(1..=8u16)?,
+        }),
+        // Raw values: validation or `new` may refuse them.
+        _ => Some(if u.arbitrary()? {
+            Window::Count {
+                calls: u.arbitrary()?,
+            }
+        } else {
+            Window::Time {
+                length: u.arbitrary()?,
+                buckets: u.arbitrary()?,
+            }
+        }),
+    };
+    let rate = |u: &mut Unstructured<'_>| -> arbitrary::Result<Option<Rate>> {
+        Ok(match u.int_in_range(0..=3u8)? {
+            0 | 1 => None,
+            2 => Some(Rate::from_basis_points(u.int_in_range(1..=10_000)?)),
+            _ => Some(Rate::from_basis_points(u.arbitrary()?)),
+        })
+    };
+    let failure_rate = rate(u)?;
+    let slow_rate = rate(u)?;
+    let threshold = match u.int_in_range(0..=3u8)? {
+        0 => None,
+        3 => Some(u.arbitrary()?),
+        _ => Some(small(u, 6)?),
+    };
+    let minimum = match window {
+        Some(Window::Count { calls }) if calls > 0 => small(u, u32::from(calls).min(20))?,
+        _ => small(u, 20)?,
+    };
+    let initial = Duration::from_millis(u.int_in_range(1..=1_000)?);
+    let backoff = match u.int_in_range(0..=3u8)? {
+        0 => Backoff::constant(initial),
+        1 => Backoff::exponential(initial, 2.0),
+        2 => Backoff::linear(initial),
+        _ => Backoff::fibonacci(initial),
+    };
+    let jitter = match u.int_in_range(0..=5u8)? {
+        0 | 1 => Jitter::None,
+        2 => Jitter::Full,
+        3 => Jitter::Equal,
+        4 => Jitter::Decorrelated,
+        _ => Jitter::Spread(f64::from(u.int_in_range(0..=100u8)?) / 100.0),
+    };
+    let permits = if rarely(u, 8)? {
+        u32::MAX
+    } else {
+        small(u, 4)?
+    };
+    let built = BreakerConfig::builder()
+        .failure_threshold(threshold)
+        .failure_rate(failure_rate)
+        .slow_call_rate(slow_rate)
+        .slow_call_duration(Duration::from_millis(u.int_in_range(0..=500)?))
+        .window(window)
+        .minimum_calls(minimum)
+        .open_backoff(backoff)
+        .max_open_duration(initial.saturating_mul(small(u, 10)?))
+        .open_jitter(jitter)
+        .seed(u.arbitrary()?)
+        .half_open_permits(permits)
+        .success_threshold(small(u, 4)?)
+        .build();
+    Ok(built.map_err(|_| ()))
+}
+
+/// A permit as the model sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Ticket {
+    epoch: u32,
+    probe: bool,
+}
+
+/// One recorded call.
+#[derive(Clone, Copy, Debug, Default)]
+struct Call {
+    at: u64,
+    failed: bool,
+    slow: bool,
+}
+
+/// What one operation produced, comparable between breaker and model.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Seen {
+    Nothing,
+    Admitted {
+        ticket: Ticket,
+        transition: Option<Transition>,
+    },
+    Rejected {
+        until: Option<Instant>,
+        reason: RejectReason,
+    },
+    Changed(Option<Transition>),
+    Refused,
+}
+
+/// The breaker's rules restated plainly, with every recorded call kept in a
+/// fixed array since the window was last cleared.
+#[derive(Clone, Copy, Debug)]
+struct BreakerModel {
+    config: BreakerConfig,
+    state: BreakerState,
+    open_until: Instant,
+    in_flight: u32,
+    successes: u32,
+    streak: u32,
+    reopens: u32,
+    epoch: u32,
+    history: [Call; BREAKER_STEPS],
+    recorded: usize,
+}
+
+impl BreakerModel {
+    fn new(config: BreakerConfig) -> Self {
+        BreakerModel {
+            config,
+            state: BreakerState::Closed,
+            open_until: Instant::ORIGIN,
+            in_flight: 0,
+            successes: 0,
+            streak: 0,
+            reopens: 0,
+            epoch: 0,
+            history: [Call::default(); BREAKER_STEPS],
+            recorded: 0,
+        }
+    }
+
+    fn calls(&self) -> &[Call] {
+        self.history.get(..self.recorded).unwrap_or(&[])
+    }
+
+    /// The window's counts at `now`. Time going backwards reads as the newest
+    /// bucket already written.
+    fn window(&self, now: Instant) -> WindowStats {
+        let mut stats = WindowStats::default();
+        let mut count = |c: &Call| {
+            stats.calls = stats.calls.saturating_add(1);
+            stats.failures = stats.failures.saturating_add(u32::from(c.failed));
+            stats.slow = stats.slow.saturating_add(u32::from(c.slow));
+        };
+        match self.config.window() {
+            None => {}
+            Some(Window::Count { calls }) => {
+                let skip = self.recorded.saturating_sub(usize::from(calls));
+                self.calls().iter().skip(skip).for_each(&mut count);
+            }
+            Some(Window::Time { length, buckets }) => {
+                let width = length
+                    .as_nanos()
+                    .checked_div(u128::from(buckets))
+                    .unwrap_or(0)
+                    .max(1);
+                let bucket = |t: u64| u128::from(t).checked_div(width).unwrap_or(0);
+                let current = self
+                    .calls()
+                    .iter()
+                    .map(|c| bucket(c.at))
+                    .fold(bucket(now.as_nanos()), u128::max);
+                self.calls()
+                    .iter()
+                    .filter(|c| bucket(c.at).saturating_add(u128::from(buckets)) > current)
+                    .for_each(&mut count);
+            }
+        }
+        stats
+    }
+
+    fn reached(rate: Rate, count: u32, calls: u32) -> bool {
+        calls > 0
+            && u128::from(count).saturating_mul(10_000)
+                >= u128::from(rate.basis_points()).saturating_mul(u128::from(calls))
+    }
+
+    fn go(&mut self, to: BreakerState, at: Instant, cause: TransitionCause) -> Transition {
+        let from = self.state;
+        self.state = to;
+        Transition {
+            from,
+            to,
+            at,
+            cause,
+        }
+    }
+
+    fn open(&mut self, now: Instant, cause: TransitionCause) -> Transition {
+        self.reopens = self.reopens.saturating_add(1);
+        self.epoch = self.epoch.wrapping_add(1);
+        self.streak = 0;
+        self.open_until = now.saturating_add(open_duration(&self.config, self.reopens));
+        self.go(BreakerState::Open, now, cause)
+    }
+
+    fn clean(&mut self) {
+        self.recorded = 0;
+        self.streak = 0;
+        self.reopens = 0;
+    }
+
+    fn request(&mut self, now: Instant) -> Seen {
+        let admit = |epoch, probe, transition| Seen::Admitted {
+            ticket: Ticket { epoch, probe },
+            transition,
+        };
+        match self.state {
+            BreakerState::Closed | BreakerState::Disabled | BreakerState::MetricsOnly => {
+                admit(self.epoch, false, None)
+            }
+            BreakerState::ForcedOpen => Seen::Rejected {
+                until: None,
+                reason: RejectReason::ForcedOpen,
+            },
+            BreakerState::Open if now < self.open_until => Seen::Rejected {
+                until: Some(self.open_until),
+                reason: RejectReason::Open,
+            },
+            BreakerState::Open => {
+                let t = self.go(BreakerState::HalfOpen, now, TransitionCause::OpenElapsed);
+                self.in_flight = 1;
+                self.successes = 0;
+                admit(self.epoch, true, Some(t))
+            }
+            BreakerState::HalfOpen if self.in_flight < self.config.half_open_permits() => {
+                self.in_flight = self.in_flight.saturating_add(1);
+                admit(self.epoch, true, None)
+            }
+            BreakerState::HalfOpen => Seen::Rejected {
+                until: None,
+                reason: RejectReason::ProbesBusy,
+            },
+        }
+    }
+
+    fn record(&mut self, ticket: Ticket, outcome: CallOutcome, now: Instant) -> Option<Transition> {
+        let late = ticket.epoch != self.epoch;
+        let failed = !outcome.success;
+        let slow = outcome.duration > self.config.slow_call_duration();
+        match self.state {
+            BreakerState::Closed | BreakerState::MetricsOnly => {
+                if self.config.window().is_some() {
+                    // Time going backwards lands in the newest bucket written.
+                    let newest = self.calls().iter().map(|c| c.at).max().unwrap_or(0);
+                    if let Some(slot) = self.history.get_mut(self.recorded) {
+                        *slot = Call {
+                            at: now.as_nanos().max(newest),
+                            failed,
+                            slow,
+                        };
+                        self.recorded = self.recorded.saturating_add(1);
+                    }
+                }
+                if !late {
+                    self.streak = if failed {
+                        self.streak.saturating_add(1)
+                    } else {
+                        0
+                    };
+                }
+                if late || self.state == BreakerState::MetricsOnly {
+                    return None;
+                }
+                if self
+                    .config
+                    .failure_threshold()
+                    .is_some_and(|n| self.streak >= n)
+                {
+                    return Some(self.open(now, TransitionCause::ConsecutiveFailures));
+                }
+                let w = self.window(now);
+                if w.calls < self.config.minimum_calls() {
+                    return None;
+                }
+                if self
+                    .config
+                    .failure_rate()
+                    .is_some_and(|r| Self::reached(r, w.failures, w.calls))
+                {
+                    return Some(self.open(now, TransitionCause::FailureRate));
+                }
+                if self
+                    .config
+                    .slow_call_rate()
+                    .is_some_and(|r| Self::reached(r, w.slow, w.calls))
+                {
+                    return Some(self.open(now, TransitionCause::SlowCallRate));
+                }
+                None
+            }
+            BreakerState::HalfOpen if !late && ticket.probe => {
+                if failed || (slow && self.config.slow_call_rate().is_some()) {
+                    return Some(self.open(now, TransitionCause::ProbeFailed));
+                }
+                self.successes = self.successes.saturating_add(1);
+                self.in_flight = self.in_flight.saturating_sub(1);
+                if self.successes >= self.config.success_threshold() {
+                    self.clean();
+                    return Some(self.go(
+                        BreakerState::Closed,
+                        now,
+                        TransitionCause::ProbesSucceeded,
+                    ));
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
+    fn release(&mut self, ticket: Ticket) {
+        if self.state == BreakerState::HalfOpen && ticket.probe && ticket.epoch == self.epoch {
+            self.in_flight = self.in_flight.saturating_sub(1);
+        }
+    }
+
+    fn force(&mut self, target: ManualState, now: Instant) -> Seen {
+        if self.state == forced_state(target) {
+            return Seen::Refused;
+        }
+        self.reopens = 0;
+        match target {
+            ManualState::Closed | ManualState::MetricsOnly => self.clean(),
+            ManualState::ForcedOpen => self.epoch = self.epoch.wrapping_add(1),
+            ManualState::Disabled => {}
+        }
+        Seen::Changed(Some(self.go(
+            forced_state(target),
+            now,
+            TransitionCause::Manual,
+        )))
+    }
+}
+
+/// Every state, for walking the transition table.
+const STATES: [BreakerState; 6] = [
+    BreakerState::Closed,
+    BreakerState::Open,
+    BreakerState::HalfOpen,
+    BreakerState::ForcedOpen,
+    BreakerState::Disabled,
+    BreakerState::MetricsOnly,
+];
+
+/// Every state an operator may ask for.
+const MANUAL: [ManualState; 4] = [
+    ManualState::Closed,
+    ManualState::ForcedOpen,
+    ManualState::Disabled,
+    ManualState::MetricsOnly,
+];
+
+/// The state an operator's request puts the breaker in.
+fn forced_state(target: ManualState) -> BreakerState {
+    match target {
+        ManualState::Closed => BreakerState::Closed,
+        ManualState::ForcedOpen => BreakerState::ForcedOpen,
+        ManualState::Disabled => BreakerState::Disabled,
+        ManualState::MetricsOnly => BreakerState::MetricsOnly,
+    }
+}
+
+/// The breaker's own moves: a closed breaker trips open, an open one lets a
+/// probe through (half-open), and the probes either close it or open it again.
+fn moves_automatically(from: BreakerState, to: BreakerState) -> bool {
+    matches!(
+        (from, to),
+        (BreakerState::Closed, BreakerState::Open)
+            | (BreakerState::Open, BreakerState::HalfOpen)
+            | (BreakerState::HalfOpen, BreakerState::Closed)
+            | (BreakerState::HalfOpen, BreakerState::Open)
+    )
+}
+
+/// An operator may ask for any state that can be asked for, from anywhere but
+/// that state itself.
+fn may_force(from: BreakerState, to: ManualState) -> bool {
+    from != forced_state(to)
+}
+
+fn transition_is_legal(t: &Transition) -> bool {
+    if t.cause == TransitionCause::Manual {
+        MANUAL
+            .into_iter()
+            .any(|m| forced_state(m) == t.to && may_force(t.from, m))
+    } else {
+        moves_automatically(t.from, t.to)
+    }
+}
+
+/// The breaker's published table ([`BreakerState::changes_automatically_to`],
+/// [`BreakerState::may_be_forced_to`], [`ManualState::state`]) agrees with the
+/// one written out here, cell by cell.
+fn check_table() -> Result<(), Violation> {
+    for from in STATES {
+        for to in STATES {
+            ensure(
+                from.changes_automatically_to(to) == moves_automatically(from, to),
+                TARGET,
+                0,
+                "the published table of automatic transitions differs from the model's",
+            )?;
+        }
+        for m in MANUAL {
+            ensure(
+                from.may_be_forced_to(m) == may_force(from, m),
+                TARGET,
+                0,
+                "the published table of manual transitions differs from the model's",
+            )?;
+        }
+    }
+    for m in MANUAL {
+        ensure(
+            m.state() == forced_state(m),
+            TARGET,
+            0,
+            "a manual state maps to another breaker state than the model's",
+        )?;
+    }
+    Ok(())
+}
+
+/// Nanoseconds back to a duration, saturating at [`Duration::MAX`].
+fn duration_of(nanos: u128) -> Duration {
+    const PER_SEC: u128 = 1_000_000_000;
+    let secs = nanos.checked_div(PER_SEC).unwrap_or(0);
+    let sub = nanos.checked_rem(PER_SEC).unwrap_or(0);
+    match (u64::try_from(secs), u32::try_from(sub)) {
+        (Ok(secs), Ok(sub)) => Duration::new(secs, sub),
+        _ => Duration::MAX,
+    }
+}
+
+/// The `n`-th Fibonacci number (1, 1, 2, 3, 5, …), saturating.
+fn fibonacci(n: u32) -> u64 {
+    let (mut previous, mut current) = (0u64, 1u64);
+    for _ in 1..n {
+        let next = previous.saturating_add(current);
+        previous = current;
+        current = next;
+    }
+    current
+}
+
+/// The curve's value for the `n`-th opening in a row (`n >= 1`), before any cap:
+/// constant, `initial + (n − 1) × increment`, `initial × factorⁿ⁻¹`, or
+/// `initial × fib(n)`, all saturating.
+fn curve(backoff: Backoff, n: u32) -> Duration {
+    let steps = n.saturating_sub(1);
+    match backoff {
+        Backoff::None => Duration::ZERO,
+        Backoff::Constant { delay } => delay,
+        Backoff::Linear { initial, increment } => {
+            initial.saturating_add(increment.saturating_mul(steps))
+        }
+        Backoff::Exponential { initial, factor } => {
+            if steps == 0 || initial.is_zero() {
+                initial
+            } else if factor.to_bits() == 2.0f64.to_bits() {
+                // Doubling, the only factor the configs here use: exact integers.
+                match 1u128.checked_shl(steps) {
+                    Some(m) => duration_of(initial.as_nanos().saturating_mul(m)),
+                    None => Duration::MAX,
+                }
+            } else {
+                let mut scaled = initial.as_nanos() as f64;
+                for _ in 0..steps {
+                    scaled *= factor;
+                }
+                // `as` saturates; dropping the fraction rounds down.
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let whole = scaled as u128;
+                duration_of(whole)
+            }
+        }
+        Backoff::Fibonacci { initial } => {
+            duration_of(initial.as_nanos().saturating_mul(u128::from(fibonacci(n))))
+        }
+    }
+}
+
+/// A uniform pick in `[0, x]` from one 64-bit random word: the high half of
+/// `word × (x + 1)`. A range wider than 64 bits picks its top 64 bits this way.
+fn pick_up_to(x: u128, word: u64) -> u128 {
+    if x == 0 {
+        return 0;
+    }
+    match u64::try_from(x) {
+        Ok(x) => (u128::from(word).saturating_mul(u128::from(x).saturating_add(1))) >> 64,
+        Err(_) => {
+            let shift = 128u32.saturating_sub(x.leading_zeros()).saturating_sub(64);
+            (pick_up_to(x >> shift, word) << shift).min(x)
+        }
+    }
+}
+
+/// `f × n` rounded down, for a fraction `f` in `[0, 1]`.
+fn fraction_of(n: u128, f: f64) -> u128 {
+    let f = if f.is_nan() { 0.0 } else { f.clamp(0.0, 1.0) };
+    // `as` saturates; dropping the fraction rounds down.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let part = (n as f64 * f) as u128;
+    part
+}
+
+/// The open duration after the `reopen`-th opening in a row, restated from the
+/// documentation: the curve's value capped at the maximum open duration, then
+/// jittered by the configured kind with the random word for this opening
+/// ([`jitter_draw`] of the seed, the opening and the capped value; the word is
+/// the randomness, the formulas are the model's).
+fn open_duration(config: &BreakerConfig, reopen: u32) -> Duration {
+    let reopen = reopen.max(1);
+    let cap = config.max_open_duration();
+    let backoff = config.open_backoff();
+    let base = curve(backoff, reopen).min(cap);
+    let first = curve(backoff, 1);
+    let previous = if reopen > 1 {
+        curve(backoff, reopen.saturating_sub(1)).min(cap)
+    } else {
+        first
+    };
+    let word = jitter_draw(config.seed(), reopen, base);
+    let n = base.as_nanos();
+    let out = match config.open_jitter() {
+        Jitter::None => n,
+        // Uniform in [0, d].
+        Jitter::Full => pick_up_to(n, word),
+        // Half fixed, half uniform.
+        Jitter::Equal => {
+            let half = n.checked_div(2).unwrap_or(0);
+            half.saturating_add(pick_up_to(n.saturating_sub(half), word))
+        }
+        // Uniform in [first, 3 × previous], capped.
+        Jitter::Decorrelated => {
+            let lo = first.as_nanos();
+            let hi = previous.as_nanos().saturating_mul(3);
+            let picked = if hi > lo {
+                lo.saturating_add(pick_up_to(hi.saturating_sub(lo), word))
+            } else {
+                lo
+            };
+            picked.min(cap.as_nanos())
+        }
+        // d minus up to f·d.
+        Jitter::Subtract(f) => n.saturating_sub(pick_up_to(fraction_of(n, f), word)),
+        // d plus less than f·d (uncapped).
+        Jitter::Add(f) => {
+            let room = fraction_of(n, f);
+            n.saturating_add(if room == 0 {
+                0
+            } else {
+                pick_up_to(room.saturating_sub(1), word)
+            })
+        }
+        // d scaled within ±f, capped.
+        Jitter::Spread(f) => {
+            let spread = fraction_of(n, f);
+            n.saturating_add(pick_up_to(spread.saturating_mul(2), word))
+                .saturating_sub(spread)
+                .min(cap.as_nanos())
+        }
+    };
+    duration_of(out)
+}
+
+/// Drives a [`CircuitBreaker`] with an arbitrary config and an arbitrary list
+/// of requests, outcomes, releases, operator changes and clock moves, against
+/// the reference model. Checks: no panic; every answer, state and window count
+/// equals the model's; never more probes in flight than permits; rejections
+/// change nothing and name a future time; every transition is in the table.
+///
+/// # Errors
+/// The first [`Violation`].
+pub fn check(data: &[u8]) -> Result<(), Violation> {
+    check_table()?;
+    let mut u = Unstructured::new(data);
+    let Ok(Ok(config)) = breaker_config(&mut u) else {
+        return Ok(());
+    };
+    let mut breaker = match Breaker::new(config) {
+        Ok(b) => b,
+        Err(e) => {
+            let too_big = match config.window() {
+                Some(Window::Count { calls }) => usize::from(calls) > Breaker::CALL_CAPACITY,
+                Some(Window::Time { buckets, .. }) => {
+                    usize::from(buckets) > Breaker::BUCKET_CAPACITY
+                }
+                None => false,
+            };
+            return ensure(
+                too_big && e.field().starts_with("window."),
+                TARGET,
+                0,
+                "a valid config that fits was refused",
+            );
+        }
+    };
+    let mut model = BreakerModel::new(config);
+    let mut permits: [Option<(Permit, Ticket)>; PERMIT_SLOTS] = Default::default();
+    let mut now = Instant::ORIGIN;
+    for step in 0..BREAKER_STEPS {
+        if u.is_empty() {
+            break;
+        }
+        let Ok(op) = u.int_in_range(0..=99u8) else {
+            break;
+        };
+        let slot: usize = u
+            .int_in_range(0..=PERMIT_SLOTS.saturating_sub(1))
+            .unwrap_or(0);
+        let before = breaker.clone();
+        let (seen, expected) = match op {
+            0..=19 => {
+                let ms = match u.int_in_range(0..=7u8).unwrap_or(0) {
+                    0 => 0,
+                    1 => 1,
+                    2 => 50,
+                    3 => 250,
+                    4 => 999,
+                    5 => 2_000,
+                    6 => 7_000,
+                    _ => u64::from(u.arbitrary::<u16>().unwrap_or(0)),
+                };
+                now = if rarely(&mut u, 16).unwrap_or(false) {
+                    now.saturating_sub(Duration::from_millis(ms))
+                } else {
+                    now.saturating_add(Duration::from_millis(ms))
+                };
+                (Seen::Nothing, Seen::Nothing)
+            }
+            20..=49 => {
+                let Some(free) = permits.get_mut(slot).filter(|p| p.is_none()) else {
+                    continue;
+                };
+                let expected = model.request(now);
+                let seen = match breaker.request(now) {
+                    Admission::Admitted { permit, transition } => {
+                        let ticket = Ticket {
+                            epoch: permit.epoch(),
+                            probe: permit.is_probe(),
+                        };
+                        *free = Some((permit, ticket));
+                        Seen::Admitted { ticket, transition }
+                    }
+                    Admission::Rejected { until, reason } => {
+                        ensure(
+                            breaker == before,
+                            TARGET,
+                            step,
+                            "a rejection changed the breaker",
+                        )?;
+                        ensure(
+                            until.is_none_or(|t| t > now),
+                            TARGET,
+                            step,
+                            "a rejection's time is not after now",
+                        )?;
+                        Seen::Rejected { until, reason }
+                    }
+                };
+                (seen, expected)
+            }
+            50..=84 => {
+                let Some((permit, ticket)) = permits.get_mut(slot).and_then(Option::take) else {
+                    continue;
+                };
+                let success = u.arbitrary().unwrap_or(true);
+                let took = Duration::from_millis(match u.int_in_range(0..=4u8).unwrap_or(0) {
+                    0 => 0,
+                    1 => 1,
+                    2 => 100,
+                    3 => 300,
+                    _ => 600,
+                });
+                let outcome = CallOutcome {
+                    success,
+                    duration: took,
+                };
+                let expected = Seen::Changed(model.record(ticket, outcome, now));
+                (
+                    Seen::Changed(breaker.record(permit, outcome, now)),
+                    expected,
+                )
+            }
+            85..=95 => {
+                let Some((permit, ticket)) = permits.get_mut(slot).and_then(Option::take) else {
+                    continue;
+                };
+                model.release(ticket);
+                breaker.release(permit, now);
+                (Seen::Nothing, Seen::Nothing)
+            }
+            _ => {
+                let target = match u.int_in_range(0..=3u8).unwrap_or(0) {
+                    0 => ManualState::Closed,
+                    1 => ManualState::ForcedOpen,
+                    2 => ManualState::Disabled,
+                    _ => ManualState::MetricsOnly,
+                };
+                let expected = model.force(target, now);
+                let seen = match breaker.force(target, now) {
+                    Ok(t) => Seen::Changed(Some(t)),
+                    Err(_) => {
+                        ensure(
+                            breaker == before,
+                            TARGET,
+                            step,
+                            "a refused force changed the breaker",
+                        )?;
+                        Seen::Refused
+                    }
+                };
+                (seen, expected)
+            }
+        };
+        ensure(
+            seen == expected,
+            TARGET,
+            step,
+            "the answer differs from the reference model",
+        )?;
+        if let Seen::Admitted {
+            transition: Some(t),
+            ..
+        }
+        | Seen::Changed(Some(t)) = seen
+        {
+            ensure(
+                transition_is_legal(&t),
+                TARGET,
+                step,
+                "a transition not in the table",
+            )?;
+            ensure(
+                t.at == now,
+                TARGET,
+                step,
+                "a transition not stamped with now",
+            )?;
+        }
+        ensure(
+            breaker.state() == model.state,
+            TARGET,
+            step,
+            "state differs from the model",
+        )?;
+        ensure(
+            breaker.epoch() == model.epoch,
+            TARGET,
+            step,
+            "epoch differs from the model",
+        )?;
+        ensure(
+            breaker.reopens() == model.reopens,
+            TARGET,
+            step,
+            "reopens differ from the model",
+        )?;
+        ensure(
+            breaker.stats(now) == model.window(now),
+            TARGET,
+            step,
+            "window differs from the model",
+        )?;
+        let in_flight = breaker.probes_in_flight();
+        ensure(
+            in_flight <= config.half_open_permits(),
+            TARGET,
+            step,
+            "more probes in flight than permits",
+        )?;
+        let held = permits
+            .iter()
+            .flatten()
+            .filter(|(p, _)| p.is_probe() && p.epoch() == breaker.epoch())
+            .count();
+        if breaker.state() == BreakerState::HalfOpen {
+            ensure(
+                u32::try_from(held).is_ok_and(|h| h == in_flight),
+                TARGET,
+                step,
+                "probes in flight differ from the probe permits held",
+            )?;
+            ensure(
+                breaker.probe_successes() == model.successes,
+                TARGET,
+                step,
+                "probe successes differ from the model",
+            )?;
+        }
+    }
+    // Hand every permit back; nothing may panic.
+    for (permit, _) in permits.iter_mut().filter_map(Option::take) {
+        breaker.release(permit, now);
+    }
+    Ok(())
+}

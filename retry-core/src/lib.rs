@@ -27,11 +27,6 @@ mod time;
 #[cfg(feature = "serde")]
 pub use settings::{config, duration_text};
 
-// Module paths from before the files were grouped into folders.
-use classify::{http, sets};
-use hint::retry_after;
-use retry::{backoff, error, jitter, machine, nanos, policy};
-
 pub use breaker::{
     Admission, BreakerConfig, BreakerConfigBuilder, BreakerError, BreakerInput, BreakerOutput,
     BreakerRow, BreakerSimulation, BreakerState, BreakerStep, BreakerTimeline, CallOutcome,

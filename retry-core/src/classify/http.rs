@@ -1,9 +1,9 @@
 //! Classifying HTTP outcomes into [`Failure`]s: statuses, retry headers,
 //! connection errors and timeouts, with the method deciding what may be replayed.
 
-use crate::classify::{Failure, FailureKind, Hint};
-use crate::retry_after::{parse_grpc_pushback, retry_after_from_headers, Pushback};
-use crate::sets::{may_retry_connection_error, Idempotency, Method, StatusSet};
+use super::failure::{Failure, FailureKind, Hint};
+use super::sets::{may_retry_connection_error, Idempotency, Method, StatusSet};
+use crate::hint::{parse_grpc_pushback, retry_after_from_headers, Pushback};
 
 /// The retry-related headers of a response, as raw bytes (no allocation).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

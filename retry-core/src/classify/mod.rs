@@ -5,9 +5,9 @@
 //! signals, timeouts, a child's hint file) and the HTTP classifier.
 
 mod failure;
-pub(crate) mod http;
+mod http;
 mod process;
-pub(crate) mod sets;
+mod sets;
 
 pub use failure::{Failure, FailureKind, Hint};
 pub use http::{pushback_failure, HttpClassifier, RetryHeaders};

@@ -2,7 +2,7 @@
 //! (`Retry-After` in seconds or as an HTTP date, `retry-after-ms`, gRPC's
 //! `grpc-retry-pushback-ms`), straight from raw bytes.
 
-pub(crate) mod retry_after;
+mod retry_after;
 
 pub use retry_after::{
     format_http_date, parse_grpc_pushback, parse_http_date, parse_retry_after,

@@ -5,18 +5,19 @@
 //! the results a driver hands back ([`Success`], [`RetryError`]) and the error an
 //! invalid policy is refused with ([`PolicyError`]).
 
-pub(crate) mod backoff;
+mod backoff;
 mod call;
-pub(crate) mod error;
-pub(crate) mod jitter;
-pub(crate) mod machine;
-pub(crate) mod nanos;
-pub(crate) mod policy;
+mod error;
+mod jitter;
+mod machine;
+mod nanos;
+mod policy;
 mod sim;
 
 pub use backoff::Backoff;
 pub use call::{RetryError, Success};
 pub use error::PolicyError;
+pub(crate) use jitter::mix64;
 pub use jitter::{jitter_draw, Jitter};
 pub use machine::{Action, Event, GiveUp, GiveUpReason, Misuse, Phase, RetryMachine, SleepReason};
 pub use policy::{CircuitOpen, HintMode, Resolution, RetryPolicy, RetryPolicyBuilder};

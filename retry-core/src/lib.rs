@@ -13,6 +13,12 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+// One folder per concept, each with a mod.rs saying what it owns: the retry
+// machine (retry/), the circuit breaker (breaker/), the retry budget (budget/),
+// server hints and the headers that carry them (hint/), classification
+// (classify/), and policies as data (settings/). Beside them: the clock-free
+// time every machine counts in (time.rs) and the glue between the retry machine
+// and the shared breaker and budget (compose.rs).
 mod breaker;
 mod budget;
 mod classify;
@@ -40,9 +46,9 @@ pub use budget::{
 };
 pub use classify::{
     may_replay, may_retry_connection_error, pushback_failure, ChildHint, ErrorCodeSet,
-    ExitCodePolicy, ExitCodeSet, ExitCodes, ExitDecision, Failure, FailureKind, Hint,
-    HttpClassifier, Idempotency, Method, OutcomeSet, ProcessClassifier, RetryHeaders,
-    SetParseError, SetParseErrorKind, SignalSet, StatusSet, Statuses, SIGINT,
+    ExitCodePolicy, ExitCodeSet, ExitCodes, ExitDecision, Failure, FailureKind, HttpClassifier,
+    Idempotency, Method, OutcomeSet, ProcessClassifier, SetParseError, SetParseErrorKind,
+    SignalSet, StatusSet, Statuses, SIGINT,
 };
 pub use compose::{attempt_outcome, breaker_outcome, feed_budget, rejection, AttemptOutcome};
 #[cfg(feature = "serde")]
@@ -53,7 +59,7 @@ pub use config::{ConfigError, Curve, PolicyOverride, RetryAfter};
 pub use duration_text::{parse_duration, DurationParseError, DurationText};
 pub use hint::{
     format_http_date, parse_grpc_pushback, parse_http_date, parse_retry_after,
-    parse_retry_after_ms, retry_after_from_headers, Pushback,
+    parse_retry_after_ms, retry_after_from_headers, Hint, Pushback, RetryHeaders,
 };
 pub use retry::{
     jitter_draw, total_sleep, Action, Backoff, CircuitOpen, Event, GiveUp, GiveUpReason, HintMode,

@@ -4,7 +4,8 @@ use core::fmt;
 use core::time::Duration;
 
 use super::policy::{bounded, CircuitOpen, HintMode, RetryPolicy};
-use crate::classify::{Failure, FailureKind, Hint};
+use crate::classify::{Failure, FailureKind};
+use crate::hint::Hint;
 use crate::time::{DisplayDuration as D, Instant};
 
 /// Something that happened, told to the machine with [`RetryMachine::poll`].

@@ -30,6 +30,9 @@ mod retry;
 mod settings;
 mod time;
 
+// The public modules `config` and `duration_text` live in settings/. The root
+// re-exports of their items below are `doc(no_inline)` so that the docs list
+// them as re-exports of those modules, as when the modules sat at the root.
 #[cfg(feature = "serde")]
 pub use settings::{config, duration_text};
 

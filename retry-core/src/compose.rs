@@ -11,7 +11,7 @@ use core::time::Duration;
 use crate::breaker::{Admission, CallOutcome};
 use crate::budget::{AttemptKind, RetryBudget, RetryKind};
 use crate::classify::FailureKind;
-use crate::machine::{Action, Event, RetryMachine};
+use crate::retry::{Action, Event, RetryMachine};
 use crate::time::Instant;
 
 /// Tells a shared [`RetryBudget`] about one step of a call (the `event` the driver
@@ -175,7 +175,7 @@ impl AttemptOutcome {
 /// ```
 #[must_use]
 pub fn attempt_outcome(event: Event, action: &Action) -> Option<AttemptOutcome> {
-    use crate::machine::GiveUpReason;
+    use crate::retry::GiveUpReason;
     Some(match (event, action) {
         (Event::Succeeded, _) => AttemptOutcome::Success,
         (Event::Cancelled, _) => AttemptOutcome::Aborted,

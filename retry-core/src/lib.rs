@@ -13,30 +13,27 @@
 #[cfg(feature = "std")]
 extern crate std;
 
-mod backoff;
+// One folder per concept, each with a mod.rs saying what it owns: the retry
+// machine (retry/), the circuit breaker (breaker/), the retry budget (budget/),
+// server hints and the headers that carry them (hint/), classification
+// (classify/), and policies as data (settings/). Beside them: the clock-free
+// time every machine counts in (time.rs) and the glue between the retry machine
+// and the shared breaker and budget (compose.rs).
 mod breaker;
 mod budget;
-mod call;
 mod classify;
 mod compose;
-#[cfg(feature = "serde")]
-pub mod config;
-#[cfg(feature = "serde")]
-pub mod duration_text;
-mod error;
-mod http;
-mod jitter;
-mod machine;
-mod nanos;
-mod policy;
-mod presets;
-mod process;
-mod retry_after;
-mod sets;
-mod sim;
+mod hint;
+mod retry;
+mod settings;
 mod time;
 
-pub use backoff::Backoff;
+// The public modules `config` and `duration_text` live in settings/. The root
+// re-exports of their items below are `doc(no_inline)` so that the docs list
+// them as re-exports of those modules, as when the modules sat at the root.
+#[cfg(feature = "serde")]
+pub use settings::{config, duration_text};
+
 pub use breaker::{
     Admission, BreakerConfig, BreakerConfigBuilder, BreakerError, BreakerInput, BreakerOutput,
     BreakerRow, BreakerSimulation, BreakerState, BreakerStep, BreakerTimeline, CallOutcome,
@@ -48,27 +45,27 @@ pub use budget::{
     BudgetOutput, BudgetStep, BudgetTimeline, FinagleBudgetBuilder, Requirement, RetryBudget,
     RetryKind, Tokens, Withdrawal,
 };
-pub use call::{RetryError, Success};
-pub use classify::{Failure, FailureKind, Hint};
+pub use classify::{
+    may_replay, may_retry_connection_error, pushback_failure, ChildHint, ErrorCodeSet,
+    ExitCodePolicy, ExitCodeSet, ExitCodes, ExitDecision, Failure, FailureKind, HttpClassifier,
+    Idempotency, Method, OutcomeSet, ProcessClassifier, SetParseError, SetParseErrorKind,
+    SignalSet, StatusSet, Statuses, SIGINT,
+};
 pub use compose::{attempt_outcome, breaker_outcome, feed_budget, rejection, AttemptOutcome};
 #[cfg(feature = "serde")]
+#[doc(no_inline)]
 pub use config::{ConfigError, Curve, PolicyOverride, RetryAfter};
 #[cfg(feature = "serde")]
+#[doc(no_inline)]
 pub use duration_text::{parse_duration, DurationParseError, DurationText};
-pub use error::PolicyError;
-pub use http::{pushback_failure, HttpClassifier, RetryHeaders};
-pub use jitter::{jitter_draw, Jitter};
-pub use machine::{Action, Event, GiveUp, GiveUpReason, Misuse, Phase, RetryMachine, SleepReason};
-pub use policy::{CircuitOpen, HintMode, Resolution, RetryPolicy, RetryPolicyBuilder};
-pub use presets::{seed_from_name, Preset, PresetError};
-pub use process::{ChildHint, OutcomeSet, ProcessClassifier, SignalSet, SIGINT};
-pub use retry_after::{
+pub use hint::{
     format_http_date, parse_grpc_pushback, parse_http_date, parse_retry_after,
-    parse_retry_after_ms, retry_after_from_headers, Pushback,
+    parse_retry_after_ms, retry_after_from_headers, Hint, Pushback, RetryHeaders,
 };
-pub use sets::{
-    may_replay, may_retry_connection_error, ErrorCodeSet, ExitCodePolicy, ExitCodeSet, ExitCodes,
-    ExitDecision, Idempotency, Method, SetParseError, SetParseErrorKind, StatusSet, Statuses,
+pub use retry::{
+    jitter_draw, total_sleep, Action, Backoff, CircuitOpen, Event, GiveUp, GiveUpReason, HintMode,
+    Jitter, Misuse, Outcome, Phase, PolicyError, Resolution, RetryError, RetryMachine, RetryPolicy,
+    RetryPolicyBuilder, Scripted, Simulation, SleepReason, Step, Success, Timeline,
 };
-pub use sim::{total_sleep, Outcome, Scripted, Simulation, Step, Timeline};
+pub use settings::{seed_from_name, Preset, PresetError};
 pub use time::{DisplayDuration, Instant};

@@ -1,5 +1,11 @@
 //! The [`CircuitBreaker`]: admission decisions and state changes as a pure state
 //! machine, with fixed-size windows and no clock.
+//!
+//! This file holds the machine, its states and its answers. Beside it: the
+//! configuration and its builder (`config.rs`), the errors a bad configuration is
+//! refused with (`error.rs`), the count and time windows that outcomes are
+//! recorded in (`window.rs`), and the scripted simulator with its printable
+//! timeline (`sim.rs`).
 
 use core::fmt;
 use core::time::Duration;

@@ -5,9 +5,9 @@
 use core::fmt;
 use core::time::Duration;
 
+use super::machine::{Action, Event, RetryMachine};
+use super::policy::RetryPolicy;
 use crate::classify::Failure;
-use crate::machine::{Action, Event, RetryMachine};
-use crate::policy::RetryPolicy;
 use crate::time::{Instant, StackText};
 
 /// How one scripted attempt ends.

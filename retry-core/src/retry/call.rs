@@ -4,8 +4,8 @@
 use core::fmt;
 use core::time::Duration;
 
+use super::machine::GiveUpReason;
 use crate::classify::FailureKind;
-use crate::machine::GiveUpReason;
 
 /// A call that succeeded: the value, how many attempts it took and how long the
 /// whole call ran, delays included (SPEC 8).

@@ -4,6 +4,8 @@
 use core::fmt;
 use core::time::Duration;
 
+use crate::hint::Hint;
+
 /// What kind of failure an attempt ended in; reported back in
 /// [`GiveUp::last_failure`](crate::GiveUp::last_failure).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -41,21 +43,6 @@ impl fmt::Display for FailureKind {
             FailureKind::Signal(s) => write!(f, "signal {s}"),
         }
     }
-}
-
-/// A delay asked for by the other side.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
-pub enum Hint {
-    /// A Retry-After style delay, combined with the curve as the policy's
-    /// [`HintMode`](crate::HintMode) says.
-    RetryAfter(Duration),
-    /// A gRPC-style pushback: retry after exactly this long (no clamp, no jitter,
-    /// no rounding), then restart the curve from its initial delay. Ignored only
-    /// under [`HintMode::Ignore`](crate::HintMode::Ignore).
-    Pushback(Duration),
 }
 
 /// A failed attempt, as the caller's classifier describes it (SPEC 6).

@@ -7,8 +7,8 @@
 use core::fmt;
 use core::time::Duration;
 
-use crate::error::PolicyError;
-use crate::nanos::{from_nanos, nanos};
+use super::error::PolicyError;
+use super::nanos::{from_nanos, nanos};
 
 /// How a delay is randomised (SPEC 3). `f` is a fraction in `[0, 1]`.
 ///

@@ -3,8 +3,9 @@
 use core::fmt;
 use core::time::Duration;
 
-use crate::classify::{Failure, FailureKind, Hint};
-use crate::policy::{bounded, CircuitOpen, HintMode, RetryPolicy};
+use super::policy::{bounded, CircuitOpen, HintMode, RetryPolicy};
+use crate::classify::{Failure, FailureKind};
+use crate::hint::Hint;
 use crate::time::{DisplayDuration as D, Instant};
 
 /// Something that happened, told to the machine with [`RetryMachine::poll`].

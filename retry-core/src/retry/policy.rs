@@ -4,10 +4,10 @@
 use core::fmt;
 use core::time::Duration;
 
-use crate::backoff::Backoff;
-use crate::error::PolicyError;
-use crate::jitter::{jitter_draw, Jitter};
-use crate::nanos::{from_nanos, nanos};
+use super::backoff::Backoff;
+use super::error::PolicyError;
+use super::jitter::{jitter_draw, Jitter};
+use super::nanos::{from_nanos, nanos};
 
 /// How delays are rounded after jitter (SPEC 3).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

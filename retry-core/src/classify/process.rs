@@ -8,8 +8,8 @@
 use core::fmt;
 use core::time::Duration;
 
-use crate::classify::{Failure, FailureKind};
-use crate::sets::{ExitCodePolicy, ExitCodeSet, ExitDecision};
+use super::failure::{Failure, FailureKind};
+use super::sets::{ExitCodePolicy, ExitCodeSet, ExitDecision};
 
 /// `SIGINT`'s number on POSIX systems.
 pub const SIGINT: i32 = 2;

@@ -3,12 +3,10 @@
 
 use core::time::Duration;
 
-use crate::backoff::Backoff;
-use crate::error::PolicyError;
-use crate::http::HttpClassifier;
-use crate::jitter::{mix64, Jitter};
-use crate::policy::{HintMode, RetryPolicy};
-use crate::sets::{ErrorCodeSet, ExitCodePolicy, Idempotency};
+use crate::classify::{ErrorCodeSet, ExitCodePolicy, HttpClassifier, Idempotency};
+use crate::retry::{
+    mix64, Backoff, HintMode, Jitter, PolicyError, RetryPolicy, RetryPolicyBuilder,
+};
 
 /// A policy together with the classifiers and seed that go with it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -255,7 +253,7 @@ impl Preset {
 /// Builds a preset's policy. Preset values are constants checked by the tests
 /// (`presets_are_valid`); should one ever be invalid, the default policy stands in
 /// rather than a panic.
-fn built(builder: crate::policy::RetryPolicyBuilder) -> RetryPolicy {
+fn built(builder: RetryPolicyBuilder) -> RetryPolicy {
     builder.build().unwrap_or_default()
 }
 

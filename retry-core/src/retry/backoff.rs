@@ -3,8 +3,8 @@
 use core::fmt;
 use core::time::Duration;
 
-use crate::error::PolicyError;
-use crate::nanos::{from_nanos, nanos};
+use super::error::PolicyError;
+use super::nanos::{from_nanos, nanos};
 
 /// The shape of the delays before successive retries (SPEC 2).
 ///

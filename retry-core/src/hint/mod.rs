@@ -1,0 +1,30 @@
+//! Delays the other side asks for: the [`Hint`] a failure may carry, the parsers
+//! for the header values that carry one (`Retry-After` in seconds or as an HTTP
+//! date, `retry-after-ms`, gRPC's `grpc-retry-pushback-ms`), straight from raw
+//! bytes, and [`RetryHeaders`], which reads a response's headers into a hint.
+
+use core::time::Duration;
+
+mod headers;
+mod retry_after;
+
+pub use headers::RetryHeaders;
+pub use retry_after::{
+    format_http_date, parse_grpc_pushback, parse_http_date, parse_retry_after,
+    parse_retry_after_ms, retry_after_from_headers, Pushback,
+};
+
+/// A delay asked for by the other side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum Hint {
+    /// A Retry-After style delay, combined with the curve as the policy's
+    /// [`HintMode`](crate::HintMode) says.
+    RetryAfter(Duration),
+    /// A gRPC-style pushback: retry after exactly this long (no clamp, no jitter,
+    /// no rounding), then restart the curve from its initial delay. Ignored only
+    /// under [`HintMode::Ignore`](crate::HintMode::Ignore).
+    Pushback(Duration),
+}

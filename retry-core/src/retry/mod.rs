@@ -1,0 +1,24 @@
+//! The retry machine and what it is built from: the [`RetryPolicy`] (attempts,
+//! delays, hint handling, time limits) and its builder, the [`Backoff`] curves,
+//! [`Jitter`] and its seeded generator, the [`RetryMachine`] that makes every
+//! decision, and the scripted [`Simulation`] that drives it in virtual time. Also
+//! the results a driver hands back ([`Success`], [`RetryError`]) and the error an
+//! invalid policy is refused with ([`PolicyError`]).
+
+mod backoff;
+mod call;
+mod error;
+mod jitter;
+mod machine;
+mod nanos;
+mod policy;
+mod sim;
+
+pub use backoff::Backoff;
+pub use call::{RetryError, Success};
+pub use error::PolicyError;
+pub(crate) use jitter::mix64;
+pub use jitter::{jitter_draw, Jitter};
+pub use machine::{Action, Event, GiveUp, GiveUpReason, Misuse, Phase, RetryMachine, SleepReason};
+pub use policy::{CircuitOpen, HintMode, Resolution, RetryPolicy, RetryPolicyBuilder};
+pub use sim::{total_sleep, Outcome, Scripted, Simulation, Step, Timeline};

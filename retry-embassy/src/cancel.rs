@@ -2,7 +2,8 @@
 
 use core::cell::RefCell;
 use core::fmt;
-use core::future::poll_fn;
+use core::future::Future;
+use core::pin::Pin;
 use core::task::{Context, Poll, Waker};
 
 use embassy_sync::blocking_mutex::raw::RawMutex;
@@ -18,13 +19,20 @@ use embassy_sync::blocking_mutex::Mutex;
 ///
 /// embassy-sync's `Signal` is consumed by the one task that waits on it, so it
 /// cannot stop several calls or stay set; this type keeps a flag and the wakers of
-/// up to `WAITERS` waiting calls behind one of embassy-sync's blocking mutexes
-/// (held for a few instructions, never across an await). With more waiters than
-/// that, registering one more wakes the others, which simply register again.
+/// the waiting tasks behind one of embassy-sync's blocking mutexes (held for a few
+/// instructions, never across an await).
+///
+/// # Waiters
+/// `WAITERS` is how many tasks can wait on the signal at once (calls on one task
+/// share a slot; a slot is freed when its calls end). A call that finds every
+/// slot taken does not wait on the signal: it sees the cancel at its next own
+/// wake-up (the end of its sleep or of its attempt) and starts no attempt after
+/// it. Nothing spins and no cancel is lost; size `WAITERS` to the tasks that
+/// retry concurrently for the cancel to be immediate everywhere.
 ///
 /// `M` is the mutex: `CriticalSectionRawMutex` to cancel from an interrupt
-/// handler or another core, `ThreadModeRawMutex` or `NoopRawMutex` when only tasks
-/// of one executor touch it. The constructor is `const`, so it can be a `static`:
+/// handler or another core, `ThreadModeRawMutex` when only thread-mode code
+/// touches it. The constructor is `const`, so it can be a `static`:
 ///
 /// ```
 /// use embassy_sync::blocking_mutex::raw::CriticalSectionRawMutex;
@@ -44,7 +52,24 @@ pub struct CancelSignal<M: RawMutex, const WAITERS: usize = 4> {
 
 struct State<const WAITERS: usize> {
     cancelled: bool,
-    waiters: [Option<Waker>; WAITERS],
+    /// Bumped by every cancel, which empties the slots: a registration from an
+    /// older generation no longer owns its slot.
+    generation: u32,
+    slots: [Slot; WAITERS],
+}
+
+#[derive(Default)]
+struct Slot {
+    waker: Option<Waker>,
+    /// How many waiting futures share this waker (calls joined on one task).
+    waiting: u32,
+}
+
+/// Where a waiting future's waker is kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Registration {
+    slot: usize,
+    generation: u32,
 }
 
 impl<M: RawMutex, const WAITERS: usize> CancelSignal<M, WAITERS> {
@@ -54,7 +79,13 @@ impl<M: RawMutex, const WAITERS: usize> CancelSignal<M, WAITERS> {
         CancelSignal {
             inner: Mutex::new(RefCell::new(State {
                 cancelled: false,
-                waiters: [const { None }; WAITERS],
+                generation: 0,
+                slots: [const {
+                    Slot {
+                        waker: None,
+                        waiting: 0,
+                    }
+                }; WAITERS],
             })),
         }
     }
@@ -62,12 +93,18 @@ impl<M: RawMutex, const WAITERS: usize> CancelSignal<M, WAITERS> {
     /// Cancels every call waiting on this signal, and every later one until
     /// [`reset`](CancelSignal::reset).
     pub fn cancel(&self) {
-        let waiting = self.with(|state| {
+        let taken = self.with(|state| {
             state.cancelled = true;
-            core::mem::replace(&mut state.waiters, [const { None }; WAITERS])
+            state.generation = state.generation.wrapping_add(1);
+            core::array::from_fn::<_, WAITERS, _>(|i| {
+                state
+                    .slots
+                    .get_mut(i)
+                    .and_then(|slot| core::mem::take(slot).waker)
+            })
         });
         // Woken outside the lock.
-        for waker in waiting.into_iter().flatten().flatten() {
+        for waker in taken.into_iter().flatten().flatten() {
             waker.wake();
         }
     }
@@ -84,50 +121,61 @@ impl<M: RawMutex, const WAITERS: usize> CancelSignal<M, WAITERS> {
         let _ = self.with(|state| state.cancelled = false);
     }
 
-    /// Completes once the signal is cancelled.
-    pub async fn cancelled(&self) {
-        poll_fn(|cx| self.poll_cancelled(cx)).await;
-    }
-
-    fn poll_cancelled(&self, cx: &mut Context<'_>) -> Poll<()> {
-        let polled = self.with(|state| {
-            if state.cancelled {
-                return Poll::Ready(());
-            }
-            let waker = cx.waker();
-            if state.waiters.iter().flatten().any(|w| w.will_wake(waker)) {
-                return Poll::Pending;
-            }
-            if let Some(free) = state.waiters.iter_mut().find(|w| w.is_none()) {
-                *free = Some(waker.clone());
-                return Poll::Pending;
-            }
-            // Every slot taken: wake them all (they register again when polled)
-            // and keep this one in the first slot.
-            let mut mine = Some(waker.clone());
-            for waiter in &mut state.waiters {
-                if let Some(other) = core::mem::replace(waiter, mine.take()) {
-                    other.wake();
-                }
-            }
-            if mine.is_some() {
-                // No slot at all (`WAITERS` is 0): poll again rather than never.
-                waker.wake_by_ref();
-            }
-            Poll::Pending
-        });
-        polled.unwrap_or_else(|| {
-            cx.waker().wake_by_ref();
-            Poll::Pending
-        })
+    /// Completes once the signal is cancelled (for code of the caller's own that
+    /// wants to stop with the calls).
+    pub fn cancelled(&self) -> impl Future<Output = ()> + '_ {
+        Waiting::on(Some(self))
     }
 
     /// Runs `f` on the state under the mutex. The state is borrowed only here and
-    /// `f` never calls out (waking a task only schedules it), so the borrow
-    /// cannot fail; were it to, `None`, and no panic.
+    /// `f` never calls out (wakers are woken after the lock is released), so the
+    /// borrow cannot fail; were it to, `None`, and no panic.
     fn with<U>(&self, f: impl FnOnce(&mut State<WAITERS>) -> U) -> Option<U> {
         self.inner
             .lock(|cell| cell.try_borrow_mut().ok().map(|mut state| f(&mut state)))
+    }
+}
+
+impl<const WAITERS: usize> State<WAITERS> {
+    fn owns(&self, r: Registration, waker: &Waker) -> bool {
+        r.generation == self.generation
+            && self
+                .slots
+                .get(r.slot)
+                .and_then(|s| s.waker.as_ref())
+                .is_some_and(|w| w.will_wake(waker))
+    }
+
+    fn release(&mut self, r: Registration) {
+        if r.generation != self.generation {
+            return;
+        }
+        if let Some(slot) = self.slots.get_mut(r.slot) {
+            slot.waiting = slot.waiting.saturating_sub(1);
+            if slot.waiting == 0 {
+                slot.waker = None;
+            }
+        }
+    }
+
+    /// Keeps `waker` in a slot: the one already holding it, or a free one.
+    /// `None` when every slot holds another task's waker.
+    fn register(&mut self, waker: &Waker) -> Option<Registration> {
+        let generation = self.generation;
+        let shared = self
+            .slots
+            .iter()
+            .position(|s| s.waker.as_ref().is_some_and(|w| w.will_wake(waker)));
+        let index = shared.or_else(|| self.slots.iter().position(|s| s.waker.is_none()))?;
+        let slot = self.slots.get_mut(index)?;
+        if slot.waker.is_none() {
+            slot.waker = Some(waker.clone());
+        }
+        slot.waiting = slot.waiting.saturating_add(1);
+        Some(Registration {
+            slot: index,
+            generation,
+        })
     }
 }
 
@@ -145,17 +193,89 @@ impl<M: RawMutex, const WAITERS: usize> fmt::Debug for CancelSignal<M, WAITERS> 
     }
 }
 
-/// What the driver needs from a cancellation signal, whatever its mutex.
+/// What the driver needs from a cancellation signal, whatever its mutex and
+/// number of slots.
 pub(crate) trait Cancellation {
     fn is_cancelled(&self) -> bool;
-    fn poll_cancelled(&self, cx: &mut Context<'_>) -> Poll<()>;
+    /// Ready if cancelled; otherwise keeps (or refreshes) `registration` for the
+    /// task of `cx`, or leaves it `None` when no slot is free.
+    fn poll_cancelled(&self, cx: &mut Context<'_>, registration: &mut Option<Registration>)
+        -> Poll<()>;
+    /// The waiting future is gone: free its share of the slot.
+    fn release(&self, registration: Registration);
 }
 
 impl<M: RawMutex, const WAITERS: usize> Cancellation for CancelSignal<M, WAITERS> {
     fn is_cancelled(&self) -> bool {
         CancelSignal::is_cancelled(self)
     }
-    fn poll_cancelled(&self, cx: &mut Context<'_>) -> Poll<()> {
-        CancelSignal::poll_cancelled(self, cx)
+
+    fn poll_cancelled(
+        &self,
+        cx: &mut Context<'_>,
+        registration: &mut Option<Registration>,
+    ) -> Poll<()> {
+        let waker = cx.waker();
+        let polled = self.with(|state| {
+            if state.cancelled {
+                if let Some(r) = registration.take() {
+                    state.release(r);
+                }
+                return Poll::Ready(());
+            }
+            match *registration {
+                Some(r) if state.owns(r, waker) => {}
+                _ => {
+                    if let Some(r) = registration.take() {
+                        state.release(r);
+                    }
+                    *registration = state.register(waker);
+                }
+            }
+            Poll::Pending
+        });
+        // The state cannot be borrowed twice (see `with`); should it be, this
+        // poll is simply not registered, as when every slot is taken.
+        polled.unwrap_or(Poll::Pending)
+    }
+
+    fn release(&self, registration: Registration) {
+        let _ = self.with(|state| state.release(registration));
+    }
+}
+
+/// Waits for a cancel; frees its slot when dropped.
+pub(crate) struct Waiting<'a, C: Cancellation + ?Sized> {
+    signal: Option<&'a C>,
+    registration: Option<Registration>,
+}
+
+impl<'a, C: Cancellation + ?Sized> Waiting<'a, C> {
+    /// Waits on `signal`; with none, never completes.
+    pub(crate) fn on(signal: Option<&'a C>) -> Self {
+        Waiting {
+            signal,
+            registration: None,
+        }
+    }
+}
+
+impl<C: Cancellation + ?Sized> Future for Waiting<'_, C> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        match this.signal {
+            Some(signal) => signal.poll_cancelled(cx, &mut this.registration),
+            None => Poll::Pending,
+        }
+    }
+}
+
+impl<C: Cancellation + ?Sized> Drop for Waiting<'_, C> {
+    fn drop(&mut self) {
+        if let (Some(signal), Some(r)) = (self.signal, self.registration.take()) {
+            signal.release(r);
+        }
     }
 }

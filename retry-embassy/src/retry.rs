@@ -1,7 +1,7 @@
 //! The driver: [`Retry`] (a configured retrier), [`retry`] (the one-line form),
 //! and what the operation and the hooks are told.
 
-use core::future::{poll_fn, Future};
+use core::future::Future;
 use core::marker::PhantomData;
 use core::time::Duration;
 
@@ -13,7 +13,7 @@ use retry_core::{
     Success,
 };
 
-use crate::cancel::{CancelSignal, Cancellation};
+use crate::cancel::{CancelSignal, Cancellation, Waiting};
 use crate::shared::{Breaker, Budget, Gate, PermitGuard, SharedBreaker, SharedBudget};
 use crate::time::{since, tick_at, ticks_duration};
 
@@ -649,11 +649,10 @@ fn is_cancelled(cancel: Option<&(dyn Cancellation + Sync)>) -> bool {
 }
 
 /// Completes when `cancel` is cancelled; never without a signal.
-async fn cancelled(cancel: Option<&(dyn Cancellation + Sync)>) {
-    match cancel {
-        Some(signal) => poll_fn(|cx| signal.poll_cancelled(cx)).await,
-        None => core::future::pending().await,
-    }
+fn cancelled<'a>(
+    cancel: Option<&'a (dyn Cancellation + Sync + 'a)>,
+) -> Waiting<'a, dyn Cancellation + Sync + 'a> {
+    Waiting::on(cancel)
 }
 
 /// Runs one attempt, bounded by its deadline and the cancel signal (which wins a

@@ -199,8 +199,11 @@ pub(crate) trait Cancellation {
     fn is_cancelled(&self) -> bool;
     /// Ready if cancelled; otherwise keeps (or refreshes) `registration` for the
     /// task of `cx`, or leaves it `None` when no slot is free.
-    fn poll_cancelled(&self, cx: &mut Context<'_>, registration: &mut Option<Registration>)
-        -> Poll<()>;
+    fn poll_cancelled(
+        &self,
+        cx: &mut Context<'_>,
+        registration: &mut Option<Registration>,
+    ) -> Poll<()>;
     /// The waiting future is gone: free its share of the slot.
     fn release(&self, registration: Registration);
 }

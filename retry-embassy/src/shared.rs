@@ -175,13 +175,13 @@ impl<M: RawMutex, const WORDS: usize, const BUCKETS: usize> Breaker
 /// attempt's outcome by [`PermitGuard::finish`], or released when dropped (the
 /// call was cancelled, or its future dropped mid-attempt).
 pub(crate) struct PermitGuard<'a> {
-    breaker: &'a dyn Breaker,
+    breaker: &'a (dyn Breaker + Sync),
     permit: Option<Permit>,
     started: Tick,
 }
 
 impl<'a> PermitGuard<'a> {
-    pub(crate) fn new(breaker: &'a dyn Breaker, permit: Permit, started: Tick) -> Self {
+    pub(crate) fn new(breaker: &'a (dyn Breaker + Sync), permit: Permit, started: Tick) -> Self {
         PermitGuard {
             breaker,
             permit: Some(permit),

@@ -1,6 +1,8 @@
 //! Cancellation on the mock clock: a cancelled call ends at the instant of the
 //! cancel, in a sleep or in an attempt, and never starts another attempt.
 
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 mod support;
 
 use core::cell::{Cell, RefCell};
@@ -111,8 +113,14 @@ fn cancelling_during_an_attempt_drops_it_and_releases_its_breaker_permit() {
     tasks.run_until_idle();
     let err = result.borrow_mut().take().unwrap().unwrap_err();
     assert_eq!(err.reason(), GiveUpReason::Cancelled);
-    assert_eq!((err.attempts(), err.elapsed()), (1, Duration::from_millis(120)));
-    assert!(!attempt_ended.get(), "the attempt was dropped, not finished");
+    assert_eq!(
+        (err.attempts(), err.elapsed()),
+        (1, Duration::from_millis(120))
+    );
+    assert!(
+        !attempt_ended.get(),
+        "the attempt was dropped, not finished"
+    );
     // A cancelled attempt is neither a success nor a failure for the breaker:
     // its permit went back unrecorded.
     let snapshot = breaker.snapshot().unwrap();
@@ -273,5 +281,9 @@ fn dropping_a_call_mid_attempt_hands_its_probe_permit_back() {
     assert_eq!(breaker.probes_in_flight(), 1);
     tasks.run_for(MS, Ticks::from_millis(60));
     assert!(tasks.all_done());
-    assert_eq!(breaker.probes_in_flight(), 0, "the dropped call released its permit");
+    assert_eq!(
+        breaker.probes_in_flight(),
+        0,
+        "the dropped call released its permit"
+    );
 }

@@ -2,6 +2,8 @@
 //! mock clock takes exactly the steps, at exactly the instants, that the core's
 //! simulator gives for the same policy, seed and outcomes.
 
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 mod support;
 
 use core::cell::RefCell;

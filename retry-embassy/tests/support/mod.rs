@@ -7,11 +7,12 @@
 
 #![allow(dead_code)]
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use core::future::Future;
+use core::pin::Pin;
+use core::sync::atomic::{AtomicBool, Ordering};
+use core::task::{Context, Waker};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::task::{Context, Wake, Waker};
+use std::task::Wake;
 
 use embassy_time::{Duration, Instant, MockDriver};
 

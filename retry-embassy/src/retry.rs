@@ -7,7 +7,7 @@ use core::time::Duration;
 
 use embassy_futures::select::{select, Either};
 use embassy_sync::blocking_mutex::raw::RawMutex;
-use embassy_time::{with_deadline, Instant as Tick, Timer};
+use embassy_time::{with_deadline, Instant as Tick, TimeoutError, Timer};
 use retry_core::{
     Action, Event, Failure, GiveUpReason, RetryError, RetryMachine, RetryPolicy, SleepReason, Step,
     Success,
@@ -366,7 +366,7 @@ impl<'a, E, C, R, G, S> Retry<'a, E, C, R, G, S> {
     }
 }
 
-impl<E, C, R, G, S> Retry<'_, E, C, R, G, S>
+impl<'a, E, C, R, G, S> Retry<'a, E, C, R, G, S>
 where
     C: Fn(&E) -> Failure,
     R: Fn(&RetryNotice<'_, E>),
@@ -387,11 +387,14 @@ where
     /// A [`RetryError`] carrying the core's reason (exhausted, permanent, budget,
     /// timed out, cancelled, retry budget, circuit open), the number of attempts,
     /// the elapsed time and the last error.
-    pub async fn call<T, F>(&self, op: F) -> Result<Success<T>, RetryError<E>>
+    pub fn call<'s, T, F>(
+        &'s self,
+        op: F,
+    ) -> impl Future<Output = Result<Success<T>, RetryError<E>>> + use<'s, 'a, E, C, R, G, S, T, F>
     where
         F: AsyncFnMut(AttemptContext) -> Result<T, E>,
     {
-        self.call_seeded(self.seed, op).await
+        self.call_seeded(self.seed, op)
     }
 
     /// Like [`Retry::call`], with this call's jitter keyed on `seed` (a fresh
@@ -403,6 +406,9 @@ where
     where
         F: AsyncFnMut(AttemptContext) -> Result<T, E>,
     {
+        // The one async state machine of the crate: the waits below are embassy's
+        // own futures (`select`, `with_deadline`, `Timer`) and this crate's
+        // `Waiting`, all written by hand.
         let cancel = self.cancel;
         let mut driver = Driver::new(self, seed);
         let mut event = driver.first_event();
@@ -413,10 +419,30 @@ where
                     context,
                     permit,
                 }) => {
-                    let ran = run_attempt(op(context), context.deadline, cancel).await;
+                    // The cancel signal is polled first, so it wins a tie.
+                    let ran = match context.deadline {
+                        Some(deadline) => {
+                            match select(cancelled(cancel), with_deadline(deadline, op(context)))
+                                .await
+                            {
+                                Either::First(()) => Ran::Cancelled,
+                                Either::Second(Ok(result)) => Ran::Finished(result),
+                                Either::Second(Err(TimeoutError)) => Ran::TimedOut,
+                            }
+                        }
+                        None => match select(cancelled(cancel), op(context)).await {
+                            Either::First(()) => Ran::Cancelled,
+                            Either::Second(result) => Ran::Finished(result),
+                        },
+                    };
                     event = driver.ended(number, permit, ran);
                 }
-                Next::Sleep(wake) => event = sleep_until(wake, cancel).await,
+                Next::Sleep(wake) => {
+                    event = match select(cancelled(cancel), Timer::at(wake)).await {
+                        Either::First(()) => Event::Cancelled,
+                        Either::Second(()) => Event::Woke,
+                    };
+                }
                 Next::Finished(result) => return result,
             }
         }
@@ -653,33 +679,4 @@ fn cancelled<'a>(
     cancel: Option<&'a (dyn Cancellation + Sync + 'a)>,
 ) -> Waiting<'a, dyn Cancellation + Sync + 'a> {
     Waiting::on(cancel)
-}
-
-/// Runs one attempt, bounded by its deadline and the cancel signal (which wins a
-/// tie: it is polled first).
-async fn run_attempt<T, E>(
-    attempt: impl Future<Output = Result<T, E>>,
-    deadline: Option<Tick>,
-    cancel: Option<&(dyn Cancellation + Sync)>,
-) -> Ran<T, E> {
-    let bounded = async {
-        match deadline {
-            Some(deadline) => with_deadline(deadline, attempt)
-                .await
-                .map_or(Ran::TimedOut, Ran::Finished),
-            None => Ran::Finished(attempt.await),
-        }
-    };
-    match select(cancelled(cancel), bounded).await {
-        Either::First(()) => Ran::Cancelled,
-        Either::Second(ran) => ran,
-    }
-}
-
-/// Sleeps until `wake`, or until the call is cancelled if that comes first.
-async fn sleep_until(wake: Tick, cancel: Option<&(dyn Cancellation + Sync)>) -> Event {
-    match select(cancelled(cancel), Timer::at(wake)).await {
-        Either::First(()) => Event::Cancelled,
-        Either::Second(()) => Event::Woke,
-    }
 }

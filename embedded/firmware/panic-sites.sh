@@ -61,6 +61,12 @@ sites=$(calls_to "$targets" | cut -f1)
 
 status=0
 count=0
+# Whether the source line `$2` of file `$1` (or one of the eight before it) opens
+# an async fn, block or closure: a site there is rustc's state check.
+opens_async() {
+    local first=$(($2 > 8 ? $2 - 8 : 1))
+    [ "$2" -gt 0 ] && sed -n "${first},${2}p" "$1" 2>/dev/null | grep -qE 'async (fn|move|\|)|async \{'
+}
 for addr in $sites; do
     # Frames, innermost first: function, then file:line.
     mapfile -t frames < <("$addr2line" -e "$elf" -f -i -C "0x$addr")
@@ -68,32 +74,33 @@ for addr in $sites; do
     printf '%s\n' "${frames[@]}" | grep -qv '/library/\|^[^/]' || continue
     count=$((count + 1))
     where=""
-    what=""
+    full=""
     chain=""
     for ((i = 1; i < ${#frames[@]}; i += 2)); do
         loc=${frames[$i]}
         case "$loc" in
             *"/library/"*) continue ;; # core's own inlined helpers (RefCell::borrow_mut, ...)
         esac
-        loc=$(sed -E 's#^.*/registry/src/[^/]+/##; s#^'"$root"'/##' <<<"$loc")
+        short=$(sed -E 's#^.*/registry/src/[^/]+/##; s#^'"$root"'/##' <<<"$loc")
         if [ -z "$where" ]; then
-            where=$loc
-            what=${frames[$((i - 1))]}
+            where=$short
+            full=$loc
         fi
-        chain="$chain <- $loc"
+        chain="$chain <- $short"
     done
-    echo "0x$addr  ${where:-?}${chain#" <- $where"}"
-    case "$where" in
-        retry-core/*|retry-embassy/*)
-            # Allowed: the state check of an async fn, located at its header.
-            file=$root/${where%%:*}
-            line=${where##*:}
-            first=$((line > 4 ? line - 4 : 1))
-            if [[ "$what" != "{async_fn#"* ]] \
-                || ! sed -n "${first},${line}p" "$file" | grep -q 'async fn'; then
-                echo "    ^ a panic path in retry-core or retry-embassy: $what"
-                status=1
-            fi
+    file=${full%:*}
+    line=${full##*:}
+    if opens_async "$file" "$line"; then
+        kind="rustc's check that a finished async state machine is not polled again"
+    else
+        kind="a panic in $(cut -d/ -f1 <<<"$where")"
+    fi
+    echo "0x$addr  $kind"
+    echo "        at ${where:-?}${chain#" <- $where"}"
+    case "$where:$kind" in
+        retry-core/*:a\ panic*|retry-embassy/*:a\ panic*)
+            echo "    ^ a panic path in retry-core or retry-embassy"
+            status=1
             ;;
     esac
 done

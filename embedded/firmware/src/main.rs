@@ -130,12 +130,20 @@ fn report(id: u32, reading: &Result<retry_core::Success<i16>, RetryError<ErrorKi
     let now = Instant::now().as_millis();
     match reading {
         Ok(ok) => hprintln!(
-            "{now:>6} ms  reader {id}: {} / 128 degC after {} attempt(s), breaker {}",
+            "{:>6} ms  reader {}: {} / 128 degC after {} attempt(s), breaker {}",
+            now,
+            id,
             ok.value,
             ok.attempts,
             breaker.state()
         ),
-        Err(e) => hprintln!("{now:>6} ms  reader {id}: {e:?}, breaker {}", breaker.state()),
+        Err(e) => hprintln!(
+            "{:>6} ms  reader {}: {}, breaker {}",
+            now,
+            id,
+            e,
+            breaker.state()
+        ),
     }
 }
 

@@ -37,11 +37,11 @@ cargo build -p retry-embassy --target "$target"
 cargo build -p retry-embassy --target "$target" --release
 
 echo "-- the example firmware, the no-panic probe and the size probe"
-(cd embedded/firmware && cargo build --locked --release --target "$target")
-(cd embedded/firmware && cargo build --locked --release --target "$target" \
+(cd embedded/firmware && cargo build --release --target "$target")
+(cd embedded/firmware && cargo build --release --target "$target" \
     --features panic-never --bin panic-probe)
 echo "panic-never: the probe driving retry-embassy and retry-core links with no panic path"
-(cd embedded && cargo build --locked --release --target "$target")
+(cd embedded && cargo build --release --target "$target")
 
 echo "-- code size (opt-level z, LTO, panic = abort)"
 rustup component add llvm-tools >/dev/null 2>&1 || true
@@ -60,6 +60,13 @@ printf '  %-62s %7s bytes of .text\n' \
     "embedded/firmware (embassy executor, time driver, 2 tasks)" \
     "$(text "embedded/firmware/target/$target/release/retry-embassy-firmware")"
 
+nm=$(command -v "$tools/llvm-nm" || command -v llvm-nm)
+if "$nm" "embedded/firmware/target/$target/release/retry-embassy-firmware" | grep -q '__rust_alloc\|__rdl_alloc'; then
+    echo "the firmware links an allocator"
+    exit 1
+fi
+echo "no allocator in the firmware (no __rust_alloc symbol): 0 heap"
+
 echo "-- panic call sites left in the firmware"
 bash embedded/firmware/panic-sites.sh
 
@@ -68,7 +75,7 @@ if ! command -v qemu-system-arm >/dev/null && ! apt_install qemu-system-arm; the
     echo "SKIP: qemu-system-arm could not be installed; the firmware was built, not run"
     exit 0
 fi
-(cd embedded/firmware && cargo build --locked --release --target "$target" --features qemu \
+(cd embedded/firmware && cargo build --release --target "$target" --features qemu \
     --target-dir target/qemu)
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT

@@ -32,7 +32,8 @@ use embassy_sync::blocking_mutex::Mutex;
 ///
 /// `M` is the mutex: `CriticalSectionRawMutex` to cancel from an interrupt
 /// handler or another core, `ThreadModeRawMutex` when only thread-mode code
-/// touches it. The constructor is `const`, so it can be a `static`:
+/// touches it (it asserts, with a panic, that it is locked in thread mode). The
+/// constructor is `const`, so it can be a `static`:
 ///
 /// ```
 /// use embassy_sync::blocking_mutex::raw::CriticalSectionRawMutex;

@@ -34,9 +34,10 @@ fn with<M: RawMutex, T, U>(mutex: &Mutex<M, RefCell<T>>, f: impl FnOnce(&mut T) 
 ///
 /// `M` is the blocking mutex: `CriticalSectionRawMutex` when calls run on
 /// executors of different interrupt priorities (or cores), `ThreadModeRawMutex`
-/// or `NoopRawMutex` when they all run on one thread-mode executor. `WORDS` and
-/// `BUCKETS` size the breaker's fixed windows, as in the core; the defaults hold
-/// a count window of up to 128 calls.
+/// when they all run on one thread-mode executor (it asserts, with a panic, that
+/// it is locked in thread mode). A call needs the mutex to be `Sync`, which
+/// `NoopRawMutex` is not. `WORDS` and `BUCKETS` size the breaker's fixed windows,
+/// as in the core; the defaults hold a count window of up to 128 calls.
 ///
 /// ```
 /// use core::time::Duration;

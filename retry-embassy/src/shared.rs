@@ -1,0 +1,293 @@
+//! State shared by many calls: the core's circuit breaker and retry budget, each
+//! behind one of embassy-sync's blocking mutexes. A mutex is held for one core
+//! call (a few hundred instructions at most) and never across an await: the
+//! blocking mutex only lends its value to a closure, which cannot await.
+//!
+//! Both run on the boot clock (embassy's `Instant` since tick zero), so calls
+//! that start at different moments, on different tasks or interrupt priorities,
+//! agree on their time.
+
+use core::cell::RefCell;
+use core::fmt;
+use core::time::Duration;
+
+use embassy_sync::blocking_mutex::raw::RawMutex;
+use embassy_sync::blocking_mutex::Mutex;
+use embassy_time::Instant as Tick;
+use retry_core::{
+    breaker_outcome, feed_budget, Action, Admission, BreakerConfig, BreakerError, BreakerState,
+    BudgetConfig, CallOutcome, CircuitBreaker, Event, ManualState, Permit, RetryBudget,
+    RetryMachine, Tokens, Transition,
+};
+
+use crate::time::{boot_now, tick_at, ticks_duration};
+
+/// Runs `f` on the value in `mutex`. Nothing borrows the cell but these
+/// closures, which never call out, so the borrow cannot fail; were it to, `None`
+/// instead of a panic.
+fn with<M: RawMutex, T, U>(mutex: &Mutex<M, RefCell<T>>, f: impl FnOnce(&mut T) -> U) -> Option<U> {
+    mutex.lock(|cell| cell.try_borrow_mut().ok().map(|mut value| f(&mut value)))
+}
+
+/// A [`CircuitBreaker`] shared by every call given a reference to it: asked before
+/// each attempt, told each outcome.
+///
+/// `M` is the blocking mutex: `CriticalSectionRawMutex` when calls run on
+/// executors of different interrupt priorities (or cores), `ThreadModeRawMutex`
+/// when they all run on one thread-mode executor (it asserts, with a panic, that
+/// it is locked in thread mode). A call needs the mutex to be `Sync`, which
+/// `NoopRawMutex` is not. `WORDS` and `BUCKETS` size the breaker's fixed windows,
+/// as in the core; the defaults hold a count window of up to 128 calls.
+///
+/// ```
+/// use core::time::Duration;
+/// use embassy_sync::blocking_mutex::raw::CriticalSectionRawMutex;
+/// use retry_core::{BreakerConfig, BreakerState};
+/// use retry_embassy::SharedBreaker;
+///
+/// let breaker: SharedBreaker<CriticalSectionRawMutex> =
+///     SharedBreaker::new(BreakerConfig::basic(3, Duration::from_secs(10), 1)?)?;
+/// assert_eq!(breaker.state(), BreakerState::Closed);
+/// # Ok::<(), retry_core::BreakerError>(())
+/// ```
+///
+/// To share it between spawned tasks it must live for `'static`: a
+/// `static_cell::StaticCell`, say, filled once in `main`, or
+/// [`SharedBreaker::from_breaker`], which is `const`, in a `static` built from a
+/// breaker made at compile time.
+pub struct SharedBreaker<M: RawMutex, const WORDS: usize = 2, const BUCKETS: usize = 0> {
+    inner: Mutex<M, RefCell<CircuitBreaker<WORDS, BUCKETS>>>,
+}
+
+impl<M: RawMutex, const WORDS: usize, const BUCKETS: usize> SharedBreaker<M, WORDS, BUCKETS> {
+    /// A closed breaker following `config`.
+    ///
+    /// # Errors
+    /// The core's [`BreakerError`] when the config's window does not fit `WORDS` /
+    /// `BUCKETS`.
+    pub fn new(config: BreakerConfig) -> Result<Self, BreakerError> {
+        CircuitBreaker::new(config).map(SharedBreaker::from_breaker)
+    }
+
+    /// Shares an existing breaker (one restored from a snapshot, say). Its times
+    /// are read on the boot clock.
+    #[must_use]
+    pub const fn from_breaker(breaker: CircuitBreaker<WORDS, BUCKETS>) -> Self {
+        SharedBreaker {
+            inner: Mutex::new(RefCell::new(breaker)),
+        }
+    }
+
+    /// The breaker's state.
+    #[must_use]
+    pub fn state(&self) -> BreakerState {
+        with(&self.inner, |b| b.state()).unwrap_or(BreakerState::Closed)
+    }
+
+    /// How many half-open probes are running now.
+    #[must_use]
+    pub fn probes_in_flight(&self) -> u32 {
+        with(&self.inner, |b| b.probes_in_flight()).unwrap_or(0)
+    }
+
+    /// A copy of the breaker as it stands (`None` only if called from inside
+    /// another access to it, which this crate never does).
+    #[must_use]
+    pub fn snapshot(&self) -> Option<CircuitBreaker<WORDS, BUCKETS>> {
+        with(&self.inner, |b| b.clone())
+    }
+
+    /// An operator moves the breaker to `target` (an emergency stop, a
+    /// maintenance switch).
+    ///
+    /// # Errors
+    /// [`BreakerError::IllegalTransition`] when the breaker is already there.
+    pub fn force(&self, target: ManualState) -> Result<Transition, BreakerError> {
+        let forced = with(&self.inner, |b| {
+            let (_, now) = boot_now();
+            b.force(target, now)
+        });
+        forced.unwrap_or(Err(BreakerError::IllegalTransition {
+            from: BreakerState::Closed,
+            to: target.state(),
+        }))
+    }
+}
+
+impl<M: RawMutex, const WORDS: usize, const BUCKETS: usize> fmt::Debug
+    for SharedBreaker<M, WORDS, BUCKETS>
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedBreaker")
+            .field("breaker", &self.snapshot())
+            .finish()
+    }
+}
+
+/// A breaker's answer to a request, in embassy time.
+pub(crate) enum Gate {
+    /// Run the attempt; hand the permit back.
+    Admitted(Permit, Tick),
+    /// Do not run it; the breaker admits again at `until`, if known.
+    Rejected { until: Option<Tick> },
+}
+
+/// What the driver needs from a shared breaker, whatever its mutex and windows.
+pub(crate) trait Breaker {
+    fn request(&self) -> Gate;
+    fn record(&self, permit: Permit, outcome: CallOutcome);
+    fn release(&self, permit: Permit);
+}
+
+impl<M: RawMutex, const WORDS: usize, const BUCKETS: usize> Breaker
+    for SharedBreaker<M, WORDS, BUCKETS>
+{
+    fn request(&self) -> Gate {
+        let answer = with(&self.inner, |b| {
+            // The clock is read under the lock, so the breaker sees requests in
+            // the order of their times.
+            let (tick, now) = boot_now();
+            match b.request(now) {
+                Admission::Admitted { permit, .. } => Gate::Admitted(permit, tick),
+                Admission::Rejected { until, .. } => Gate::Rejected {
+                    until: until.map(|u| tick_at(Tick::from_ticks(0), u)),
+                },
+            }
+        });
+        answer.unwrap_or(Gate::Rejected { until: None })
+    }
+
+    fn record(&self, permit: Permit, outcome: CallOutcome) {
+        let _ = with(&self.inner, |b| {
+            let (_, now) = boot_now();
+            b.record(permit, outcome, now)
+        });
+    }
+
+    fn release(&self, permit: Permit) {
+        let _ = with(&self.inner, |b| {
+            let (_, now) = boot_now();
+            b.release(permit, now);
+        });
+    }
+}
+
+/// A permit held for one attempt. Handed back exactly once: recorded with the
+/// attempt's outcome by [`PermitGuard::finish`], or released when dropped (the
+/// call was cancelled, or its future dropped mid-attempt).
+pub(crate) struct PermitGuard<'a> {
+    breaker: &'a (dyn Breaker + Sync),
+    permit: Option<Permit>,
+    started: Tick,
+}
+
+impl<'a> PermitGuard<'a> {
+    pub(crate) fn new(breaker: &'a (dyn Breaker + Sync), permit: Permit, started: Tick) -> Self {
+        PermitGuard {
+            breaker,
+            permit: Some(permit),
+            started,
+        }
+    }
+
+    /// Records the outcome the retry machine is told (`event`), as
+    /// [`retry_core::breaker_outcome`] reads it; an event that records nothing
+    /// releases the permit.
+    pub(crate) fn finish(mut self, event: Event) {
+        let took: Duration = ticks_duration(
+            Tick::now()
+                .as_ticks()
+                .saturating_sub(self.started.as_ticks()),
+        );
+        if let Some(permit) = self.permit.take() {
+            match breaker_outcome(event, took) {
+                Some(outcome) => self.breaker.record(permit, outcome),
+                None => self.breaker.release(permit),
+            }
+        }
+    }
+}
+
+impl Drop for PermitGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(permit) = self.permit.take() {
+            self.breaker.release(permit);
+        }
+    }
+}
+
+/// A [`RetryBudget`] shared by every call given a reference to it: retries
+/// withdraw tokens, successes put some back, and while the bucket is low retries
+/// are refused while first attempts still run.
+///
+/// Give it to calls with [`Retry::budget`](crate::Retry::budget) and build their
+/// policy with `use_retry_budget(true)`, so the machine asks before every retry.
+/// The constructor is `const`, so a budget can be a `static`:
+///
+/// ```
+/// use embassy_sync::blocking_mutex::raw::CriticalSectionRawMutex;
+/// use retry_core::{BudgetConfig, Tokens};
+/// use retry_embassy::SharedBudget;
+///
+/// static BUDGET: SharedBudget<CriticalSectionRawMutex> =
+///     SharedBudget::new(BudgetConfig::aws_standard());
+/// assert_eq!(BUDGET.tokens(), Tokens::from_whole(500));
+/// ```
+pub struct SharedBudget<M: RawMutex> {
+    inner: Mutex<M, RefCell<RetryBudget>>,
+}
+
+impl<M: RawMutex> SharedBudget<M> {
+    /// A full budget following `config`.
+    #[must_use]
+    pub const fn new(config: BudgetConfig) -> Self {
+        SharedBudget::from_budget(RetryBudget::new(config))
+    }
+
+    /// Shares an existing budget (one restored from a snapshot, say). Its times
+    /// are read on the boot clock.
+    #[must_use]
+    pub const fn from_budget(budget: RetryBudget) -> Self {
+        SharedBudget {
+            inner: Mutex::new(RefCell::new(budget)),
+        }
+    }
+
+    /// The tokens in the bucket as of the last call that used it.
+    #[must_use]
+    pub fn tokens(&self) -> Tokens {
+        with(&self.inner, |b| b.tokens()).unwrap_or(Tokens::from_whole(0))
+    }
+
+    /// A copy of the budget as it stands (`None` only if called from inside
+    /// another access to it, which this crate never does).
+    #[must_use]
+    pub fn snapshot(&self) -> Option<RetryBudget> {
+        with(&self.inner, |b| *b)
+    }
+}
+
+impl<M: RawMutex> fmt::Debug for SharedBudget<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedBudget")
+            .field("budget", &self.snapshot())
+            .finish()
+    }
+}
+
+/// What the driver needs from a shared budget, whatever its mutex.
+pub(crate) trait Budget {
+    /// Passes one step of a call to [`retry_core::feed_budget`]; returns the
+    /// answer to a withdrawal.
+    fn feed(&self, machine: &RetryMachine, event: Event, action: Action) -> Option<Event>;
+}
+
+impl<M: RawMutex> Budget for SharedBudget<M> {
+    fn feed(&self, machine: &RetryMachine, event: Event, action: Action) -> Option<Event> {
+        with(&self.inner, |b| {
+            let (_, now) = boot_now();
+            feed_budget(b, machine, event, action, now)
+        })
+        .flatten()
+    }
+}

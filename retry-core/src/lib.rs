@@ -52,7 +52,9 @@ pub use budget::{
 };
 pub use call::{RetryError, Success};
 pub use classify::{Failure, FailureKind, Hint};
-pub use compose::{attempt_outcome, breaker_outcome, feed_budget, rejection, AttemptOutcome};
+pub use compose::{
+    abandoned_outcome, attempt_outcome, breaker_outcome, feed_budget, rejection, AttemptOutcome,
+};
 #[cfg(feature = "serde")]
 pub use config::{ConfigError, Curve, PolicyOverride, RetryAfter};
 #[cfg(feature = "serde")]

@@ -18,7 +18,17 @@
 //! - `tower` feature: [`tower::RetryLayer`] and [`tower::BreakerLayer`].
 //! - `http` feature: [`http`] classifies responses in one line.
 //! - `tracing` and `metrics` features: a span per call, events per attempt, sleep
-//!   and give-up; the counters and histograms named in the SPEC.
+//!   and give-up; the counters `retry.attempt.total` and
+//!   `circuit_breaker.state_change.total`, and the histograms
+//!   `retry.attempt.delay_ms` and `circuit_breaker.call.duration_ms`.
+//!
+//! A call's future may be dropped at any point (an outer timeout, a `select!`, a
+//! task abort); a dropped attempt is *abandoned* and never leaks its breaker
+//! permit. If it ran longer than the breaker's slow-call duration, or reached its
+//! own deadline, it is recorded as a failure (so a hung backend behind an outer
+//! timeout still trips the breaker); otherwise the permit is released without
+//! recording, and a half-open probe frees its slot. A cancellation during an
+//! attempt, and an operation that panics inside a task, abandon it the same way.
 //!
 //! ```
 //! use core::time::Duration;

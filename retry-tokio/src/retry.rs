@@ -83,7 +83,7 @@ impl AttemptContext {
         self.deadline
     }
 
-    /// The operation is marked non-idempotent and this attempt repeats it (SPEC 6):
+    /// The operation is marked non-idempotent and this attempt repeats it:
     /// it may take effect twice.
     #[must_use]
     pub const fn replays_non_idempotent(&self) -> bool {

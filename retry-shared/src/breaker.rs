@@ -42,6 +42,21 @@ pub trait Breaker: Send + Sync + fmt::Debug {
     fn slow_call_duration(&self) -> Duration;
 }
 
+impl<B: Breaker + ?Sized> Breaker for &B {
+    fn request(&self, now: Instant) -> Gate {
+        (**self).request(now)
+    }
+    fn record(&self, permit: Permit, outcome: CallOutcome, now: Instant) {
+        (**self).record(permit, outcome, now);
+    }
+    fn release(&self, permit: Permit, now: Instant) {
+        (**self).release(permit, now);
+    }
+    fn slow_call_duration(&self) -> Duration {
+        (**self).slow_call_duration()
+    }
+}
+
 impl<B: Breaker + ?Sized> Breaker for Arc<B> {
     fn request(&self, now: Instant) -> Gate {
         (**self).request(now)
@@ -251,19 +266,23 @@ impl fmt::Debug for SharedBreaker {
 }
 
 /// The permit an admitted attempt holds until it ends. It goes back to its
-/// breaker exactly once: recorded with the attempt's outcome by
+/// breaker `B` exactly once: recorded with the attempt's outcome by
 /// [`finish`](PermitGuard::finish), or, if the guard is dropped first (the
 /// operation panicked, the attempt's future was dropped), judged as an abandoned
 /// attempt by [`retry_core::abandoned_outcome`] at the time `clock` reads then.
-pub struct PermitGuard<C: Clock> {
-    breaker: Arc<dyn Breaker>,
+///
+/// `B` is any [`Breaker`] handle: a borrowed `&dyn Breaker` for a guard that
+/// lives inside a call, an `Arc<dyn Breaker>` for one that must own its breaker
+/// (a `'static` future).
+pub struct PermitGuard<B: Breaker, C: Clock> {
+    breaker: B,
     permit: Option<Permit>,
     started: Instant,
     deadline: Option<Instant>,
     clock: C,
 }
 
-impl<C: Clock> PermitGuard<C> {
+impl<B: Breaker, C: Clock> PermitGuard<B, C> {
     /// Asks `breaker` at `now` for a permit for an attempt that starts then and
     /// must end by `deadline` (if it has one). `Err` carries when the breaker
     /// admits again, if it can tell. `clock` is read only if the guard is
@@ -272,14 +291,14 @@ impl<C: Clock> PermitGuard<C> {
     /// # Errors
     /// The breaker's rejection (the attempt must not run).
     pub fn request(
-        breaker: &Arc<dyn Breaker>,
+        breaker: B,
         clock: C,
         now: Instant,
         deadline: Option<Instant>,
-    ) -> Result<PermitGuard<C>, Option<Instant>> {
+    ) -> Result<PermitGuard<B, C>, Option<Instant>> {
         match breaker.request(now) {
             Gate::Admitted(permit) => Ok(PermitGuard {
-                breaker: Arc::clone(breaker),
+                breaker,
                 permit: Some(permit),
                 started: now,
                 deadline,
@@ -302,6 +321,7 @@ impl<C: Clock> PermitGuard<C> {
         }
     }
 
+    #[cold]
     fn abandon(&self, permit: Permit, now: Instant) {
         let started = retry_core::Instant::ORIGIN;
         let deadline = self.deadline.map(|d| since(self.started, d));
@@ -313,7 +333,8 @@ impl<C: Clock> PermitGuard<C> {
     }
 }
 
-impl<C: Clock> Drop for PermitGuard<C> {
+impl<B: Breaker, C: Clock> Drop for PermitGuard<B, C> {
+    #[inline]
     fn drop(&mut self) {
         if let Some(permit) = self.permit.take() {
             self.abandon(permit, self.clock.now());
@@ -321,9 +342,10 @@ impl<C: Clock> Drop for PermitGuard<C> {
     }
 }
 
-impl<C: Clock> fmt::Debug for PermitGuard<C> {
+impl<B: Breaker, C: Clock> fmt::Debug for PermitGuard<B, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PermitGuard")
+            .field("breaker", &self.breaker)
             .field("permit", &self.permit)
             .field("started", &self.started)
             .field("deadline", &self.deadline)

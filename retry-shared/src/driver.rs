@@ -10,7 +10,7 @@ use retry_core::{
     SleepReason, Success,
 };
 
-use crate::breaker::PermitGuard;
+use crate::breaker::{Breaker, PermitGuard};
 use crate::notice::RetryNotice;
 use crate::observe;
 use crate::seed::fresh_seed;
@@ -20,10 +20,11 @@ use crate::time::{since, Clock, Slept};
 /// What the adapter does next, as the [`Driver`] says.
 #[derive(Debug)]
 pub enum Step<T, E> {
-    /// Run the operation once, then hand its end to [`Driver::ended`].
+    /// Run the operation once, then tell the driver how it ended
+    /// ([`Input::Ended`]).
     Attempt(Attempt),
-    /// Wait until the sleep is over (or the call is cancelled), then hand how it
-    /// ended to [`Driver::slept`].
+    /// Wait until the sleep is over (or the call is cancelled), then tell the
+    /// driver how it ended ([`Input::Slept`]).
     Sleep(Sleep),
     /// The call is over: return this.
     Finished(Result<Success<T>, RetryError<E>>),
@@ -56,7 +57,7 @@ pub struct Sleep {
     pub reason: SleepReason,
 }
 
-/// How an attempt ended, for [`Driver::ended`].
+/// How an attempt ended, for [`Input::Ended`].
 #[derive(Debug)]
 pub enum Ran<T, E> {
     /// The operation returned.
@@ -68,13 +69,15 @@ pub enum Ran<T, E> {
     Cancelled,
 }
 
-/// The attempt in flight.
-struct Running<C: Clock> {
-    number: u32,
-    deadline: Option<Instant>,
-    /// The breaker's permit, if a breaker guards the call. Dropped with the
-    /// driver (a panicking operation, a dropped future), it abandons the attempt.
-    permit: Option<PermitGuard<C>>,
+/// What happened since the driver's last step, for [`Driver::poll`].
+#[derive(Debug)]
+pub enum Input<T, E> {
+    /// The call begins: the first input, once.
+    Start,
+    /// The attempt of the last [`Step::Attempt`] ended.
+    Ended(Ran<T, E>),
+    /// The sleep of the last [`Step::Sleep`] ended.
+    Slept(Slept),
 }
 
 /// The failed attempt whose retry the hook has not been told about yet.
@@ -92,15 +95,16 @@ struct Unannounced {
 /// Everything but the adapter's own I/O (running the attempt, sleeping, the
 /// clock and the cancellation it is given).
 ///
-/// An adapter calls [`start`](Driver::start), then answers each [`Step`]:
-/// runs the attempt and calls [`ended`](Driver::ended), or sleeps and calls
-/// [`slept`](Driver::slept), until the step is [`Step::Finished`]:
+/// An adapter polls it with [`Input::Start`], then answers each [`Step`]: runs
+/// the attempt and polls with [`Input::Ended`], or sleeps and polls with
+/// [`Input::Slept`], until the step is [`Step::Finished`] (one way in, one way
+/// out, like the core's machines):
 ///
 /// ```
 /// use core::time::Duration;
 /// use std::time::Instant;
 /// use retry_core::{Backoff, Jitter, RetryPolicy};
-/// use retry_shared::{Clock, Driver, Ran, Settings, Slept, Step};
+/// use retry_shared::{Clock, Driver, Input, Ran, Settings, Slept, Step};
 ///
 /// #[derive(Clone)]
 /// struct Wall;
@@ -115,19 +119,18 @@ struct Unannounced {
 ///     .build()?;
 /// let settings = Settings::<&str>::new(policy);
 /// let mut driver = Driver::new(&settings, Wall, || false);
-/// let mut step = driver.start();
+/// let mut input = Input::Start;
 /// let done = loop {
-///     step = match step {
+///     input = match driver.poll(input) {
 ///         Step::Attempt(attempt) => {
 ///             let result = if attempt.number < 2 { Err("busy") } else { Ok(attempt.number) };
-///             driver.ended(Ran::Returned(result))
+///             Input::Ended(Ran::Returned(result))
 ///         }
 ///         Step::Sleep(sleep) => {
 ///             std::thread::sleep(sleep.delay);
-///             driver.slept(Slept::Elapsed)
+///             Input::Slept(Slept::Elapsed)
 ///         }
 ///         Step::Finished(result) => break result,
-///         _ => unreachable!(),
 ///     };
 /// };
 /// assert_eq!(done.map(|s| (s.value, s.attempts)), Ok((2, 2)));
@@ -136,7 +139,7 @@ struct Unannounced {
 ///
 /// Time is read from the clock only when a step needs it: once when the driver
 /// is made (the call's start, which doubles as the time of the first step), and
-/// once per [`ended`](Driver::ended) and [`slept`](Driver::slept). A call whose
+/// once per later [`poll`](Driver::poll). A call whose
 /// first attempt succeeds reads it twice, takes no lock unless a budget or a
 /// breaker is set, and allocates nothing.
 ///
@@ -156,7 +159,9 @@ pub struct Driver<'r, T, E, C: Clock + Clone, K: Fn() -> bool> {
     unannounced: Option<Unannounced>,
     /// The attempt whose `outcome` label waits for the machine's answer.
     unlabelled: Option<(u32, Event)>,
-    running: Option<Running<C>>,
+    /// The breaker permit of the attempt in flight, if a breaker guards the call. Dropped with the driver
+    /// (a panicking operation, a dropped future), it abandons the attempt.
+    permit: Option<PermitGuard<&'r dyn Breaker, C>>,
 }
 
 impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
@@ -178,18 +183,17 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
             last_error: None,
             unannounced: None,
             unlabelled: None,
-            running: None,
+            permit: None,
         }
     }
 
     /// Treats an error returned at or after its attempt's deadline as a timed-out
     /// attempt (the retry hook still sees the error). For an adapter that cannot
     /// interrupt an attempt at its deadline (a blocking one); an adapter that
-    /// stops attempts at their deadline reports [`Ran::TimedOut`] instead.
-    #[must_use]
-    pub fn late_errors_time_out(mut self) -> Self {
+    /// stops attempts at their deadline reports [`Ran::TimedOut`] instead. Set it
+    /// before the first [`poll`](Driver::poll).
+    pub fn late_errors_time_out(&mut self) {
         self.late_errors_time_out = true;
-        self
     }
 
     /// The call's start, by the driver's clock.
@@ -198,37 +202,50 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
         self.start
     }
 
-    /// Starts the call: the first step.
-    pub fn start(&mut self) -> Step<T, E> {
-        let event = if (self.cancelled)() {
-            Event::Cancelled
-        } else {
-            Event::Start
+    /// Tells the driver what happened since the last step ([`Input::Start`] the
+    /// first time); returns what to do next.
+    ///
+    /// Reads the clock once, except for [`Input::Start`] (the call's start
+    /// doubles as the moment the call begins). The breaker hears an attempt's
+    /// outcome before the machine.
+    #[inline]
+    pub fn poll(&mut self, input: Input<T, E>) -> Step<T, E> {
+        let (event, now) = match input {
+            Input::Start => {
+                let event = if (self.cancelled)() {
+                    Event::Cancelled
+                } else {
+                    Event::Start
+                };
+                (event, self.start)
+            }
+            Input::Ended(ran) => {
+                let now = self.clock.now();
+                (self.ended(ran, now), now)
+            }
+            Input::Slept(Slept::Elapsed) => (Event::Woke, self.clock.now()),
+            Input::Slept(Slept::Cancelled) => (Event::Cancelled, self.clock.now()),
         };
-        // The call's start doubles as the moment of `Start`: one clock read fewer
-        // on every call.
-        self.poll(event, self.start)
+        self.step(event, now)
     }
 
-    /// The attempt of the last [`Step::Attempt`] ended as `ran`: the next step.
-    /// The breaker hears the outcome before the machine.
-    pub fn ended(&mut self, ran: Ran<T, E>) -> Step<T, E> {
-        let now = self.clock.now();
-        let (number, deadline, permit) = match self.running.take() {
-            Some(running) => (running.number, running.deadline, running.permit),
-            // Misuse (no attempt was running): the machine answers it.
-            None => (0, None, None),
-        };
-        let timeout = Failure::retryable().with_kind(FailureKind::Timeout);
+    /// The attempt in flight ended as `ran` at `now`: hands the breaker its
+    /// permit back and returns the event for the machine.
+    fn ended(&mut self, ran: Ran<T, E>, now: Instant) -> Event {
+        // The attempt in flight is the machine's latest.
+        let number = self.machine.attempts();
+        let timeout = || Failure::retryable().with_kind(FailureKind::Timeout);
         let event = match ran {
             Ran::Returned(Ok(value)) => {
                 self.value = Some(value);
                 Event::Succeeded
             }
             Ran::Returned(Err(error)) => {
-                let late = self.late_errors_time_out && deadline.is_some_and(|d| now >= d);
+                let late = self.late_errors_time_out
+                    && (self.machine.next_deadline())
+                        .is_some_and(|deadline| since(self.start, now) >= deadline);
                 let (event, failure) = if late {
-                    (Event::TimedOut, timeout)
+                    (Event::TimedOut, timeout())
                 } else {
                     let failure = self.settings.classify(&error);
                     (Event::Failed(failure), failure)
@@ -245,7 +262,7 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
             Ran::TimedOut => {
                 self.unannounced = Some(Unannounced {
                     attempt: number,
-                    failure: timeout,
+                    failure: timeout(),
                     with_error: false,
                     timed_out: true,
                 });
@@ -253,33 +270,31 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
             }
             Ran::Cancelled => Event::Cancelled,
         };
-        if let Some(permit) = permit {
-            permit.finish(event, now);
+        // Checked before taking: the path without a breaker moves nothing.
+        if self.permit.is_some() {
+            if let Some(permit) = self.permit.take() {
+                permit.finish(event, now);
+            }
         }
-        self.unlabelled = Some((number, event));
-        self.poll(event, now)
-    }
-
-    /// The sleep of the last [`Step::Sleep`] ended as `slept`: the next step.
-    pub fn slept(&mut self, slept: Slept) -> Step<T, E> {
-        let event = match slept {
-            Slept::Elapsed => Event::Woke,
-            Slept::Cancelled => Event::Cancelled,
-        };
-        let now = self.clock.now();
-        self.poll(event, now)
+        if observe::ENABLED {
+            self.unlabelled = Some((number, event));
+        }
+        event
     }
 
     /// Tells the machine `event` at `now` and carries out its answers until one
     /// needs the adapter (an attempt or a sleep) or the call is over.
-    fn poll(&mut self, mut event: Event, now: Instant) -> Step<T, E> {
+    fn step(&mut self, mut event: Event, now: Instant) -> Step<T, E> {
         let settings = self.settings;
         loop {
-            let action = self.machine.poll(event, since(self.start, now));
+            // One subtraction serves the machine and the call's elapsed time.
+            let elapsed = now.saturating_duration_since(self.start);
+            let at = retry_core::Instant::from_duration(elapsed);
+            let action = self.machine.poll(event, at);
             let answer = settings
                 .budget()
                 .and_then(|budget| budget.feed(&self.machine, event, action, now));
-            if !matches!(action, Action::Withdraw { .. }) {
+            if observe::ENABLED && !matches!(action, Action::Withdraw { .. }) {
                 self.label(&action);
             }
             event = match action {
@@ -294,31 +309,19 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                     } else {
                         let deadline =
                             deadline.and_then(|d| self.start.checked_add(d.as_duration()));
-                        let permit = match settings.breaker() {
-                            None => None,
-                            Some(breaker) => {
-                                match PermitGuard::request(
-                                    breaker,
-                                    self.clock.clone(),
-                                    now,
-                                    deadline,
-                                ) {
-                                    Ok(permit) => Some(permit),
-                                    Err(until) => {
-                                        event = Event::Rejected {
-                                            until: until.map(|u| since(self.start, u)),
-                                        };
-                                        continue;
-                                    }
+                        if let Some(breaker) = settings.breaker() {
+                            let clock = self.clock.clone();
+                            match PermitGuard::request(&**breaker, clock, now, deadline) {
+                                Ok(permit) => self.permit = Some(permit),
+                                Err(until) => {
+                                    event = Event::Rejected {
+                                        until: until.map(|u| since(self.start, u)),
+                                    };
+                                    continue;
                                 }
                             }
-                        };
+                        }
                         observe::attempt_started(number, replays_non_idempotent);
-                        self.running = Some(Running {
-                            number,
-                            deadline,
-                            permit,
-                        });
                         return Step::Attempt(Attempt {
                             number,
                             deadline,
@@ -342,7 +345,6 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                 // Without a budget nobody can refuse: the retry goes on.
                 Action::Withdraw { .. } => answer.unwrap_or(Event::Granted),
                 Action::GiveUp(give_up) => {
-                    let elapsed = now.saturating_duration_since(self.start);
                     observe::gave_up(&give_up, elapsed);
                     let error = RetryError::new(
                         give_up.reason,
@@ -357,7 +359,6 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                     return Step::Finished(Err(error));
                 }
                 Action::Done { attempts } => {
-                    let elapsed = now.saturating_duration_since(self.start);
                     return Step::Finished(match self.value.take() {
                         Some(value) => Ok(Success {
                             value,
@@ -419,7 +420,7 @@ impl<T, E, C: Clock + Clone, K: Fn() -> bool> fmt::Debug for Driver<'_, T, E, C,
         f.debug_struct("Driver")
             .field("machine", &self.machine)
             .field("start", &self.start)
-            .field("running", &self.running.as_ref().map(|r| r.number))
+            .field("permit", &self.permit)
             .finish_non_exhaustive()
     }
 }

@@ -60,7 +60,7 @@ mod time;
 
 pub use breaker::{Breaker, Gate, PermitGuard, SharedBreaker};
 pub use budget::{Budget, SharedBudget};
-pub use driver::{Attempt, Driver, Ran, Sleep, Step};
+pub use driver::{Attempt, Driver, Input, Ran, Sleep, Step};
 pub use notice::RetryNotice;
 pub use seed::fresh_seed;
 pub use settings::{Classifier, GiveUpHook, RetryHook, Settings};

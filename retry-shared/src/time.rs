@@ -52,6 +52,7 @@ impl Origin {
 }
 
 /// `now` as a core instant since `origin` (time before it counts as none).
+#[inline]
 pub(crate) fn since(origin: Instant, now: Instant) -> retry_core::Instant {
     retry_core::Instant::from_duration(now.saturating_duration_since(origin))
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use retry_core::{RetryError, RetryPolicy, Success};
-use retry_shared::{Driver, Ran, Settings, Sleep, Step};
+use retry_shared::{Driver, Input, Ran, Settings, Sleep, Step};
 
 use crate::cancel::CancelToken;
 use crate::clock::{Clock, Sleeper, Slept, SystemClock, ThreadSleeper};
@@ -198,11 +198,11 @@ impl<E> Retry<E> {
     {
         let cancel = self.cancel.clone().unwrap_or(CancelToken::never());
         let clock = CallClock(self.clock.as_deref());
-        let mut driver =
-            Driver::new(&self.settings, clock, || cancel.is_cancelled()).late_errors_time_out();
-        let mut step = driver.start();
+        let mut driver = Driver::new(&self.settings, clock, || cancel.is_cancelled());
+        driver.late_errors_time_out();
+        let mut input = Input::Start;
         loop {
-            step = match step {
+            input = match driver.poll(input) {
                 Step::Attempt(attempt) => {
                     let context = AttemptContext {
                         attempt: attempt.number,
@@ -212,13 +212,9 @@ impl<E> Retry<E> {
                     };
                     // A panic unwinds through the driver, whose permit guard
                     // hands the breaker's permit back as an abandoned attempt.
-                    let returned = op(&context);
-                    driver.ended(Ran::Returned(returned))
+                    Input::Ended(Ran::Returned(op(&context)))
                 }
-                Step::Sleep(sleep) => {
-                    let slept = self.sleep(clock, sleep, &cancel);
-                    driver.slept(slept)
-                }
+                Step::Sleep(sleep) => Input::Slept(self.sleep(clock, sleep, &cancel)),
                 Step::Finished(result) => return result,
             };
         }

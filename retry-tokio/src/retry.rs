@@ -6,7 +6,7 @@ use core::future::Future;
 use core::time::Duration;
 
 use retry_core::{RetryError, RetryPolicy, Success};
-use retry_shared::{Clock, Driver, Ran, Settings, Slept, Step};
+use retry_shared::{Clock, Driver, Input, Ran, Settings, Slept, Step};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -189,15 +189,14 @@ impl<E> Retry<E> {
         let cancel = self.cancel.as_ref();
         let call = async {
             let mut driver = Driver::new(&self.settings, TokioClock, || is_cancelled(cancel));
-            let mut step = driver.start();
+            let mut input = Input::Start;
             loop {
-                step = match step {
+                input = match driver.poll(input) {
                     Step::Attempt(attempt) => {
                         let context = self.context(&attempt);
-                        let ran = run_attempt(op(context), attempt.deadline, cancel).await;
-                        driver.ended(ran)
+                        Input::Ended(run_attempt(op(context), attempt.deadline, cancel).await)
                     }
-                    Step::Sleep(sleep) => driver.slept(sleep_until(sleep, cancel).await),
+                    Step::Sleep(sleep) => Input::Slept(sleep_until(sleep, cancel).await),
                     Step::Finished(result) => return result,
                 };
             }
@@ -244,15 +243,14 @@ impl<E> Retry<E> {
         let cancel = self.cancel.as_ref();
         let call = async {
             let mut driver = Driver::new(&self.settings, TokioClock, || is_cancelled(cancel));
-            let mut step = driver.start();
+            let mut input = Input::Start;
             loop {
-                step = match step {
+                input = match driver.poll(input) {
                     Step::Attempt(attempt) => {
                         let context = self.context(&attempt);
-                        let ran = run_attempt(op(context), attempt.deadline, cancel).await;
-                        driver.ended(ran)
+                        Input::Ended(run_attempt(op(context), attempt.deadline, cancel).await)
                     }
-                    Step::Sleep(sleep) => driver.slept(sleep_until(sleep, cancel).await),
+                    Step::Sleep(sleep) => Input::Slept(sleep_until(sleep, cancel).await),
                     Step::Finished(result) => return result,
                 };
             }

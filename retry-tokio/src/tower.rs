@@ -269,7 +269,7 @@ where
 
     fn call(&mut self, request: Req) -> Self::Future {
         let now = TokioClock.now();
-        match PermitGuard::request(&self.breaker, TokioClock, now, None) {
+        match PermitGuard::request(Arc::clone(&self.breaker), TokioClock, now, None) {
             Err(until) => {
                 let retry_after = until.map(|until| until.saturating_duration_since(now));
                 Box::pin(core::future::ready(Err(BreakerServiceError::CircuitOpen {

@@ -160,7 +160,8 @@ pub fn breaker_outcome(event: Event, took: Duration) -> Option<CallOutcome> {
 ///     Some(CallOutcome::failure(Duration::from_secs(3)))
 /// );
 /// // Dropped after 1 s, before its 5 s deadline: nothing is recorded.
-/// assert_eq!(abandoned_outcome(t0, Instant::from_secs(1), Some(Instant::from_secs(5)), slow), None);
+/// let deadline = Some(Instant::from_secs(5));
+/// assert_eq!(abandoned_outcome(t0, Instant::from_secs(1), deadline, slow), None);
 /// // Dropped at its 1 s deadline: a failure (not slow).
 /// assert_eq!(
 ///     abandoned_outcome(t0, Instant::from_secs(1), Some(Instant::from_secs(1)), slow),

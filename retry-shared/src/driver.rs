@@ -139,9 +139,9 @@ struct Unannounced {
 ///
 /// Time is read from the clock only when a step needs it: once when the driver
 /// is made (the call's start, which doubles as the time of the first step), and
-/// once per later [`poll`](Driver::poll). A call whose
-/// first attempt succeeds reads it twice, takes no lock unless a budget or a
-/// breaker is set, and allocates nothing.
+/// once per later [`poll`](Driver::poll). A call whose first attempt succeeds
+/// reads it twice, takes no lock unless a budget or a breaker is set, and
+/// allocates nothing.
 ///
 /// Dropping the driver while an attempt runs (the operation panicked, the call's
 /// future was dropped) abandons the attempt: its breaker permit goes back as
@@ -159,8 +159,9 @@ pub struct Driver<'r, T, E, C: Clock + Clone, K: Fn() -> bool> {
     unannounced: Option<Unannounced>,
     /// The attempt whose `outcome` label waits for the machine's answer.
     unlabelled: Option<(u32, Event)>,
-    /// The breaker permit of the attempt in flight, if a breaker guards the call. Dropped with the driver
-    /// (a panicking operation, a dropped future), it abandons the attempt.
+    /// The breaker permit of the attempt in flight, if a breaker guards the
+    /// call. Dropped with the driver (a panicking operation, a dropped future),
+    /// it abandons the attempt.
     permit: Option<PermitGuard<&'r dyn Breaker, C>>,
 }
 
@@ -209,6 +210,7 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
     /// doubles as the moment the call begins). The breaker hears an attempt's
     /// outcome before the machine.
     #[inline]
+    #[must_use = "the step says what the adapter must do next"]
     pub fn poll(&mut self, input: Input<T, E>) -> Step<T, E> {
         let (event, now) = match input {
             Input::Start => {

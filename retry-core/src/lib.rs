@@ -62,10 +62,11 @@ pub use config::{ConfigError, Curve, PolicyOverride, RetryAfter};
 pub use duration_text::{parse_duration, DurationParseError, DurationText};
 pub use hint::{
     format_http_date, parse_grpc_pushback, parse_http_date, parse_retry_after,
-    parse_retry_after_ms, retry_after_from_headers, Hint, Pushback, RetryHeaders,
+    parse_retry_after_at, parse_retry_after_ms, retry_after_from_headers,
+    retry_after_from_headers_at, Hint, Pushback, RetryHeaders,
 };
 pub use retry::{
-    jitter_draw, total_sleep, Action, Backoff, CircuitOpen, Event, GiveUp, GiveUpReason, HintMode,
+    attempt_timed_out, jitter_draw, total_sleep, Action, Backoff, CircuitOpen, Event, GiveUp, GiveUpReason, HintMode,
     Jitter, Misuse, Outcome, Phase, PolicyError, Resolution, RetryError, RetryMachine, RetryPolicy,
     RetryPolicyBuilder, Scripted, Simulation, SleepReason, Step, Success, Timeline,
 };

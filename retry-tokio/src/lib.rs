@@ -15,8 +15,11 @@
 //!   crate converts tokio's with `into_std`, which keeps paused time consistent.
 //! - [`RetryStreamExt`]: map a stream through a retried operation with bounded
 //!   concurrency.
-//! - `tower` feature: [`tower::RetryLayer`] and [`tower::BreakerLayer`].
+//! - `tower` feature: [`tower::RetryLayer`] and [`tower::BreakerLayer`], which
+//!   judge errors and responses alike (a client's 503 is an `Ok` response).
 //! - `http` feature: [`http`] classifies responses in one line.
+//! - `reqwest` feature: [`reqwest`] sends a request and judges the outcome
+//!   (status, retry headers, transport errors by method) in one call.
 //! - `tracing` and `metrics` features: a span per call, events per attempt, sleep
 //!   and give-up; the counters `retry.attempt.total` and
 //!   `circuit_breaker.state_change.total`, and the histograms
@@ -59,13 +62,19 @@ mod retry;
 mod stream;
 
 #[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
+#[cfg(feature = "reqwest")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
+pub mod reqwest;
 #[cfg(feature = "tower")]
 pub mod tower;
 
 pub use retry::{retry, AttemptContext, Retry};
 pub use retry_core::{RetryError, Success};
-pub use retry_shared::{Breaker, Budget, RetryNotice, SharedBreaker, SharedBudget};
+pub use retry_shared::{
+    describe_metrics, Breaker, Budget, RetryNotice, SharedBreaker, SharedBudget,
+};
 pub use stream::RetryStreamExt;
 
 pub use retry_core;

@@ -7,6 +7,7 @@
 
 mod backoff;
 mod call;
+mod deadline;
 mod error;
 mod jitter;
 mod machine;
@@ -16,6 +17,7 @@ mod sim;
 
 pub use backoff::Backoff;
 pub use call::{RetryError, Success};
+pub use deadline::attempt_timed_out;
 pub use error::PolicyError;
 pub(crate) use jitter::mix64;
 pub use jitter::{jitter_draw, Jitter};

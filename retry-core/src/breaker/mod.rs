@@ -394,7 +394,7 @@ enum Mode {
 /// clock, allocates or panics; time enters as `now` with every call.
 ///
 /// `WORDS` is the count window's capacity in 64-call words (a 100-call window
-/// needs 2); `BUCKETS` is the time window's capacity in buckets. The config picks
+/// needs 2, a 1,000-call one 16); `BUCKETS` is the time window's capacity in buckets. The config picks
 /// the window actually used; [`CircuitBreaker::new`] refuses one that does not
 /// fit. A type with both at 0 holds no window (consecutive failures only).
 ///
@@ -424,8 +424,13 @@ enum Mode {
 /// # Size
 /// Apart from its [`BreakerConfig`] (which carries a [`Backoff`](crate::Backoff)
 /// and a [`Jitter`](crate::Jitter) and takes 144 bytes on 64-bit targets), a
-/// breaker with a 100-call count window (`CircuitBreaker<2, 0>`) is 64 bytes:
-/// 32 for the two bit rings, 16 for the state, 16 for counters and ring cursors.
+/// breaker with a 100-call count window (`CircuitBreaker<2, 0>`) is 72 bytes:
+/// 32 for the two bit rings, 16 for the state, 24 for counters, ring cursors and
+/// the window's running counts. Each further 64 calls of capacity add 16 bytes
+/// (`CircuitBreaker<16, 0>`, 1,024 calls, holds the 1,000-call windows
+/// Resilience4j users configure), and never add time: the window keeps running
+/// counts, so recording an outcome and judging the rates take the same few
+/// steps whatever its size.
 ///
 /// ```
 /// use core::time::Duration;

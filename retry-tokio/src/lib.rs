@@ -25,6 +25,19 @@
 //!   `circuit_breaker.state_change.total`, and the histograms
 //!   `retry.attempt.delay_ms` and `circuit_breaker.call.duration_ms`.
 //!
+//! # Time
+//! Sleeps and attempt deadlines are tokio timers, and tokio's timer counts in
+//! whole milliseconds: a deadline between two ticks fires at the later one. So
+//! a delay that is not a whole number of milliseconds (a policy with
+//! nanosecond [`Resolution`](retry_core::Resolution), or a `retry-after-ms` of
+//! `0.25`) ends up to 1 ms late, under paused time
+//! (`tokio::time::pause`) as in real time; with the default millisecond
+//! resolution every delay is whole, and under paused time a call's timeline is
+//! the core simulator's to the nanosecond. An attempt that ends exactly at its
+//! deadline is timed out, as the core's [`attempt_timed_out`](retry_core::attempt_timed_out)
+//! rule says for every driver. A `Retry-After` HTTP date is read against the
+//! wall clock to the nanosecond (the `http` and `reqwest` modules).
+//!
 //! A call's future may be dropped at any point (an outer timeout, a `select!`, a
 //! task abort); a dropped attempt is *abandoned* and never leaks its breaker
 //! permit. If it ran longer than the breaker's slow-call duration, or reached its

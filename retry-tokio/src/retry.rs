@@ -77,7 +77,10 @@ impl AttemptContext {
     }
 
     /// When this attempt times out, if the policy gives attempts a deadline. The
-    /// driver enforces it; an operation may also pass it on (to a server, say).
+    /// driver enforces it, and follows the core's rule for a tie
+    /// ([`retry_core::attempt_timed_out`]): an outcome that arrives at the
+    /// deadline is a timeout, like one that never arrives. An operation may also
+    /// pass it on (to a server, say).
     #[must_use]
     pub const fn deadline(&self) -> Option<Instant> {
         self.deadline

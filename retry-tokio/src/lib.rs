@@ -23,7 +23,11 @@
 //! - `tracing` and `metrics` features: a span per call, events per attempt, sleep
 //!   and give-up; the counters `retry.attempt.total` and
 //!   `circuit_breaker.state_change.total`, and the histograms
-//!   `retry.attempt.delay_ms` and `circuit_breaker.call.duration_ms`.
+//!   `retry.attempt.delay_ms` (labelled by curve and by reason: `curve`, `hint`,
+//!   `circuit_open`) and `circuit_breaker.call.duration_ms`, whose descriptions
+//!   and units [`describe_metrics`] registers.
+//!   Durations are milliseconds to the microsecond; a call cancelled between
+//!   attempts, or refused by an open breaker, counts once as `aborted`.
 //!
 //! # Time
 //! Sleeps and attempt deadlines are tokio timers, and tokio's timer counts in

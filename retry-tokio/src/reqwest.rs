@@ -14,19 +14,31 @@
 //!
 //! The shortest correct client:
 //!
-//! ```no_run
+//! ```
 //! use retry_core::Preset;
 //! use retry_tokio::{reqwest::{send, Error}, Retry};
 //!
-//! # async fn fetch() -> Result<(), Box<dyn std::error::Error>> {
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # // A server on 127.0.0.1 that is busy once, then answers.
+//! # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! # let url = format!("http://{}/items", listener.local_addr()?);
+//! # tokio::spawn(async move {
+//! #     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+//! #     for status in ["503 Service Unavailable", "200 OK"] {
+//! #         let (mut socket, _) = listener.accept().await.unwrap();
+//! #         let mut request = [0u8; 1024];
+//! #         let _ = socket.read(&mut request).await;
+//! #         let reply = format!("HTTP/1.1 {status}\r\ncontent-length: 5\r\nconnection: close\r\n\r\nitems");
+//! #         socket.write_all(reply.as_bytes()).await.unwrap();
+//! #     }
+//! # });
 //! let client = reqwest::Client::new();
 //! // 3 attempts, 500 ms doubling, Retry-After honoured, GETs replayed, POSTs not.
 //! let retry = Retry::new(Preset::http_client().policy).classify(Error::failure);
-//! let response = retry
-//!     .call(|_attempt| send(client.get("http://127.0.0.1:8080/items")))
-//!     .await?
-//!     .value;
-//! println!("{}", response.text().await?);
+//! let done = retry.call(|_attempt| send(client.get(&url))).await?;
+//! assert_eq!(done.attempts, 2); // a 503, then the answer
+//! assert_eq!(done.value.text().await?, "items");
 //! # Ok(())
 //! # }
 //! ```

@@ -21,11 +21,14 @@ mod classify;
 mod compose;
 #[cfg(feature = "serde")]
 pub mod config;
+mod delay_list;
 #[cfg(feature = "serde")]
 pub mod duration_text;
 mod error;
 #[cfg(feature = "arbitrary")]
 pub mod fuzzing;
+mod goal;
+mod hint_text;
 mod http;
 mod jitter;
 mod machine;
@@ -55,15 +58,18 @@ pub use classify::{Failure, FailureKind, Hint};
 pub use compose::{attempt_outcome, breaker_outcome, feed_budget, rejection, AttemptOutcome};
 #[cfg(feature = "serde")]
 pub use config::{ConfigError, Curve, PolicyOverride, RetryAfter};
+pub use delay_list::DelayList;
 #[cfg(feature = "serde")]
-pub use duration_text::{parse_duration, DurationParseError, DurationText};
+pub use duration_text::{parse_duration, BareNumber, DurationParseError, DurationText};
 pub use error::PolicyError;
+pub use goal::{Goal, ProcessGoal};
+pub use hint_text::{HintProblem, HintProblemKind, HintRead};
 pub use http::{pushback_failure, HttpClassifier, RetryHeaders};
 pub use jitter::{jitter_draw, Jitter};
 pub use machine::{Action, Event, GiveUp, GiveUpReason, Misuse, Phase, RetryMachine, SleepReason};
 pub use policy::{CircuitOpen, HintMode, Resolution, RetryPolicy, RetryPolicyBuilder};
 pub use presets::{seed_from_name, Preset, PresetError};
-pub use process::{ChildHint, OutcomeSet, ProcessClassifier, SignalSet, SIGINT};
+pub use process::{ChildHint, OutcomeSet, ProcessClassifier, SignalSet, SIGINT, SIGPIPE};
 pub use retry_after::{
     format_http_date, parse_grpc_pushback, parse_http_date, parse_retry_after,
     parse_retry_after_ms, retry_after_from_headers, Pushback,

@@ -427,7 +427,7 @@ fn max_time_caps_the_first_attempt_too() {
 #[test]
 fn bad_flags_are_125_and_name_the_flag() {
     let cases: &[(&[&str], &str)] = &[
-        (&["--attempts", "0"], "--attempts"),
+        (&["--delay", "2"], "--delay"),
         (&["--attempts", "x"], "--attempts"),
         (&["--attempts", "2", "--retries", "3"], "--retries"),
         (&["--delay", "5 parsecs"], "--delay"),
@@ -525,6 +525,7 @@ fn json_events_are_json_lines_with_a_schema() {
     assert_eq!(
         names,
         [
+            "start",
             "attempt_start",
             "attempt_end",
             "sleep",
@@ -534,12 +535,12 @@ fn json_events_are_json_lines_with_a_schema() {
         ]
     );
     assert!(events.iter().all(|e| e["schema"] == 1));
-    assert_eq!(events[1]["code"], 3);
-    assert_eq!(events[1]["timed_out"], false);
-    assert_eq!(events[2]["delay_ms"], 5);
-    assert_eq!(events[2]["reason"], "curve");
-    assert_eq!(events[5]["reason"], "exhausted");
-    assert_eq!(events[5]["code"], 3);
+    assert_eq!(events[2]["code"], 3);
+    assert_eq!(events[2]["timed_out"], false);
+    assert_eq!(events[3]["delay_ms"], 5);
+    assert_eq!(events[3]["reason"], "curve");
+    assert_eq!(events[6]["reason"], "exhausted");
+    assert_eq!(events[6]["code"], 3);
 }
 
 #[test]

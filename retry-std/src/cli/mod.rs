@@ -14,7 +14,8 @@ pub mod output;
 pub mod plan;
 pub mod process;
 pub mod run;
-mod signals;
+mod sys;
+pub mod terminal;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -44,9 +45,16 @@ where
     match &invocation.mode {
         Mode::Plan { script } => {
             let seed = invocation.seed.unwrap_or(0);
-            let plan = plan::Plan::new(&invocation.policy, seed, &invocation.classifier, script);
+            let plan = plan::Plan::with(
+                &invocation.policy,
+                seed,
+                &invocation.classifier,
+                script,
+                invocation.goal,
+                invocation.delays.as_deref(),
+            );
             let text = match invocation.format {
-                args::Format::Json => format!("{:#}\n", plan.json()),
+                args::Format::Json => plan.json_lines(),
                 args::Format::Text => plan.table(),
             };
             let _ = std::io::stdout().lock().write_all(text.as_bytes());
@@ -56,7 +64,7 @@ where
             run::Exit::Code(code) => code,
             run::Exit::Signal(signal) => {
                 let _ = std::io::stdout().lock().flush();
-                signals::die_of(signal)
+                sys::die_of(signal)
             }
         },
     }

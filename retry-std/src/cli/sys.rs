@@ -1,0 +1,358 @@
+//! The only unsafe code of the program: thin wrappers over the system calls it
+//! needs (signals, a self-pipe, waiting, process groups, the terminal). Each
+//! wrapper is safe to call with any argument; the logic lives in the modules that
+//! call them.
+#![allow(unsafe_code)]
+
+use core::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use core::time::Duration;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// Signals `retry` catches. INT, TERM, HUP and QUIT are passed on to the command
+/// and then end `retry`; TSTP, TTIN and TTOU stop the command's group and then
+/// `retry`; CONT continues the command's group; CHLD wakes the wait.
+pub(super) const CAUGHT: [i32; 9] = [
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGTSTP,
+    libc::SIGTTIN,
+    libc::SIGTTOU,
+    libc::SIGCONT,
+    libc::SIGCHLD,
+];
+
+/// The signals received and not yet taken, one bit per signal number.
+static PENDING: AtomicU64 = AtomicU64::new(0);
+/// The self-pipe's write end (-1 before [`install`]).
+static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
+
+extern "C" fn remember(signal: libc::c_int) {
+    // Only atomics and write(2): async-signal-safe. errno is saved and restored
+    // so that the interrupted code never sees it change.
+    if (1..=64).contains(&signal) {
+        PENDING.fetch_or(1u64 << (signal - 1), Ordering::SeqCst);
+    }
+    let fd = WAKE_FD.load(Ordering::SeqCst);
+    if fd >= 0 {
+        // SAFETY: errno_location returns this thread's errno; writing one byte from
+        // a local to a file descriptor has no memory-safety preconditions (a full
+        // pipe fails with EAGAIN, which is fine: a wake-up is already pending).
+        unsafe {
+            let errno = *libc::__errno_location();
+            let byte = 0u8;
+            libc::write(fd, (&raw const byte).cast(), 1);
+            *libc::__errno_location() = errno;
+        }
+    }
+}
+
+fn last_error<T>() -> io::Result<T> {
+    Err(io::Error::last_os_error())
+}
+
+/// The read end of the self-pipe: readable whenever a caught signal arrived.
+#[derive(Debug)]
+pub(super) struct Wake(OwnedFd);
+
+/// Creates the self-pipe and installs the catching handler for [`CAUGHT`].
+/// A child's `exec` resets caught signals to their defaults, so commands are
+/// unaffected. Call once.
+pub(super) fn install() -> io::Result<Wake> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+        return last_error();
+    }
+    // SAFETY: pipe2 succeeded, so both descriptors are open and owned by nobody else.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // The write end lives as long as the process: the handler may use it any time.
+    WAKE_FD.store(write.as_raw_fd(), Ordering::SeqCst);
+    core::mem::forget(write);
+    for signal in CAUGHT {
+        set_handler(signal, true)?;
+    }
+    Ok(Wake(read))
+}
+
+/// Catches `signal` (`catch`) or restores its default action.
+fn set_handler(signal: i32, catch: bool) -> io::Result<()> {
+    // SAFETY: `action` is fully initialised (zeroed, then the handler, an empty
+    // mask and the flags) before `sigaction` reads it; the handler only touches
+    // atomics and calls write(2); a null old-action pointer is allowed.
+    let result = unsafe {
+        let mut action: libc::sigaction = core::mem::zeroed();
+        action.sa_sigaction = if catch {
+            remember as extern "C" fn(libc::c_int) as usize
+        } else {
+            libc::SIG_DFL
+        };
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(signal, &action, core::ptr::null_mut())
+    };
+    if result == 0 {
+        Ok(())
+    } else {
+        last_error()
+    }
+}
+
+/// Takes the set of signals received since the last call (bit `n - 1` for
+/// signal `n`).
+pub(super) fn take_pending() -> u64 {
+    PENDING.swap(0, Ordering::SeqCst)
+}
+
+/// Whether `signal` is in a set from [`take_pending`].
+pub(super) const fn has(set: u64, signal: i32) -> bool {
+    signal >= 1 && signal <= 64 && set & (1u64 << (signal - 1)) != 0
+}
+
+impl Wake {
+    /// Empties the pipe (the pending set says what arrived).
+    fn drain(&self) {
+        let mut buffer = [0u8; 64];
+        loop {
+            // SAFETY: reading into a local buffer of the length given.
+            let n =
+                unsafe { libc::read(self.0.as_raw_fd(), buffer.as_mut_ptr().cast(), buffer.len()) };
+            if n <= 0 {
+                break;
+            }
+        }
+    }
+
+    /// Blocks until a signal arrives, one of `fds` is ready for its `events`
+    /// (`revents` are filled in), or `timeout` passes (`None`: no timeout).
+    /// Returns early, harmlessly, when interrupted.
+    pub(super) fn wait(&self, fds: &mut [libc::pollfd], timeout: Option<Duration>) {
+        let mut all: Vec<libc::pollfd> = Vec::with_capacity(fds.len() + 1);
+        all.push(libc::pollfd {
+            fd: self.0.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        });
+        all.extend_from_slice(fds);
+        let spec = timeout.map(|t| libc::timespec {
+            tv_sec: libc::time_t::try_from(t.as_secs()).unwrap_or(libc::time_t::MAX),
+            tv_nsec: libc::c_long::from(t.subsec_nanos()),
+        });
+        let spec_ptr = spec
+            .as_ref()
+            .map_or(core::ptr::null(), |s| s as *const libc::timespec);
+        let count = libc::nfds_t::try_from(all.len()).unwrap_or(0);
+        // SAFETY: `all` holds `count` initialised pollfd entries; `spec_ptr` is
+        // null or points at a local timespec living across the call; a null
+        // signal mask keeps the current one.
+        let n = unsafe { libc::ppoll(all.as_mut_ptr(), count, spec_ptr, core::ptr::null()) };
+        if n > 0 && all[0].revents != 0 {
+            self.drain();
+        }
+        for (out, polled) in fds.iter_mut().zip(all.iter().skip(1)) {
+            out.revents = if n > 0 { polled.revents } else { 0 };
+        }
+    }
+}
+
+/// How a waited-for child changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ChildState {
+    /// Exited with this code.
+    Exited(i32),
+    /// Killed by this signal.
+    Killed(i32),
+    /// Stopped by this signal.
+    Stopped(i32),
+    /// Continued.
+    Continued,
+}
+
+/// Reports a change of `pid` without blocking: `None` if nothing changed.
+pub(super) fn try_wait(pid: i32) -> io::Result<Option<ChildState>> {
+    let mut status: libc::c_int = 0;
+    // SAFETY: `status` is a local the call fills in.
+    let got = unsafe {
+        libc::waitpid(
+            pid,
+            &mut status,
+            libc::WNOHANG | libc::WUNTRACED | libc::WCONTINUED,
+        )
+    };
+    if got < 0 {
+        return last_error();
+    }
+    if got == 0 {
+        return Ok(None);
+    }
+    Ok(Some(if libc::WIFEXITED(status) {
+        ChildState::Exited(libc::WEXITSTATUS(status))
+    } else if libc::WIFSIGNALED(status) {
+        ChildState::Killed(libc::WTERMSIG(status))
+    } else if libc::WIFSTOPPED(status) {
+        ChildState::Stopped(libc::WSTOPSIG(status))
+    } else {
+        ChildState::Continued
+    }))
+}
+
+/// Sends `signal` to every process of the group `group`. A group that is gone
+/// already is not an error.
+pub(super) fn signal_group(group: i32, signal: i32) {
+    if group <= 1 {
+        return; // never the caller's own group or every process
+    }
+    // SAFETY: kill(2) has no memory-safety preconditions; a negative pid names the
+    // process group `group` (> 1, checked above), never "all processes".
+    unsafe {
+        libc::kill(-group, signal);
+    }
+}
+
+/// Whether any process of group `group` is still alive (zombies included).
+pub(super) fn group_exists(group: i32) -> bool {
+    if group <= 1 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks for existence and permission.
+    unsafe { libc::kill(-group, 0) == 0 }
+}
+
+/// This process's group.
+pub(super) fn own_group() -> i32 {
+    // SAFETY: getpgrp has no preconditions and cannot fail.
+    unsafe { libc::getpgrp() }
+}
+
+/// Stops this process with `signal` (its default action), as a shell's job does,
+/// and returns once it is continued. The handler is restored afterwards.
+pub(super) fn stop_self(signal: i32) {
+    if set_handler(signal, false).is_err() {
+        return;
+    }
+    // SAFETY: raise has no memory-safety preconditions.
+    unsafe {
+        libc::raise(signal);
+    }
+    let _ = set_handler(signal, true);
+}
+
+/// Ends the program with `signal`: restores its default disposition, unblocks
+/// it and raises it. Falls back to exit status 128 + `signal` if that returns.
+pub(super) fn die_of(signal: i32) -> ! {
+    // SAFETY: restoring SIG_DFL, editing a local signal set and raising a signal
+    // have no memory-safety preconditions; every pointer passed is to a local
+    // that lives across the call.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+        let mut set: libc::sigset_t = core::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, signal);
+        libc::sigprocmask(libc::SIG_UNBLOCK, &set, core::ptr::null_mut());
+        libc::raise(signal);
+    }
+    std::process::exit(128_i32.saturating_add(signal))
+}
+
+/// Sets `O_NONBLOCK` on `fd`.
+pub(super) fn set_nonblocking(fd: RawFd) -> io::Result<()> {
+    // SAFETY: fcntl on any descriptor number is memory-safe; an invalid one fails.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
+            return last_error();
+        }
+    }
+    Ok(())
+}
+
+/// Duplicates a descriptor this process inherited (`fd:N`), close-on-exec.
+pub(super) fn dup_inherited(fd: RawFd) -> io::Result<OwnedFd> {
+    // SAFETY: F_DUPFD_CLOEXEC on any number is memory-safe; the new descriptor is
+    // ours alone.
+    let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
+    if new < 0 {
+        return last_error();
+    }
+    // SAFETY: `new` was just created and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+}
+
+/// The terminal's foreground process group.
+pub(super) fn foreground_group(tty: RawFd) -> Option<i32> {
+    // SAFETY: tcgetpgrp on any descriptor is memory-safe.
+    let group = unsafe { libc::tcgetpgrp(tty) };
+    (group > 0).then_some(group)
+}
+
+/// Makes `group` the terminal's foreground group. SIGTTOU is blocked meanwhile,
+/// so that a caller in the background is not stopped for asking.
+pub(super) fn set_foreground_group(tty: RawFd, group: i32) -> io::Result<()> {
+    // SAFETY: the signal sets are locals; tcsetpgrp on any descriptor is
+    // memory-safe; the old mask is restored before returning.
+    unsafe {
+        let mut block: libc::sigset_t = core::mem::zeroed();
+        let mut old: libc::sigset_t = core::mem::zeroed();
+        libc::sigemptyset(&mut block);
+        libc::sigaddset(&mut block, libc::SIGTTOU);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &block, &mut old);
+        let result = libc::tcsetpgrp(tty, group);
+        let error = io::Error::last_os_error();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, core::ptr::null_mut());
+        if result == 0 {
+            Ok(())
+        } else {
+            Err(error)
+        }
+    }
+}
+
+/// A terminal's modes.
+#[derive(Clone, Copy)]
+pub(super) struct Modes(libc::termios);
+
+impl core::fmt::Debug for Modes {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Modes")
+    }
+}
+
+/// The terminal's modes.
+pub(super) fn modes(tty: RawFd) -> Option<Modes> {
+    // SAFETY: `modes` is a local termios for tcgetattr to fill in.
+    unsafe {
+        let mut modes: libc::termios = core::mem::zeroed();
+        (libc::tcgetattr(tty, &mut modes) == 0).then_some(Modes(modes))
+    }
+}
+
+/// Sets the terminal's modes (after output drains), with SIGTTOU blocked.
+pub(super) fn set_modes(tty: RawFd, modes: &Modes) {
+    // SAFETY: as for set_foreground_group; `modes.0` is a valid termios.
+    unsafe {
+        let mut block: libc::sigset_t = core::mem::zeroed();
+        let mut old: libc::sigset_t = core::mem::zeroed();
+        libc::sigemptyset(&mut block);
+        libc::sigaddset(&mut block, libc::SIGTTOU);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &block, &mut old);
+        libc::tcsetattr(tty, libc::TCSADRAIN, &modes.0);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, core::ptr::null_mut());
+    }
+}
+
+/// Makes `command`'s child take the terminal `tty` for its own (new) group in
+/// the forked child, before `exec`, so that it has it before its first read.
+pub(super) fn take_terminal_before_exec(command: &mut std::process::Command, tty: RawFd) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before exec and only makes
+    // async-signal-safe calls (getpgrp, pthread_sigmask, tcsetpgrp); it allocates
+    // nothing and touches no lock.
+    unsafe {
+        command.pre_exec(move || {
+            let group = libc::getpgrp();
+            set_foreground_group(tty, group)
+        });
+    }
+}

@@ -56,12 +56,15 @@ THE COMMAND'S ENVIRONMENT
   and the policy's delay), capped at 5m unless a config file sets retry_after.
 
 CURL RECIPE
-  Retry a download while the server answers 429/5xx or the connection fails,
-  waiting as long as the server's Retry-After asks:
+  Retry while the server answers 429/5xx or the connection fails, waiting at least
+  as long as its Retry-After (or retry-after-ms) asks:
     retry -n 6 -d 1s --max-time 2m -- \\
       sh -c 'curl -fsS -D \"$RETRY_HINT_FILE\" -o out.json https://example.com/api'
-  (curl -f exits 22 on HTTP errors >= 400; 22 and connection failures are retried.
-  To not retry a 404, add `-w '%{http_code}'` checks in the script and `exit 78`.)
+  curl -f exits 22 for every HTTP error, 404 included. To retry only 408, 429 and
+  5xx, let a script decide (exit 75 retries, 78 stops):
+    retry -n 6 -d 1s -- sh -c 'code=$(curl -sS -D \"$RETRY_HINT_FILE\" \\
+        -o out.json -w %{http_code} https://example.com/api) || exit 75
+      case $code in 2??) exit 0;; 408|429|5??) exit 75;; *) exit 78;; esac'
 
 TERMINALS, PIPES AND JOB CONTROL
   The command runs directly (no shell) in its own process group. When retry runs in
@@ -85,21 +88,25 @@ EVENTS (JSON LINES)
 
 CONFIG FILE (--config FILE: TOML, or JSON for *.json)
   Keys set in the file replace the program's defaults; keys it leaves out keep
-  them (an empty file changes nothing); flags override the file.
-    key                      flag             key                    flag
-    max_attempts             -n, --attempts   budget                 --max-time
-    max_retries              --retries        attempt_timeout        -t, --timeout
-    backoff                  --backoff        retry_timeouts         (--retry-on/--stop-on timeout)
-    initial_delay            -d, --delay      retry_on, stop_on      --retry-on, --stop-on
-    factor                   --factor         delays                 --delays
-    increment                (config only)    kill_after             --kill-after
-    max_delay, min_delay     --max-delay, --min-delay   until_fail   --until-fail
-    jitter                   --jitter         success_count          --success-count
-    resolution               (config only)    on_retry, on_give_up   --on-retry, --on-give-up
-    retry_after, retry_after_min, retry_after_max, retry_after_cap,
-    respect_retry_after      (config only: how hints combine with the curve)
-    cap_attempt_to_budget    (--max-time sets it), use_retry_budget, idempotent,
-    wait_on_open_circuit     (config only)
+  them (an empty file changes nothing); flags override the file. Keys and flags:
+    max_attempts, max_retries    -n/--attempts, --retries
+    backoff, initial_delay       --backoff, -d/--delay
+    factor                       --factor
+    increment                    (file only: the linear curve's step)
+    max_delay, min_delay         --max-delay, --min-delay
+    jitter                       --jitter
+    delays                       --delays
+    budget                       --max-time (which also sets cap_attempt_to_budget)
+    attempt_timeout              -t/--timeout
+    retry_on, stop_on            --retry-on, --stop-on
+    retry_timeouts               (`timeout` in --retry-on / --stop-on)
+    kill_after                   --kill-after
+    until_fail, success_count    --until-fail, --success-count
+    on_retry, on_give_up         --on-retry, --on-give-up
+    resolution, retry_after, retry_after_min, retry_after_max, retry_after_cap,
+    respect_retry_after, cap_attempt_to_budget, use_retry_budget, idempotent,
+    wait_on_open_circuit         (file only; see retry_core::config)
+  Durations in the file are text (\"500ms\") or whole milliseconds (500).
   Example (retry.toml):
     max_attempts = 8
     backoff = \"exponential\"
@@ -135,7 +142,9 @@ pub enum BackoffKind {
     version,
     about = "Run a command, retrying it under a backoff policy when it fails.",
     override_usage = "retry [OPTIONS] [--] COMMAND [ARGS]...\n       retry plan [OPTIONS]",
-    after_help = AFTER_HELP,
+    after_help = "Run `retry --help` for durations, exit statuses, what is retried, the hint \
+                  file, a curl recipe, events and the config file's keys.",
+    after_long_help = AFTER_HELP,
     args_override_self = true
 )]
 struct Flags {

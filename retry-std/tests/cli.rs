@@ -1664,3 +1664,21 @@ fn retry_does_not_wake_while_it_waits() {
         "{second} voluntary switches after 2 attempts and a 1 s sleep"
     );
 }
+
+#[test]
+fn a_signal_ignored_at_start_stays_ignored_for_the_command() {
+    // `nohup retry ...`: SIGHUP is ignored; retry keeps it so, and so does the
+    // command, which survives a hangup.
+    let dir = tmp();
+    let out = Command::new("nohup")
+        .arg(retry())
+        .args(["--attempts", "1", "--", "sh", "-c"])
+        .arg("echo $$ >> \"$DIR/pids\"; kill -HUP $$; echo alive")
+        .env("DIR", dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"alive\n");
+    assert_groups_gone(&pids(dir.path()));
+}

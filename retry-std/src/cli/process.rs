@@ -9,17 +9,16 @@
 
 use core::time::Duration;
 use std::ffi::OsString;
+use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, RawFd};
-use std::os::unix::process::CommandExt as _;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
-use std::process::{ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::time::Instant as WallInstant;
 
 use retry_core::Instant;
 
-use super::sys::{self, ChildState, Wake};
+use super::sys::{self, ChildState, SpawnPlan, Wake};
 use super::terminal::Terminal;
 
 /// The run's clock: machine time is wall time since the start, minus the time
@@ -184,40 +183,58 @@ pub struct Finished {
 
 /// Runs `launch` to the end.
 pub fn run(launch: Launch<'_>, cx: &mut Context<'_>) -> Finished {
-    let Some((program, args)) = launch.argv.split_first() else {
+    let Some(program) = launch.argv.first() else {
         return not_started("no command".to_owned(), 127);
     };
-    let mut command = Command::new(program);
-    command.args(args).process_group(0);
-    for (key, value) in &launch.env {
-        command.env(key, value);
+    let Some(mut plan) = SpawnPlan::new(launch.argv, &launch.env) else {
+        return not_started(
+            "an argument or environment variable holds a NUL byte".to_owned(),
+            126,
+        );
+    };
+    // The child's ends of its pipes, closed here once it has them.
+    let mut child_ends: Vec<OwnedFd> = Vec::new();
+    let mut stdin = None;
+    match &launch.input {
+        Input::Inherit => {}
+        Input::Replay(bytes) => match sys::pipe() {
+            Ok((read, write)) => {
+                plan.stdin = Some(read.as_raw_fd());
+                child_ends.push(read);
+                stdin = Some(Feeder::new(File::from(write), Arc::clone(bytes)));
+            }
+            Err(e) => return not_started(format!("cannot make a pipe: {e}"), 126),
+        },
+        Input::Null => match File::open("/dev/null") {
+            Ok(null) => {
+                let null = OwnedFd::from(null);
+                plan.stdin = Some(null.as_raw_fd());
+                child_ends.push(null);
+            }
+            Err(e) => return not_started(format!("cannot open /dev/null: {e}"), 126),
+        },
     }
-    command.stdin(match launch.input {
-        Input::Inherit => Stdio::inherit(),
-        Input::Replay(_) => Stdio::piped(),
-        Input::Null => Stdio::null(),
-    });
+    let mut stdout = None;
     match launch.output {
         Output::Inherit => {}
-        Output::Hold => {
-            command.stdout(Stdio::piped());
-        }
-        Output::Stderr => {
-            if let Ok(fd) = std::os::fd::AsFd::as_fd(&io::stderr()).try_clone_to_owned() {
-                command.stdout(Stdio::from(fd));
+        Output::Hold => match sys::pipe() {
+            Ok((read, write)) => {
+                plan.stdout = Some(write.as_raw_fd());
+                child_ends.push(write);
+                stdout = Some(Collector::new(File::from(read)));
             }
-        }
+            Err(e) => return not_started(format!("cannot make a pipe: {e}"), 126),
+        },
+        Output::Stderr => plan.stdout = Some(2),
     }
     // The terminal the command may have (now, or after `fg`), and whether it
-    // takes it at once.
+    // takes it at once: the child takes it itself, before its exec, so it has it
+    // before its first read.
     let eligible = cx.terminal.filter(|_| launch.terminal);
     let terminal = eligible.filter(|t| t.in_foreground());
-    if let Some(tty) = terminal {
-        // The child takes the terminal itself, so it has it before its first read.
-        sys::take_terminal_before_exec(&mut command, tty.raw());
-    }
-    let mut child = match command.spawn() {
-        Ok(child) => child,
+    plan.tty = terminal.map(Terminal::raw);
+    let spawned = match sys::spawn(&plan) {
+        Ok(spawned) => spawned,
         Err(error) => {
             let code = match error.kind() {
                 io::ErrorKind::NotFound => 127,
@@ -226,23 +243,19 @@ pub fn run(launch: Launch<'_>, cx: &mut Context<'_>) -> Finished {
             return not_started(explain_spawn_error(program, &error), code);
         }
     };
-    let pid = child.id();
-    let group = i32::try_from(pid).unwrap_or(0);
+    drop(child_ends);
+    let pid = spawned.pid;
     if let Some(tty) = terminal {
-        // The child took it already; this closes no race, it records the fact.
-        tty.given(group);
+        tty.given(pid);
     }
-    let stdin = match (&launch.input, child.stdin.take()) {
-        (Input::Replay(bytes), Some(pipe)) => Some(Feeder::new(pipe, Arc::clone(bytes))),
-        _ => None,
-    };
-    let stdout = child.stdout.take().map(Collector::new);
     let mut watch = Watch {
-        group,
+        group: pid,
         deadline: launch.deadline,
         kill_after: launch.kill_after,
         terminal: eligible,
         had_terminal: terminal.is_some(),
+        exec_report: spawned.exec_report,
+        exec_error: None,
         stdin,
         stdout,
         child_modes: None,
@@ -250,12 +263,26 @@ pub fn run(launch: Launch<'_>, cx: &mut Context<'_>) -> Finished {
         notices: Vec::new(),
     };
     let (state, timed_out, interrupted) = watch.wait(cx);
+    if let Some(report) = watch.exec_report.take() {
+        watch.exec_error = sys::exec_result(&report);
+    }
     if let Some(tty) = eligible.filter(|_| watch.had_terminal) {
         tty.take_back();
         // A command killed in raw or no-echo mode cannot restore the terminal.
         if !matches!(state, ChildState::Exited(_)) || timed_out || interrupted.is_some() {
             tty.restore_modes();
         }
+    }
+    let pid = u32::try_from(pid).ok();
+    if let Some(error) = watch.exec_error.take() {
+        let code = match error.kind() {
+            io::ErrorKind::NotFound => 127,
+            _ => 126,
+        };
+        let mut finished = not_started(explain_spawn_error(program, &error), code);
+        finished.pid = pid;
+        finished.interrupted_by = interrupted;
+        return finished;
     }
     let ending = match (interrupted, timed_out, state) {
         (Some(signal), _, _) => Ending::Interrupted(signal),
@@ -264,11 +291,9 @@ pub fn run(launch: Launch<'_>, cx: &mut Context<'_>) -> Finished {
         (None, false, ChildState::Killed(signal)) => Ending::Signalled(signal),
         (None, false, _) => Ending::Exited(1),
     };
-    // The std handle must not wait again: the child is reaped.
-    drop(child);
     Finished {
         ending,
-        pid: Some(pid),
+        pid,
         stdout: watch.stdout.map(|c| c.bytes),
         error: None,
         interrupted_by: interrupted,
@@ -336,13 +361,13 @@ fn locate(program: &Path) -> Option<PathBuf> {
 /// Writes the replayed stdin without blocking.
 #[derive(Debug)]
 struct Feeder {
-    pipe: Option<ChildStdin>,
+    pipe: Option<File>,
     bytes: Arc<Vec<u8>>,
     written: usize,
 }
 
 impl Feeder {
-    fn new(pipe: ChildStdin, bytes: Arc<Vec<u8>>) -> Feeder {
+    fn new(pipe: File, bytes: Arc<Vec<u8>>) -> Feeder {
         let pipe = sys::set_nonblocking(pipe.as_raw_fd()).ok().map(|()| pipe);
         let mut feeder = Feeder {
             pipe,
@@ -380,12 +405,12 @@ impl Feeder {
 /// Reads a held stdout without blocking.
 #[derive(Debug)]
 struct Collector {
-    pipe: Option<ChildStdout>,
+    pipe: Option<File>,
     bytes: Vec<u8>,
 }
 
 impl Collector {
-    fn new(pipe: ChildStdout) -> Collector {
+    fn new(pipe: File) -> Collector {
         let pipe = sys::set_nonblocking(pipe.as_raw_fd()).ok().map(|()| pipe);
         Collector {
             pipe,
@@ -425,6 +450,10 @@ struct Watch<'t> {
     terminal: Option<&'t Terminal>,
     /// Whether the command had the terminal at some point.
     had_terminal: bool,
+    /// The child's exec report, until read.
+    exec_report: Option<OwnedFd>,
+    /// Why its exec failed, if it did.
+    exec_error: Option<io::Error>,
     stdin: Option<Feeder>,
     stdout: Option<Collector>,
     /// The command's terminal modes while it is stopped.
@@ -542,6 +571,14 @@ impl Watch<'_> {
             let mut fds: Vec<libc::pollfd> = Vec::with_capacity(2);
             let stdin_fd = self.stdin.as_ref().and_then(Feeder::fd);
             let stdout_fd = self.stdout.as_ref().and_then(Collector::fd);
+            let report_fd = self.exec_report.as_ref().map(AsRawFd::as_raw_fd);
+            if let Some(fd) = report_fd {
+                fds.push(libc::pollfd {
+                    fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                });
+            }
             if let Some(fd) = stdin_fd {
                 fds.push(libc::pollfd {
                     fd,
@@ -572,6 +609,10 @@ impl Watch<'_> {
                 } else if Some(polled.fd) == stdout_fd {
                     if let Some(collector) = &mut self.stdout {
                         collector.pump();
+                    }
+                } else if Some(polled.fd) == report_fd {
+                    if let Some(report) = self.exec_report.take() {
+                        self.exec_error = sys::exec_result(&report);
                     }
                 }
             }

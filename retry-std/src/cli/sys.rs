@@ -68,20 +68,40 @@ pub(super) fn install() -> io::Result<Wake> {
     }
     // SAFETY: pipe2 succeeded, so both descriptors are open and owned by nobody else.
     let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // Writing into a pipe whose reader is gone (a command that stopped reading
+    // its replayed stdin) must be an error to handle, not death.
+    // SAFETY: setting a disposition has no memory-safety preconditions.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
     // The write end lives as long as the process: the handler may use it any time.
     WAKE_FD.store(write.as_raw_fd(), Ordering::SeqCst);
     core::mem::forget(write);
     for signal in CAUGHT {
-        set_handler(signal, true)?;
+        // A signal `retry` was started with ignored (`nohup`, a background job
+        // of a script) stays ignored, for `retry` and for the command.
+        if set_handler(signal, true)? == libc::SIG_IGN {
+            restore_ignore(signal);
+        }
     }
     Ok(Wake(read))
 }
 
-/// Catches `signal` (`catch`) or restores its default action.
-fn set_handler(signal: i32, catch: bool) -> io::Result<()> {
+/// Puts back "ignore" for `signal`.
+fn restore_ignore(signal: i32) {
+    // SAFETY: setting a disposition has no memory-safety preconditions.
+    unsafe {
+        libc::signal(signal, libc::SIG_IGN);
+    }
+}
+
+/// Catches `signal` (`catch`) or restores its default action; returns the
+/// disposition it had.
+fn set_handler(signal: i32, catch: bool) -> io::Result<libc::sighandler_t> {
     // SAFETY: `action` is fully initialised (zeroed, then the handler, an empty
     // mask and the flags) before `sigaction` reads it; the handler only touches
-    // atomics and calls write(2); a null old-action pointer is allowed.
+    // atomics and calls write(2); `old` is a local for the previous action.
+    let mut old: libc::sigaction = unsafe { core::mem::zeroed() };
     let result = unsafe {
         let mut action: libc::sigaction = core::mem::zeroed();
         action.sa_sigaction = if catch {
@@ -91,10 +111,10 @@ fn set_handler(signal: i32, catch: bool) -> io::Result<()> {
         };
         action.sa_flags = libc::SA_RESTART;
         libc::sigemptyset(&mut action.sa_mask);
-        libc::sigaction(signal, &action, core::ptr::null_mut())
+        libc::sigaction(signal, &action, &mut old)
     };
     if result == 0 {
-        Ok(())
+        Ok(old.sa_sigaction)
     } else {
         last_error()
     }
@@ -256,6 +276,241 @@ pub(super) fn die_of(signal: i32) -> ! {
     std::process::exit(128_i32.saturating_add(signal))
 }
 
+/// Everything a child needs between `fork` and `exec`, prepared beforehand so
+/// that the child only makes system calls.
+#[derive(Debug)]
+pub(super) struct SpawnPlan {
+    /// The program, looked up in PATH when it has no `/`.
+    program: std::ffi::CString,
+    /// The arguments, `argv[0]` included; kept alive for `argv`.
+    _args: Vec<std::ffi::CString>,
+    /// The environment, `KEY=value`; kept alive for `envp`.
+    _env: Vec<std::ffi::CString>,
+    argv: Vec<*const libc::c_char>,
+    envp: Vec<*const libc::c_char>,
+    /// Descriptors to put on 0 and 1 (`None`: inherited).
+    pub(super) stdin: Option<RawFd>,
+    pub(super) stdout: Option<RawFd>,
+    /// The terminal to take for the child's group before `exec`.
+    pub(super) tty: Option<RawFd>,
+}
+
+impl SpawnPlan {
+    /// A plan to run `argv` with the process's environment plus `extra`.
+    /// `None` if an argument or variable holds a NUL byte.
+    pub(super) fn new(
+        argv: &[std::ffi::OsString],
+        extra: &[(&str, std::ffi::OsString)],
+    ) -> Option<SpawnPlan> {
+        use std::os::unix::ffi::OsStrExt;
+        let c = |bytes: &[u8]| std::ffi::CString::new(bytes).ok();
+        let args: Vec<std::ffi::CString> = argv
+            .iter()
+            .map(|a| c(a.as_bytes()))
+            .collect::<Option<_>>()?;
+        let program = args.first()?.clone();
+        let mut env: Vec<std::ffi::CString> = Vec::new();
+        for (key, value) in std::env::vars_os() {
+            if extra.iter().any(|(k, _)| key.as_bytes() == k.as_bytes()) {
+                continue;
+            }
+            let mut pair = key.as_bytes().to_vec();
+            pair.push(b'=');
+            pair.extend_from_slice(value.as_bytes());
+            env.push(c(&pair)?);
+        }
+        for (key, value) in extra {
+            let mut pair = key.as_bytes().to_vec();
+            pair.push(b'=');
+            pair.extend_from_slice(value.as_bytes());
+            env.push(c(&pair)?);
+        }
+        let pointers = |list: &[std::ffi::CString]| {
+            list.iter()
+                .map(|s| s.as_ptr())
+                .chain(core::iter::once(core::ptr::null()))
+                .collect::<Vec<_>>()
+        };
+        Some(SpawnPlan {
+            program,
+            argv: pointers(&args),
+            envp: pointers(&env),
+            _args: args,
+            _env: env,
+            stdin: None,
+            stdout: None,
+            tty: None,
+        })
+    }
+}
+
+/// A started child: its pid, and (when it was forked) a pipe that reports its
+/// `exec`: end of file when the program started, or the `errno` of the failed
+/// `exec`.
+#[derive(Debug)]
+pub(super) struct Spawned {
+    pub(super) pid: i32,
+    pub(super) exec_report: Option<OwnedFd>,
+}
+
+/// Starts `plan` in a new process group. Without a terminal to hand over, this
+/// is `posix_spawnp(3)` (a `vfork`-style start: no page of `retry` is copied,
+/// which is most of the cost of starting a short command on a virtual
+/// machine); an `exec` failure is the error returned. With one, the child is
+/// forked so that it can take the terminal before its `exec`
+/// (`posix_spawn_file_actions_addtcsetpgrp_np` would need glibc 2.35).
+pub(super) fn spawn(plan: &SpawnPlan) -> io::Result<Spawned> {
+    if plan.tty.is_some() {
+        return spawn_forked(plan);
+    }
+    // SAFETY: the attribute and file-action objects are initialised before use
+    // and destroyed after; every pointer passed (program, argv, envp, pid) comes
+    // from the plan or a local and outlives the call.
+    unsafe {
+        let mut attr: libc::posix_spawnattr_t = core::mem::zeroed();
+        let mut actions: libc::posix_spawn_file_actions_t = core::mem::zeroed();
+        if libc::posix_spawnattr_init(&mut attr) != 0 {
+            return last_error();
+        }
+        libc::posix_spawn_file_actions_init(&mut actions);
+        let mut defaults: libc::sigset_t = core::mem::zeroed();
+        libc::sigemptyset(&mut defaults);
+        // Rust ignores SIGPIPE; the command gets the default back (caught
+        // signals return to their defaults by themselves).
+        libc::sigaddset(&mut defaults, libc::SIGPIPE);
+        libc::posix_spawnattr_setsigdefault(&mut attr, &defaults);
+        libc::posix_spawnattr_setpgroup(&mut attr, 0);
+        let flags = libc::POSIX_SPAWN_SETPGROUP | libc::POSIX_SPAWN_SETSIGDEF;
+        libc::posix_spawnattr_setflags(&mut attr, libc::c_short::try_from(flags).unwrap_or(0));
+        for (from, to) in [(plan.stdin, 0), (plan.stdout, 1)] {
+            if let Some(fd) = from {
+                libc::posix_spawn_file_actions_adddup2(&mut actions, fd, to);
+            }
+        }
+        let mut pid: libc::pid_t = 0;
+        let result = libc::posix_spawnp(
+            &mut pid,
+            plan.program.as_ptr(),
+            &actions,
+            &attr,
+            plan.argv.as_ptr().cast(),
+            plan.envp.as_ptr().cast(),
+        );
+        libc::posix_spawn_file_actions_destroy(&mut actions);
+        libc::posix_spawnattr_destroy(&mut attr);
+        if result != 0 {
+            return Err(io::Error::from_raw_os_error(result));
+        }
+        Ok(Spawned {
+            pid,
+            exec_report: None,
+        })
+    }
+}
+
+/// Forks a child that takes the terminal, then execs, without waiting for its
+/// `exec`. Call only while `retry` has one thread: the child then runs nothing
+/// but system calls and `execvpe`.
+fn spawn_forked(plan: &SpawnPlan) -> io::Result<Spawned> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return last_error();
+    }
+    // SAFETY: pipe2 succeeded, so both descriptors are open and ours.
+    let (report, report_write) =
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: fork has no memory-safety preconditions; the child branch below
+    // only makes async-signal-safe calls on memory prepared before the fork
+    // (the plan's strings and pointer arrays, which outlive the call), and ends
+    // in exec or _exit.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return last_error();
+    }
+    if pid == 0 {
+        // SAFETY: see above; every pointer comes from the plan.
+        unsafe { child(plan, report_write.as_raw_fd()) }
+    }
+    drop(report_write);
+    Ok(Spawned {
+        pid,
+        exec_report: Some(report),
+    })
+}
+
+/// The child's side of [`spawn`]: never returns.
+unsafe fn child(plan: &SpawnPlan, report: RawFd) -> ! {
+    // SAFETY (whole body): system calls on descriptors and on memory the plan
+    // owns; the caller guarantees we are the freshly forked child.
+    unsafe {
+        let fail = |report: RawFd| -> ! {
+            let errno = *libc::__errno_location();
+            let bytes = errno.to_ne_bytes();
+            libc::write(report, bytes.as_ptr().cast(), bytes.len());
+            libc::_exit(127)
+        };
+        if libc::setpgid(0, 0) != 0 {
+            fail(report);
+        }
+        if let Some(tty) = plan.tty {
+            let mut block: libc::sigset_t = core::mem::zeroed();
+            let mut old: libc::sigset_t = core::mem::zeroed();
+            libc::sigemptyset(&mut block);
+            libc::sigaddset(&mut block, libc::SIGTTOU);
+            libc::sigprocmask(libc::SIG_BLOCK, &block, &mut old);
+            libc::tcsetpgrp(tty, libc::getpid());
+            libc::sigprocmask(libc::SIG_SETMASK, &old, core::ptr::null_mut());
+        }
+        for (from, to) in [(plan.stdin, 0), (plan.stdout, 1)] {
+            if let Some(fd) = from {
+                if libc::dup2(fd, to) < 0 {
+                    fail(report);
+                }
+            }
+        }
+        // Rust ignores SIGPIPE; the command gets the default back (caught
+        // signals return to their defaults by themselves at exec).
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::execvpe(
+            plan.program.as_ptr(),
+            plan.argv.as_ptr(),
+            plan.envp.as_ptr(),
+        );
+        fail(report)
+    }
+}
+
+/// Reads a child's exec report: `None` when it started, the exec error if not.
+/// Blocks until the child has exec'd or failed (the caller polls first).
+pub(super) fn exec_result(report: &OwnedFd) -> Option<io::Error> {
+    let mut bytes = [0u8; 4];
+    let mut got = 0usize;
+    while got < bytes.len() {
+        let rest = bytes.get_mut(got..).unwrap_or_default();
+        // SAFETY: reading into a local buffer of the length given.
+        let n = unsafe { libc::read(report.as_raw_fd(), rest.as_mut_ptr().cast(), rest.len()) };
+        match n {
+            0 => break,
+            n if n > 0 => got = got.saturating_add(usize::try_from(n).unwrap_or(0)),
+            _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
+            _ => break,
+        }
+    }
+    (got == bytes.len()).then(|| io::Error::from_raw_os_error(i32::from_ne_bytes(bytes)))
+}
+
+/// A pipe: (read end, write end), both close-on-exec.
+pub(super) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return last_error();
+    }
+    // SAFETY: pipe2 succeeded, so both descriptors are open and ours.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
 /// Sets `O_NONBLOCK` on `fd`.
 pub(super) fn set_nonblocking(fd: RawFd) -> io::Result<()> {
     // SAFETY: fcntl on any descriptor number is memory-safe; an invalid one fails.
@@ -339,20 +594,5 @@ pub(super) fn set_modes(tty: RawFd, modes: &Modes) {
         libc::pthread_sigmask(libc::SIG_BLOCK, &block, &mut old);
         libc::tcsetattr(tty, libc::TCSADRAIN, &modes.0);
         libc::pthread_sigmask(libc::SIG_SETMASK, &old, core::ptr::null_mut());
-    }
-}
-
-/// Makes `command`'s child take the terminal `tty` for its own (new) group in
-/// the forked child, before `exec`, so that it has it before its first read.
-pub(super) fn take_terminal_before_exec(command: &mut std::process::Command, tty: RawFd) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: the closure runs in the forked child before exec and only makes
-    // async-signal-safe calls (getpgrp, pthread_sigmask, tcsetpgrp); it allocates
-    // nothing and touches no lock.
-    unsafe {
-        command.pre_exec(move || {
-            let group = libc::getpgrp();
-            set_foreground_group(tty, group)
-        });
     }
 }

@@ -23,19 +23,19 @@ print(f"ratio (ours / minfrin): median {a['median'] / b['median']:.2f}, mean {a[
 PY
 
 echo "== the floor: a Rust program that only spawns true and waits"
-rustc -O -o "$work/spawn-floor" retry-std/benches/spawn_floor.rs
-rustc -O -C target-feature=+crt-static -o "$work/spawn-floor-static" retry-std/benches/spawn_floor.rs
+rustc -O -o "$work/spawn-floor" retry-std/cli-bench/spawn_floor.rs
+rustc -O -C target-feature=+crt-static -o "$work/spawn-floor-static" retry-std/cli-bench/spawn_floor.rs
 
 echo "== retry statically linked"
 RUSTFLAGS="-C target-feature=+crt-static" cargo build -q --release -p retry-std --features cli \
     --target x86_64-unknown-linux-gnu --target-dir target/static
 static=target/static/x86_64-unknown-linux-gnu/release/retry
 
-echo "== interleaved rounds (python3 retry-std/benches/interleave.py)"
-python3 retry-std/benches/interleave.py 2000 "$ours -- true" "$minfrin -t 1 -- true" "true"
-python3 retry-std/benches/interleave.py 2000 "$work/spawn-floor" "$minfrin -t 1 -- true"
-python3 retry-std/benches/interleave.py 2000 "$static -- true" "$minfrin -t 1 -- true"
-python3 retry-std/benches/interleave.py 2000 "$work/spawn-floor-static" "$minfrin -t 1 -- true"
+echo "== interleaved rounds (python3 retry-std/cli-bench/interleave.py)"
+python3 retry-std/cli-bench/interleave.py 2000 "$ours -- true" "$minfrin -t 1 -- true" "true"
+python3 retry-std/cli-bench/interleave.py 2000 "$work/spawn-floor" "$minfrin -t 1 -- true"
+python3 retry-std/cli-bench/interleave.py 2000 "$static -- true" "$minfrin -t 1 -- true"
+python3 retry-std/cli-bench/interleave.py 2000 "$work/spawn-floor-static" "$minfrin -t 1 -- true"
 
 echo "== context switches while the command sleeps 3 s"
 echo "-- retry and its child (wait4 rusage), then sleep alone:"

@@ -1682,3 +1682,59 @@ fn a_signal_ignored_at_start_stays_ignored_for_the_command() {
     assert_eq!(out.stdout, b"alive\n");
     assert_groups_gone(&pids(dir.path()));
 }
+
+#[test]
+fn sigtstp_to_retry_stops_the_command_too_and_stopped_time_is_not_a_hang() {
+    // Without a terminal: `kill -TSTP` on retry stops the command's group and
+    // retry; `kill -CONT` continues both. A 1 s command under a 1.5 s timeout,
+    // stopped for 2 s in between, finishes (the stopped time is not counted).
+    let dir = tmp();
+    let log = dir.path().join("events.jsonl");
+    let child = Command::new(retry())
+        .args(["--attempts", "1", "--timeout", "1500ms", "--events"])
+        .arg(&log)
+        .args(["--", "sh", "-c"])
+        .arg("echo $$ > \"$DIR/pid\"; sleep 1 & wait $!; echo finished")
+        .env("DIR", dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = common::read_pid(&dir.path().join("pid"));
+    let retry_pid = i32::try_from(child.id()).unwrap();
+    common::send_signal(retry_pid, libc::SIGTSTP);
+    let until = Instant::now() + Duration::from_secs(5);
+    while !(common::process_state(pid) == Some('T')
+        && common::process_state(retry_pid) == Some('T'))
+    {
+        assert!(
+            Instant::now() < until,
+            "command {:?}, retry {:?}",
+            common::process_state(pid),
+            common::process_state(retry_pid)
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        common::process_state(pid),
+        Some('T'),
+        "the command ran on while retry was stopped"
+    );
+    common::send_signal(retry_pid, libc::SIGCONT);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"finished\n");
+    let events = events(&log);
+    let stopped = named(&events, "stopped");
+    assert_eq!(stopped.len(), 1, "{events:?}");
+    assert_eq!(stopped[0]["signal"], "SIGTSTP");
+    let continued = named(&events, "continued");
+    assert_eq!(continued.len(), 1, "{events:?}");
+    assert!(
+        continued[0]["stopped_ms"].as_u64().unwrap() >= 2000,
+        "{events:?}"
+    );
+    assert_groups_gone(&[pid]);
+}

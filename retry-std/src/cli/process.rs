@@ -114,7 +114,6 @@ pub struct Launch<'a> {
 }
 
 /// What the wait needs from the run.
-#[derive(Debug)]
 pub struct Context<'a> {
     /// The run's clock (stopped time is added to it).
     pub clock: &'a mut RunClock,
@@ -122,6 +121,17 @@ pub struct Context<'a> {
     pub(super) wake: &'a Wake,
     /// The controlling terminal, if any.
     pub terminal: Option<&'a Terminal>,
+    /// Told of job-control changes as they happen (before `retry` stops itself).
+    pub notify: &'a dyn Fn(Notice),
+}
+
+impl core::fmt::Debug for Context<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Context")
+            .field("clock", &self.clock)
+            .field("terminal", &self.terminal)
+            .finish_non_exhaustive()
+    }
 }
 
 /// How a process ended.
@@ -458,8 +468,8 @@ struct Watch<'t> {
     stdout: Option<Collector>,
     /// The command's terminal modes while it is stopped.
     child_modes: Option<sys::Modes>,
-    /// `retry` itself was stopped and stopped the group: the group's stop that
-    /// follows is already mirrored.
+    /// `retry` itself was stopped and stopped the group, then continued both:
+    /// the group's stop and continue reports that follow are already accounted.
     own_stop: bool,
     notices: Vec<Notice>,
 }
@@ -495,15 +505,23 @@ impl Watch<'_> {
             }
             if let Some(&signal) = JOB_CONTROL.iter().find(|&&s| sys::has(pending, s)) {
                 // Ctrl-Z reached `retry` (or someone sent it the signal): the
-                // command's group stops with it, then `retry` stops.
-                if ended.is_none() {
+                // command's group stops with it, then `retry` stops. The reports
+                // of that stop are drained below and not counted twice.
+                let running = ended.is_none() && stopped_since.is_none();
+                if running {
                     sys::signal_group(self.group, signal);
                     self.own_stop = true;
+                    (cx.notify)(Notice::Stopped(signal));
                 }
+                let since = WallInstant::now();
                 self.suspend(signal);
-                if ended.is_none() {
+                if running {
                     sys::signal_group(self.group, libc::SIGCONT);
+                    let stopped = since.elapsed();
+                    cx.clock.pause(stopped);
+                    (cx.notify)(Notice::Continued(stopped));
                 }
+                check_child = true;
             } else if sys::has(pending, libc::SIGCONT) && ended.is_none() {
                 // `retry` was continued (after a stop it could not see coming):
                 // the command's group goes on with it.
@@ -515,9 +533,12 @@ impl Watch<'_> {
                 while ended.is_none() {
                     match sys::try_wait(pid) {
                         Ok(None) => break,
+                        Ok(Some(ChildState::Stopped(_) | ChildState::Continued))
+                            if self.own_stop => {}
                         Ok(Some(ChildState::Stopped(signal))) => {
                             stopped_since.get_or_insert_with(WallInstant::now);
                             self.notices.push(Notice::Stopped(signal));
+                            (cx.notify)(Notice::Stopped(signal));
                             self.child_stopped(signal);
                         }
                         Ok(Some(ChildState::Continued)) => {
@@ -525,6 +546,7 @@ impl Watch<'_> {
                                 let stopped = since.elapsed();
                                 cx.clock.pause(stopped);
                                 self.notices.push(Notice::Continued(stopped));
+                                (cx.notify)(Notice::Continued(stopped));
                             }
                         }
                         Ok(Some(state)) => ended = Some(state),
@@ -535,6 +557,8 @@ impl Watch<'_> {
                         }
                     }
                 }
+                // The reports of `retry`'s own stop came with this round.
+                self.own_stop = false;
             }
             let now = WallInstant::now();
             let wall_deadline = self.deadline.map(|d| cx.clock.wall(d));
@@ -621,9 +645,6 @@ impl Watch<'_> {
 
     /// The command's group was stopped by `signal`.
     fn child_stopped(&mut self, signal: i32) {
-        if core::mem::take(&mut self.own_stop) {
-            return; // `retry` stopped first and has been continued since
-        }
         let job_control = JOB_CONTROL.contains(&signal);
         let handed = self.terminal.is_some_and(Terminal::is_handed);
         if !handed && !job_control {

@@ -326,10 +326,16 @@ impl Run<'_> {
         }
         let began = std::time::Instant::now();
         let finished = {
+            let reporter = &self.reporter;
+            let notify = |notice: Notice| match notice {
+                Notice::Stopped(signal) => reporter.job_control(number, Some(signal), None),
+                Notice::Continued(after) => reporter.job_control(number, None, Some(after)),
+            };
             let mut cx = Context {
                 clock: &mut self.clock,
                 wake: &self.wake,
                 terminal: self.terminal.as_ref(),
+                notify: &notify,
             };
             process::run(
                 Launch {
@@ -350,12 +356,6 @@ impl Run<'_> {
         };
         self.attempt_took = began.elapsed();
         self.attempt_pid = finished.pid;
-        for notice in &finished.notices {
-            match *notice {
-                Notice::Stopped(signal) => self.reporter.job_control(number, Some(signal), None),
-                Notice::Continued(after) => self.reporter.job_control(number, None, Some(after)),
-            }
-        }
         let ending = finished.ending;
         self.last_status = Some(ending.status_code());
         self.last_ending = Some((ending, finished.had_terminal));
@@ -433,6 +433,7 @@ impl Run<'_> {
             clock: &mut self.clock,
             wake: &self.wake,
             terminal: self.terminal.as_ref(),
+            notify: &|_| {},
         };
         let finished = process::run(
             Launch {

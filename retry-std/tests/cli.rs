@@ -1738,3 +1738,46 @@ fn sigtstp_to_retry_stops_the_command_too_and_stopped_time_is_not_a_hang() {
     );
     assert_groups_gone(&[pid]);
 }
+
+#[test]
+fn plans_follow_the_goal() {
+    let text = plan(&[
+        "--until-fail",
+        "--simulate",
+        "0,0,1",
+        "--seed",
+        "1",
+        "-d",
+        "1s",
+        "--jitter",
+        "none",
+    ]);
+    assert!(text.contains("goal: until failure"), "{text}");
+    assert!(
+        text.contains("result: failed, as waited for, after 3 attempt(s)"),
+        "{text}"
+    );
+    assert!(text.contains("exit status 1"), "{text}");
+    let lines = plan(&[
+        "--json",
+        "--success-count",
+        "2",
+        "--simulate",
+        "0,1,0,0",
+        "--seed",
+        "1",
+        "-n",
+        "6",
+    ]);
+    let last: serde_json::Value = serde_json::from_str(lines.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        (last["attempts"].as_u64(), last["exit_code"].as_i64()),
+        (Some(4), Some(0))
+    );
+    let lines = plan(&["--json", "--until-fail", "--simulate", "0,7", "--seed", "1"]);
+    let last: serde_json::Value = serde_json::from_str(lines.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        (last["reason"].as_str(), last["exit_code"].as_i64()),
+        (Some("failed"), Some(7))
+    );
+}

@@ -341,7 +341,12 @@ impl Plan {
         put(json!({
             "schema": 2,
             "record": "result",
-            "reason": self.end.map_or("success", |g| g.reason.code().trim_start_matches("retry.")),
+            "reason": match (self.end, self.goal) {
+                (Some(g), _) => g.reason.code().trim_start_matches("retry."),
+                // The run ended at the failure --until-fail waited for.
+                (None, Goal::Failure) => "failed",
+                (None, _) => "success",
+            },
             "attempts": self.rows.last().map_or(0, |r| r.attempt),
             "total_sleep_ms": millis(self.total_sleep),
             "exit_code": self.exit_code,

@@ -1781,3 +1781,41 @@ fn plans_follow_the_goal() {
         (Some("failed"), Some(7))
     );
 }
+
+#[test]
+fn huge_durations_never_panic() {
+    let huge = "5000000000000000h";
+    let cases: &[(&[&str], i32)] = &[
+        (&["--kill-after", huge, "-t", "10ms", "-n", "1"], 124),
+        (&["--max-time", huge, "-n", "1"], 1),
+        (&["-t", huge, "-n", "1"], 1),
+        (&["--delays", huge, "-n", "2", "--max-time", "300ms"], 124),
+        (
+            &[
+                "-d",
+                huge,
+                "--max-delay",
+                huge,
+                "-n",
+                "2",
+                "--max-time",
+                "300ms",
+            ],
+            124,
+        ),
+    ];
+    for (args, code) in cases {
+        let dir = tmp();
+        let out = retry_plain(
+            dir.path(),
+            args,
+            "echo $$ >> \"$DIR/pids\"; trap '' TERM; sleep 0.2; exit 1",
+        );
+        assert_eq!(out.status.code(), Some(*code), "{args:?}: {}", stderr(&out));
+        assert!(
+            !stderr(&out).contains("panicked"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+}

@@ -49,10 +49,7 @@ impl RunClock {
     /// The wall-clock moment of machine time `at`.
     #[must_use]
     pub fn wall(&self, at: Instant) -> WallInstant {
-        let offset = at.as_duration().saturating_add(self.paused);
-        self.start
-            .checked_add(offset)
-            .unwrap_or_else(|| self.start + Duration::from_secs(u64::from(u32::MAX)))
+        later(self.start, at.as_duration().saturating_add(self.paused))
     }
 
     /// Wall time since the start, stopped time included.
@@ -70,6 +67,15 @@ impl RunClock {
     pub(super) fn pause(&mut self, stopped: Duration) {
         self.paused = self.paused.saturating_add(stopped);
     }
+}
+
+/// `at + after`, or a century later when that is past what an `Instant` holds
+/// (`--kill-after 5000000000000000h` must not end `retry` in a panic).
+fn later(at: WallInstant, after: Duration) -> WallInstant {
+    const CENTURY: Duration = Duration::from_secs(100 * 365 * 86_400);
+    at.checked_add(after.min(CENTURY))
+        .or_else(|| at.checked_add(Duration::from_secs(86_400)))
+        .unwrap_or(at)
 }
 
 /// Where an attempt's stdin comes from.
@@ -499,7 +505,7 @@ impl Watch<'_> {
                     }
                     if interrupted.is_none() {
                         interrupted = Some(signal);
-                        kill_at = Some(WallInstant::now() + self.kill_after);
+                        kill_at = Some(later(WallInstant::now(), self.kill_after));
                     }
                 }
             }
@@ -569,7 +575,7 @@ impl Watch<'_> {
             {
                 timed_out = true;
                 sys::signal_group(self.group, libc::SIGTERM);
-                kill_at = Some(now + self.kill_after);
+                kill_at = Some(later(now, self.kill_after));
             }
             if kill_at.is_some_and(|k| now >= k) {
                 sys::signal_group(self.group, libc::SIGKILL);

@@ -72,6 +72,7 @@ where
 
 /// The program's entry point: [`main_with`] on the process's arguments, then exit.
 pub fn main() -> ! {
+    sys::give_terminal_back_on_panic();
     let code = main_with(std::env::args_os());
     let _ = std::io::stdout().lock().flush();
     std::process::exit(code)

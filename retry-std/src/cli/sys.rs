@@ -168,7 +168,7 @@ impl Wake {
         // null or points at a local timespec living across the call; a null
         // signal mask keeps the current one.
         let n = unsafe { libc::ppoll(all.as_mut_ptr(), count, spec_ptr, core::ptr::null()) };
-        if n > 0 && all[0].revents != 0 {
+        if n > 0 && all.first().is_some_and(|wake| wake.revents != 0) {
             self.drain();
         }
         for (out, polled) in fds.iter_mut().zip(all.iter().skip(1)) {
@@ -540,6 +540,29 @@ pub(super) fn foreground_group(tty: RawFd) -> Option<i32> {
     // SAFETY: tcgetpgrp on any descriptor is memory-safe.
     let group = unsafe { libc::tcgetpgrp(tty) };
     (group > 0).then_some(group)
+}
+
+/// The terminal `retry` handed to a command's group, while it has it (-1: none).
+static HANDED_TTY: AtomicI32 = AtomicI32::new(-1);
+
+/// Records that the terminal `tty` is handed over (`Some`) or back (`None`), for
+/// [`give_terminal_back_on_panic`].
+pub(super) fn note_handed(tty: Option<RawFd>) {
+    HANDED_TTY.store(tty.unwrap_or(-1), Ordering::SeqCst);
+}
+
+/// Makes a panic, should one ever happen, give the terminal back to `retry`'s
+/// group before the process ends: a panic in `retry` cannot unwind out of its
+/// C `main`, so no destructor would.
+pub(super) fn give_terminal_back_on_panic() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let tty = HANDED_TTY.swap(-1, Ordering::SeqCst);
+        if tty >= 0 {
+            let _ = set_foreground_group(tty, own_group());
+        }
+        previous(info);
+    }));
 }
 
 /// Makes `group` the terminal's foreground group. SIGTTOU is blocked meanwhile,

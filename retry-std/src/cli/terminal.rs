@@ -68,13 +68,14 @@ impl Terminal {
     /// The system's refusal (the terminal is gone, or `group` is not in its session).
     pub fn give(&self, group: i32) -> io::Result<()> {
         sys::set_foreground_group(self.raw(), group)?;
-        self.handed_to.set(Some(group));
+        self.given(group);
         Ok(())
     }
 
     /// Notes that `group` took the terminal itself (before its `exec`).
     pub(super) fn given(&self, group: i32) {
         self.handed_to.set(Some(group));
+        sys::note_handed(Some(self.raw()));
     }
 
     /// Whether an attempt's group has the terminal from `retry`.
@@ -87,6 +88,7 @@ impl Terminal {
     /// a group that still has it (never from a shell that took it meanwhile).
     pub fn take_back(&self) {
         if let Some(group) = self.handed_to.take() {
+            sys::note_handed(None);
             let now = sys::foreground_group(self.raw());
             // A group that is gone leaves the terminal with no live foreground
             // group: take it back then too.

@@ -1,10 +1,16 @@
 //! The `retry` command-line program: `retry [OPTIONS] -- COMMAND [ARGS...]` runs a
 //! command under a retry policy; `retry plan [OPTIONS]` prints the schedule.
 //!
-//! Every decision (whether to retry an exit code, how long to wait, when the
-//! budget is spent) is made by `retry-core`; this module spawns, waits, sleeps,
-//! passes signals on and reports. [`parse_args`] is a plain function so the
-//! argument parser can be fuzzed; it never panics.
+//! Every decision (whether to retry an exit code or a signal, how long to wait,
+//! what a hint file asks for, when the budget is spent, whether a run toward
+//! `--until-fail` or `--success-count` is over, which delay of a `--delays` list
+//! comes next) is made by `retry-core`; this module spawns, waits, sleeps, hands
+//! the terminal over, passes signals on and reports. [`parse_args`] is a plain
+//! function so the argument parser can be fuzzed; it never panics.
+//!
+//! Nothing polls: [`process`] blocks in `ppoll(2)` on a self-pipe that the signal
+//! handlers write to (SIGCHLD included), the command's pipes and the next
+//! deadline. The only `unsafe` code is the system-call layer, `sys`.
 
 pub mod args;
 pub mod config;

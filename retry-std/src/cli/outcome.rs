@@ -110,6 +110,12 @@ mod tests {
     }
 
     #[test]
+    fn the_cores_signal_numbers_are_this_platforms() {
+        assert_eq!(retry_core::SIGINT, libc::SIGINT);
+        assert_eq!(retry_core::SIGPIPE, libc::SIGPIPE);
+    }
+
+    #[test]
     fn bad_lists_are_errors() {
         for bad in ["", "1,,2", "SIGNOPE", "300", "5-1", "x1"] {
             assert!(parse_list(bad).is_err(), "{bad}");

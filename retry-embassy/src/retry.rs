@@ -9,8 +9,8 @@ use embassy_futures::select::{select, Either};
 use embassy_sync::blocking_mutex::raw::RawMutex;
 use embassy_time::{with_deadline, Instant as Tick, TimeoutError, Timer};
 use retry_core::{
-    attempt_timed_out, Action, Event, Failure, GiveUpReason, RetryError, RetryMachine, RetryPolicy, SleepReason, Step,
-    Success,
+    attempt_timed_out, Action, Event, Failure, GiveUpReason, RetryError, RetryMachine, RetryPolicy,
+    SleepReason, Step, Success,
 };
 
 use crate::cancel::{CancelSignal, Cancellation, Waiting};

@@ -324,7 +324,11 @@ fn an_error_exactly_at_the_deadline_is_a_timeout_as_the_core_rule_says() {
             Err::<(), _>(Boom::Fatal)
         })
         .unwrap_err();
-    assert_eq!(err.code(), "retry.permanent", "an error before the deadline is judged");
+    assert_eq!(
+        err.code(),
+        "retry.permanent",
+        "an error before the deadline is judged"
+    );
 }
 
 #[test]

@@ -107,7 +107,12 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Status { response, .. } => {
-                write!(f, "HTTP status {} from {}", response.status(), response.url())
+                write!(
+                    f,
+                    "HTTP status {} from {}",
+                    response.status(),
+                    response.url()
+                )
             }
             Error::Transport { error, .. } => fmt::Display::fmt(error, f),
         }

@@ -245,7 +245,11 @@ impl<E> Retry<E> {
         }
     }
 
-    async fn run<T, F, Fut>(&self, cancel: Cancel<'_>, mut op: F) -> Result<Success<T>, RetryError<E>>
+    async fn run<T, F, Fut>(
+        &self,
+        cancel: Cancel<'_>,
+        mut op: F,
+    ) -> Result<Success<T>, RetryError<E>>
     where
         F: FnMut(AttemptContext) -> Fut,
         Fut: Future<Output = Result<T, E>>,
@@ -345,7 +349,6 @@ impl<E> Retry<E> {
     pub(crate) fn instrument<X: Future>(&self, call: X) -> X {
         call
     }
-
 }
 
 /// What attempt `attempt` is told about itself.

@@ -171,9 +171,10 @@ impl Default for RetryCountHeader {
 impl<B: Clone> Recreate<http::Request<B>> for RetryCountHeader {
     fn recreate(&self, original: &http::Request<B>, attempt: &AttemptContext) -> http::Request<B> {
         let mut request = original.clone();
-        request
-            .headers_mut()
-            .insert(self.name.clone(), http::HeaderValue::from(attempt.retries()));
+        request.headers_mut().insert(
+            self.name.clone(),
+            http::HeaderValue::from(attempt.retries()),
+        );
         request
     }
 }
@@ -327,7 +328,8 @@ where
             // Owns the request and the service: only `&Retry` is held across
             // awaits, so neither needs to be `Sync`.
             let call = async move {
-                let mut driver = Driver::new(retry.settings(), TokioClock, || cancel.is_cancelled());
+                let mut driver =
+                    Driver::new(retry.settings(), TokioClock, || cancel.is_cancelled());
                 let mut input = Input::Start;
                 loop {
                     input = match driver.poll(input) {
@@ -340,13 +342,15 @@ where
                                 service.call(request).await
                             };
                             let ran = match run_attempt(sent, attempt.deadline, cancel).await {
-                                Ran::Returned(Ok(response)) => match responses.classify(&response) {
-                                    Some(failure) => Ran::FailedValue {
-                                        value: response,
-                                        failure,
-                                    },
-                                    None => Ran::Returned(Ok(response)),
-                                },
+                                Ran::Returned(Ok(response)) => {
+                                    match responses.classify(&response) {
+                                        Some(failure) => Ran::FailedValue {
+                                            value: response,
+                                            failure,
+                                        },
+                                        None => Ran::Returned(Ok(response)),
+                                    }
+                                }
                                 other => other,
                             };
                             Input::Ended(ran)

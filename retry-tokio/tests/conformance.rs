@@ -181,7 +181,11 @@ fn through_the_adapter(
     })
 }
 
-fn through_the_simulator(policy: &RetryPolicy, script: &[Scripted], grants: u32) -> (Vec<Step>, Ending) {
+fn through_the_simulator(
+    policy: &RetryPolicy,
+    script: &[Scripted],
+    grants: u32,
+) -> (Vec<Step>, Ending) {
     let steps: Vec<Step> = Simulation::new(policy, SEED, script)
         .retry_budget(grants)
         .collect();
@@ -298,7 +302,10 @@ fn a_time_budget_and_a_retry_budget_for_every_jitter_kind() {
 #[test]
 fn breaker_rejections_and_cancellation_for_every_jitter_kind() {
     for jitter in jitters() {
-        let waiting = base(jitter).on_circuit_open(CircuitOpen::Wait).build().unwrap();
+        let waiting = base(jitter)
+            .on_circuit_open(CircuitOpen::Wait)
+            .build()
+            .unwrap();
         let script = [
             Scripted::fail(status(503)).after(ms(10)),
             Scripted::rejected(ms(700)),

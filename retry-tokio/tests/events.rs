@@ -84,7 +84,9 @@ fn attempt_events_carry_the_failure_kind_and_whole_microsecond_milliseconds() {
                     .classify(|f| *f)
                     .call(|ctx| async move {
                         match ctx.attempt() {
-                            1 => Err::<(), _>(Failure::retryable().with_kind(FailureKind::Status(503))),
+                            1 => Err::<(), _>(
+                                Failure::retryable().with_kind(FailureKind::Status(503)),
+                            ),
                             2 => Err(Failure::retryable().with_kind(FailureKind::Connection)),
                             3 => core::future::pending().await,
                             _ => Err(Failure::retry_after(Duration::from_millis(1500))),

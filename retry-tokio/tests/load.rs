@@ -155,7 +155,8 @@ impl Tally {
 
     fn end_aborted(&self, id: u32, started: u32) {
         self.ended[id as usize].fetch_add(1, Ordering::SeqCst);
-        self.attempts.fetch_add(u64::from(started), Ordering::SeqCst);
+        self.attempts
+            .fetch_add(u64::from(started), Ordering::SeqCst);
         self.aborted.fetch_add(1, Ordering::SeqCst);
     }
 }
@@ -259,7 +260,10 @@ async fn ten_thousand_calls_end_once_and_match_the_server_count() {
     let permits = &breaker.books;
     assert!(permits.most_probes_out.load(Ordering::SeqCst) <= PROBES);
     assert!(count(&permits.probes_admitted) > 0, "no probe ran");
-    assert!(opened.load(Ordering::SeqCst) > 0, "the breaker never opened");
+    assert!(
+        opened.load(Ordering::SeqCst) > 0,
+        "the breaker never opened"
+    );
 
     // No permit leaked: none is out, and a probe is admitted once the breaker
     // can admit again.

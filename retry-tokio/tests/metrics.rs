@@ -293,16 +293,28 @@ fn a_call_cancelled_between_attempts_or_refused_by_the_breaker_counts_as_aborted
             SharedBreaker::new(BreakerConfig::basic(1, Duration::from_secs(60), 1).unwrap())
                 .unwrap();
         let guarded = Retry::<()>::new(policy).breaker(breaker);
-        let err = guarded.call(|_| async { Err::<(), _>(()) }).await.unwrap_err();
+        let err = guarded
+            .call(|_| async { Err::<(), _>(()) })
+            .await
+            .unwrap_err();
         assert!(err.is_circuit_open());
         assert_eq!(err.attempts(), 1);
     });
     // The first call: one failure, then aborted in its sleep. The second:
     // aborted before it began. The third: one failure (which opens the
     // breaker), then refused: aborted.
-    assert_eq!(counted(&log, "retry.attempt.total", &[("outcome", "failure")]), 2);
-    assert_eq!(counted(&log, "retry.attempt.total", &[("outcome", "aborted")]), 3);
-    assert_eq!(counted(&log, "retry.attempt.total", &[("outcome", "exhausted")]), 0);
+    assert_eq!(
+        counted(&log, "retry.attempt.total", &[("outcome", "failure")]),
+        2
+    );
+    assert_eq!(
+        counted(&log, "retry.attempt.total", &[("outcome", "aborted")]),
+        3
+    );
+    assert_eq!(
+        counted(&log, "retry.attempt.total", &[("outcome", "exhausted")]),
+        0
+    );
 }
 
 #[test]

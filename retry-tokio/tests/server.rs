@@ -15,7 +15,9 @@ use retry_core::{
     RetryPolicy, SleepReason,
 };
 use retry_tokio::reqwest::{send, Error};
-use retry_tokio::tower::{BreakerLayer, BreakerServiceError, HttpStatus, RetryCountHeader, RetryLayer};
+use retry_tokio::tower::{
+    BreakerLayer, BreakerServiceError, HttpStatus, RetryCountHeader, RetryLayer,
+};
 use retry_tokio::{Retry, SharedBreaker};
 use tower::{Service as _, ServiceBuilder, ServiceExt as _};
 
@@ -55,7 +57,9 @@ fn recording(retry: Retry<Error>) -> (Retry<Error>, Notices) {
     let log = Arc::clone(&notices);
     let retry = retry.on_retry(move |n| {
         let kind = n.error.map(|e| e.failure().kind());
-        log.lock().unwrap().push((n.attempt, n.delay, n.reason, kind));
+        log.lock()
+            .unwrap()
+            .push((n.attempt, n.delay, n.reason, kind));
     });
     (retry, notices)
 }
@@ -76,7 +80,11 @@ async fn two_503s_then_200() {
     assert_eq!(done.attempts, 3);
     assert_eq!(done.value.status(), 200);
     assert_eq!(done.value.text().await.unwrap(), "ok");
-    assert_eq!(server.books.count("/flaky"), 3, "the server saw three requests");
+    assert_eq!(
+        server.books.count("/flaky"),
+        3,
+        "the server saw three requests"
+    );
     let notices = notices.lock().unwrap();
     assert_eq!(notices.len(), 2);
     for (i, (attempt, delay, reason, kind)) in notices.iter().enumerate() {
@@ -156,8 +164,14 @@ async fn an_http_date_retry_after_is_read_to_the_millisecond() {
     let ends = when + delay;
     let late = ends.duration_since(date).unwrap_or(Duration::ZERO);
     let early = date.duration_since(ends).unwrap_or(Duration::ZERO);
-    assert!(late < Duration::from_millis(200), "the delay ends {late:?} after the date");
-    assert!(early < Duration::from_millis(50), "the delay ends {early:?} before the date");
+    assert!(
+        late < Duration::from_millis(200),
+        "the delay ends {late:?} after the date"
+    );
+    assert!(
+        early < Duration::from_millis(50),
+        "the delay ends {early:?} before the date"
+    );
     let seen = server.books.seen("/dated");
     assert_eq!(seen.len(), 2);
     assert!(
@@ -256,11 +270,20 @@ async fn a_timeout_after_an_error_says_which_attempt_the_error_came_from() {
     assert_eq!(err.code(), "retry.timeout");
     assert_eq!(err.attempts(), 3);
     assert_eq!(err.last_failure(), Some(FailureKind::Timeout));
-    assert_eq!(err.last_error().and_then(Error::status).map(|s| s.as_u16()), Some(503));
+    assert_eq!(
+        err.last_error().and_then(Error::status).map(|s| s.as_u16()),
+        Some(503)
+    );
     assert_eq!(err.last_error_attempt(), Some(1));
     let text = err.to_string();
-    assert!(text.starts_with("retry.timeout: gave up after 3 attempts"), "{text}");
-    assert!(text.contains(": attempt 1 failed: HTTP status 503"), "{text}");
+    assert!(
+        text.starts_with("retry.timeout: gave up after 3 attempts"),
+        "{text}"
+    );
+    assert!(
+        text.contains(": attempt 1 failed: HTTP status 503"),
+        "{text}"
+    );
     assert_eq!(server.books.count("/then-hang"), 3);
 }
 
@@ -278,7 +301,13 @@ async fn a_dropped_connection_is_retried_for_a_get_and_not_for_a_post() {
     assert_eq!(err.attempts(), 3);
     assert_eq!(err.last_failure(), Some(FailureKind::Connection));
     assert!(matches!(err.last_error(), Some(Error::Transport { .. })));
-    assert_eq!(server.books.dropped.load(core::sync::atomic::Ordering::SeqCst), 3);
+    assert_eq!(
+        server
+            .books
+            .dropped
+            .load(core::sync::atomic::Ordering::SeqCst),
+        3
+    );
 
     // A POST that may have reached the server is never replayed.
     let err = retry
@@ -288,7 +317,13 @@ async fn a_dropped_connection_is_retried_for_a_get_and_not_for_a_post() {
     assert_eq!(err.code(), "retry.permanent");
     assert_eq!(err.attempts(), 1);
     assert_eq!(err.last_failure(), Some(FailureKind::Connection));
-    assert_eq!(server.books.dropped.load(core::sync::atomic::Ordering::SeqCst), 4);
+    assert_eq!(
+        server
+            .books
+            .dropped
+            .load(core::sync::atomic::Ordering::SeqCst),
+        4
+    );
 }
 
 #[tokio::test]
@@ -301,7 +336,13 @@ async fn a_refused_connection_sent_nothing_and_is_retried_even_for_a_post() {
     let client = support::client();
     let err = Retry::new(quick())
         .classify(Error::failure)
-        .call(|_| send(client.post(format!("http://127.0.0.1:{port}/x")).body("charge")))
+        .call(|_| {
+            send(
+                client
+                    .post(format!("http://127.0.0.1:{port}/x"))
+                    .body("charge"),
+            )
+        })
         .await
         .unwrap_err();
     assert_eq!(err.code(), "retry.exhausted");
@@ -336,7 +377,9 @@ type LayeredError = BreakerServiceError<reqwest::Error>;
 fn layered_failure(error: &LayeredError) -> Failure {
     match error {
         BreakerServiceError::CircuitOpen { .. } => Failure::permanent(),
-        BreakerServiceError::Inner(e) => retry_tokio::reqwest::classify_error(e, &http::Method::GET),
+        BreakerServiceError::Inner(e) => {
+            retry_tokio::reqwest::classify_error(e, &http::Method::GET)
+        }
     }
 }
 
@@ -422,7 +465,11 @@ async fn through_tower_400s_come_back_as_responses_and_leave_the_breaker_closed(
         .layer(BreakerLayer::new(breaker.clone()).classify_responses(HttpStatus))
         .service(reqwest_service(support::client()));
     for _ in 0..3 {
-        let response = service.clone().oneshot(get(server.url("/bad"))).await.unwrap();
+        let response = service
+            .clone()
+            .oneshot(get(server.url("/bad")))
+            .await
+            .unwrap();
         assert_eq!(response.status(), 400);
         assert_eq!(response.text().await.unwrap(), "no such thing");
     }
@@ -432,8 +479,8 @@ async fn through_tower_400s_come_back_as_responses_and_leave_the_breaker_closed(
     assert_eq!(breaker.snapshot().consecutive_failures(), 0);
 
     // The same through `Retry::breaker`: the two paths agree.
-    let direct = SharedBreaker::new(BreakerConfig::basic(3, Duration::from_secs(30), 1).unwrap())
-        .unwrap();
+    let direct =
+        SharedBreaker::new(BreakerConfig::basic(3, Duration::from_secs(30), 1).unwrap()).unwrap();
     let client = support::client();
     let retry = Retry::new(quick())
         .classify(Error::failure)
@@ -527,5 +574,11 @@ async fn through_tower_a_hang_times_out_and_a_dropped_connection_is_retried() {
     assert_eq!(err.code(), "retry.exhausted");
     assert_eq!(err.attempts(), 3);
     assert_eq!(err.last_failure(), Some(FailureKind::Connection));
-    assert_eq!(server.books.dropped.load(core::sync::atomic::Ordering::SeqCst), 3);
+    assert_eq!(
+        server
+            .books
+            .dropped
+            .load(core::sync::atomic::Ordering::SeqCst),
+        3
+    );
 }

@@ -7,6 +7,7 @@ use core::time::Duration;
 
 mod headers;
 mod retry_after;
+mod text;
 
 pub use headers::RetryHeaders;
 pub use retry_after::{
@@ -14,6 +15,7 @@ pub use retry_after::{
     parse_retry_after_at, parse_retry_after_ms, retry_after_from_headers,
     retry_after_from_headers_at, Pushback,
 };
+pub use text::{HintProblem, HintProblemKind, HintRead};
 
 /// A delay asked for by the other side.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

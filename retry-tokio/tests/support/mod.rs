@@ -228,7 +228,9 @@ async fn handle(State(books): State<Arc<Books>>, request: Request<Body>) -> Resp
 /// Starts the server on 127.0.0.1 (ephemeral ports) in the current runtime.
 pub async fn start() -> Server {
     let books = Arc::new(Books::default());
-    let app = Router::new().fallback(handle).with_state(Arc::clone(&books));
+    let app = Router::new()
+        .fallback(handle)
+        .with_state(Arc::clone(&books));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {

@@ -102,10 +102,11 @@ type TransitionHook = dyn Fn(&Transition) + Send + Sync;
 /// and, with the `tracing` and `metrics` features, to traces and metrics.
 ///
 /// [`SharedBreaker::new`] holds a count window of up to 1,024 calls (a
-/// `CircuitBreaker<16, 0>`, about 450 bytes behind its `Arc`), so every count
-/// window a Resilience4j user configures (up to 1,000 calls) fits and the type
-/// needs no annotation. Recording an outcome costs the same whatever the
-/// window's size. Another capacity is a type chosen at compile time:
+/// `CircuitBreaker<16, 0>`, 432 bytes behind its `Arc` on 64-bit targets), so
+/// every count window a Resilience4j user configures (up to 1,000 calls) fits
+/// and the type needs no annotation. The capacity costs no time: a 100-call
+/// window costs what it costs in the core's 128-call breaker. Another capacity
+/// is a type chosen at compile time:
 /// `SharedBreaker<WORDS, BUCKETS>` holds `WORDS × 64` calls and `BUCKETS` time
 /// buckets (built with [`SharedBreaker::with_capacity`]); a `WORDS` past what
 /// a window's `u16` call count can index is a compile-time error, and a config

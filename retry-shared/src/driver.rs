@@ -268,10 +268,11 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
     fn ended(&mut self, ran: Ran<T, E>, now: Instant) -> Event {
         // The attempt in flight is the machine's latest.
         let number = self.machine.attempts();
-        let timeout = || Failure::retryable().with_kind(FailureKind::Timeout);
         // The core's deadline rule: an outcome at or after the deadline is a
         // timeout, whoever's clock reported it first.
-        let late = attempt_timed_out(self.machine.next_deadline(), since(self.start, now));
+        // (No subtraction on the hot path: without a deadline nothing is late.)
+        let deadline = self.machine.next_deadline();
+        let late = deadline.is_some() && attempt_timed_out(deadline, since(self.start, now));
         let timed_out = match &ran {
             Ran::TimedOut => true,
             Ran::Returned(Ok(_)) => late && !self.keep_late_successes,
@@ -281,7 +282,10 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
         let event = match ran {
             Ran::Returned(Err(error)) => {
                 let (event, failure) = if timed_out {
-                    (Event::TimedOut, timeout())
+                    (
+                        Event::TimedOut,
+                        Failure::retryable().with_kind(FailureKind::Timeout),
+                    )
                 } else {
                     let failure = self.settings.classify(&error);
                     (Event::Failed(failure), failure)
@@ -296,15 +300,9 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                 });
                 event
             }
-            Ran::TimedOut | Ran::Returned(Ok(_)) | Ran::FailedValue { .. } if timed_out => {
-                self.unannounced = Some(Unannounced {
-                    attempt: number,
-                    failure: timeout(),
-                    with_error: false,
-                    timed_out: true,
-                });
-                Event::TimedOut
-            }
+            Ran::TimedOut => self.timed_out(number),
+            // Arrived at or after the deadline: dropped, as if never arrived.
+            Ran::Returned(Ok(_)) | Ran::FailedValue { .. } if timed_out => self.timed_out(number),
             Ran::Returned(Ok(value)) => {
                 self.value = Some(value);
                 Event::Succeeded
@@ -319,8 +317,6 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                 });
                 Event::Failed(failure)
             }
-            // Reported as timed out above.
-            Ran::TimedOut => Event::TimedOut,
             Ran::Cancelled => Event::Cancelled,
         };
         // Checked before taking: the path without a breaker moves nothing.
@@ -442,6 +438,17 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                 }
             };
         }
+    }
+
+    /// Attempt `number` timed out without an error of its own.
+    fn timed_out(&mut self, number: u32) -> Event {
+        self.unannounced = Some(Unannounced {
+            attempt: number,
+            failure: Failure::retryable().with_kind(FailureKind::Timeout),
+            with_error: false,
+            timed_out: true,
+        });
+        Event::TimedOut
     }
 
     /// Labels the attempt that just ended with the machine's answer to it; or,

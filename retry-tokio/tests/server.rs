@@ -582,3 +582,56 @@ async fn through_tower_a_hang_times_out_and_a_dropped_connection_is_retried() {
         3
     );
 }
+
+#[tokio::test]
+async fn through_tower_retry_after_ms_and_an_http_date_are_honoured() {
+    let server = support::start().await;
+    let notices: Arc<Mutex<Vec<(SystemTime, Duration, Option<SleepReason>)>>> = Arc::default();
+    let log = Arc::clone(&notices);
+    let service =
+        ServiceBuilder::new()
+            .layer(
+                RetryLayer::new(Retry::new(hinted()).classify(layered_failure).on_retry(
+                    move |n| {
+                        log.lock()
+                            .unwrap()
+                            .push((SystemTime::now(), n.delay, n.reason));
+                    },
+                ))
+                .classify_responses(HttpStatus),
+            )
+            .layer(BreakerLayer::new(breaker()).classify_responses(HttpStatus))
+            .service(reqwest_service(support::client()));
+
+    let response = service
+        .clone()
+        .oneshot(get(server.url("/ms")))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(server.books.count("/ms"), 2);
+
+    late_in_a_second().await;
+    let response = service.oneshot(get(server.url("/dated"))).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(server.books.count("/dated"), 2);
+
+    let notices = notices.lock().unwrap();
+    assert_eq!(notices.len(), 2);
+    assert_eq!(
+        (notices[0].1, notices[0].2),
+        (Duration::from_millis(250), Some(SleepReason::Hint))
+    );
+    let (when, delay, reason) = notices[1];
+    assert_eq!(reason, Some(SleepReason::Hint));
+    let date = UNIX_EPOCH + Duration::from_secs(server.books.dated.lock().unwrap().unwrap());
+    let late = (when + delay)
+        .duration_since(date)
+        .unwrap_or(Duration::ZERO);
+    assert!(
+        late < Duration::from_millis(200),
+        "the delay ends {late:?} after the date"
+    );
+    let seen = server.books.seen("/dated");
+    assert!(seen[1].at + Duration::from_millis(5) >= date);
+}

@@ -424,13 +424,13 @@ enum Mode {
 /// # Size
 /// Apart from its [`BreakerConfig`] (which carries a [`Backoff`](crate::Backoff)
 /// and a [`Jitter`](crate::Jitter) and takes 144 bytes on 64-bit targets), a
-/// breaker with a 100-call count window (`CircuitBreaker<2, 0>`) is 72 bytes:
-/// 32 for the two bit rings, 16 for the state, 24 for counters, ring cursors and
-/// the window's running counts. Each further 64 calls of capacity add 16 bytes
-/// (`CircuitBreaker<16, 0>`, 1,024 calls, holds the 1,000-call windows
-/// Resilience4j users configure), and never add time: the window keeps running
-/// counts, so recording an outcome and judging the rates take the same few
-/// steps whatever its size.
+/// breaker with a 100-call count window (`CircuitBreaker<2, 0>`) is 64 bytes:
+/// 32 for the two bit rings, 16 for the state, 16 for counters and ring cursors.
+/// Each further 64 calls of capacity add 16 bytes (`CircuitBreaker<16, 0>`,
+/// 1,024 calls, holds the 1,000-call windows Resilience4j users configure).
+/// Capacity costs no time: judging the rates reads only the words the window in
+/// use covers, so a 100-call window costs the same in any capacity, and a
+/// 1,000-call one reads 16 words per ring.
 ///
 /// ```
 /// use core::time::Duration;

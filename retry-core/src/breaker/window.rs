@@ -27,22 +27,19 @@ impl fmt::Display for WindowStats {
     }
 }
 
-/// The last `len` calls as two bit rings (failed, slow) of `WORDS × 64` bits,
-/// with running counts of the set bits, so adding a call and reading the window
-/// cost the same for a 1,000-call window as for a 10-call one. Slot `next` is
-/// overwritten by the next call. Each 64-bit word is kept as two `u32` halves so
-/// the ring is 4-aligned and its `u16` cursors and counts pack in beside the
-/// bits: a 128-call ring takes 40 bytes, a 1,024-call one 264.
+/// The last `len` calls as two bit rings (failed, slow) of `WORDS × 64` bits.
+/// Slot `next` is overwritten by the next call. Each 64-bit word is kept as two
+/// `u32` halves so the ring is 4-aligned and its two `u16` cursors pack in beside
+/// the bits: a 128-call ring takes 36 bytes, not 40.
+///
+/// Counting the window reads only the words a window of `len` calls covers, so
+/// a 100-call window costs the same in a 1,024-call ring as in a 128-call one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct CountRing<const WORDS: usize> {
     failed: [[u32; 2]; WORDS],
     slow: [[u32; 2]; WORDS],
     next: u16,
     len: u16,
-    /// Set bits in `failed`.
-    failures: u16,
-    /// Set bits in `slow`.
-    slow_calls: u16,
 }
 
 impl<const WORDS: usize> CountRing<WORDS> {
@@ -55,8 +52,6 @@ impl<const WORDS: usize> CountRing<WORDS> {
             slow: [[0; 2]; WORDS],
             next: 0,
             len: 0,
-            failures: 0,
-            slow_calls: 0,
         }
     }
 
@@ -69,51 +64,43 @@ impl<const WORDS: usize> CountRing<WORDS> {
             return;
         }
         let slot = self.next.min(size.saturating_sub(1));
-        // The call pushed out (a slot never written holds zeros).
-        let was_failed = replace_bit(&mut self.failed, slot, failed);
-        let was_slow = replace_bit(&mut self.slow, slot, slow);
-        self.failures = recount(self.failures, was_failed, failed);
-        self.slow_calls = recount(self.slow_calls, was_slow, slow);
+        set_bit(&mut self.failed, slot, failed);
+        set_bit(&mut self.slow, slot, slow);
         let after = slot.saturating_add(1);
         self.next = if after >= size { 0 } else { after };
         self.len = self.len.saturating_add(1).min(size);
     }
 
     pub(crate) fn stats(&self) -> WindowStats {
+        // The window's calls sit in slots 0..len: only those words hold bits.
+        let words = usize::from(self.len).div_ceil(64);
         WindowStats {
             calls: u32::from(self.len),
-            failures: u32::from(self.failures),
-            slow: u32::from(self.slow_calls),
+            failures: ones(self.failed.get(..words).unwrap_or(&self.failed)),
+            slow: ones(self.slow.get(..words).unwrap_or(&self.slow)),
         }
     }
 }
 
-/// A running count after one bit went from `was` to `now`.
-const fn recount(count: u16, was: bool, now: bool) -> u16 {
-    match (was, now) {
-        (false, true) => count.saturating_add(1),
-        (true, false) => count.saturating_sub(1),
-        _ => count,
-    }
-}
-
-/// Sets bit `index` to `value`; returns what it was.
-fn replace_bit(words: &mut [[u32; 2]], index: u16, value: bool) -> bool {
+fn set_bit(words: &mut [[u32; 2]], index: u16, value: bool) {
     let word = usize::from(index / 64);
     let half = usize::from(index % 64 / 32);
     let mask = 1u32.wrapping_shl(u32::from(index % 32));
-    match words.get_mut(word).and_then(|w| w.get_mut(half)) {
-        Some(w) => {
-            let was = *w & mask != 0;
-            if value {
-                *w |= mask;
-            } else {
-                *w &= !mask;
-            }
-            was
+    if let Some(w) = words.get_mut(word).and_then(|w| w.get_mut(half)) {
+        if value {
+            *w |= mask;
+        } else {
+            *w &= !mask;
         }
-        None => false,
     }
+}
+
+/// The set bits of `words`, a 64-bit word at a time.
+fn ones(words: &[[u32; 2]]) -> u32 {
+    words.iter().fold(0u32, |acc, &[low, high]| {
+        let word = u64::from(low) | u64::from(high) << 32;
+        acc.saturating_add(word.count_ones())
+    })
 }
 
 /// One bucket of a time window: its absolute bucket number and its counts.

@@ -60,8 +60,9 @@ use crate::http::{method, retry_headers, unix_time};
 pub enum Error {
     /// The server answered with a failing status (400 and up).
     Status {
-        /// The response, body unread.
-        response: reqwest::Response,
+        /// The response, body unread (boxed: a `Result` carrying this error
+        /// stays small).
+        response: Box<reqwest::Response>,
         /// The core's verdict on its status and retry headers.
         failure: Failure,
     },
@@ -97,7 +98,7 @@ impl Error {
     #[must_use]
     pub fn into_response(self) -> Option<reqwest::Response> {
         match self {
-            Error::Status { response, .. } => Some(response),
+            Error::Status { response, .. } => Some(*response),
             Error::Transport { .. } => None,
         }
     }
@@ -119,8 +120,8 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+impl core::error::Error for Error {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
         match self {
             Error::Status { .. } => None,
             Error::Transport { error, .. } => Some(error),
@@ -209,7 +210,10 @@ pub fn classify_with(
     match result {
         Ok(response) => match classify_response_with(classifier, &response) {
             None => Ok(response),
-            Some(failure) => Err(Error::Status { response, failure }),
+            Some(failure) => Err(Error::Status {
+                response: Box::new(response),
+                failure,
+            }),
         },
         Err(error) => {
             let failure = classify_error_with(classifier, &error, method);

@@ -12,7 +12,7 @@
 //! scripted time.
 
 use core::time::Duration;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use retry_core::{

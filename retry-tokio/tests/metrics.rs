@@ -43,11 +43,14 @@ impl HistogramFn for Handle {
     }
 }
 
+/// A metric's name, unit and description.
+type Description = (String, Option<Unit>, String);
+
 #[derive(Default)]
 struct Memory {
     log: Log,
     /// Every description: (name, unit, text).
-    described: Arc<Mutex<Vec<(String, Option<Unit>, String)>>>,
+    described: Arc<Mutex<Vec<Description>>>,
 }
 
 impl Memory {

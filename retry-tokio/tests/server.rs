@@ -49,7 +49,13 @@ fn hinted() -> RetryPolicy {
         .unwrap()
 }
 
-/// The (delay, reason) of every retry, as the retry hook was told.
+/// A retry's delay and its reason, as the retry hook was told.
+type Delay = (Duration, Option<SleepReason>);
+/// The same, with the wall clock when the hook was told.
+type TimedDelay = (SystemTime, Duration, Option<SleepReason>);
+
+/// The (attempt, delay, reason, failure kind) of every retry, as the retry hook
+/// was told.
 type Notices = Arc<Mutex<Vec<(u32, Duration, Option<SleepReason>, Option<FailureKind>)>>>;
 
 fn recording(retry: Retry<Error>) -> (Retry<Error>, Notices) {
@@ -429,7 +435,7 @@ async fn through_tower_503s_are_retried_with_the_retry_count_stamped() {
 #[tokio::test]
 async fn through_tower_a_429_hint_is_honoured() {
     let server = support::start().await;
-    let notices: Arc<Mutex<Vec<(Duration, Option<SleepReason>)>>> = Arc::default();
+    let notices: Arc<Mutex<Vec<Delay>>> = Arc::default();
     let log = Arc::clone(&notices);
     let service = ServiceBuilder::new()
         .layer(
@@ -586,7 +592,7 @@ async fn through_tower_a_hang_times_out_and_a_dropped_connection_is_retried() {
 #[tokio::test]
 async fn through_tower_retry_after_ms_and_an_http_date_are_honoured() {
     let server = support::start().await;
-    let notices: Arc<Mutex<Vec<(SystemTime, Duration, Option<SleepReason>)>>> = Arc::default();
+    let notices: Arc<Mutex<Vec<TimedDelay>>> = Arc::default();
     let log = Arc::clone(&notices);
     let service =
         ServiceBuilder::new()

@@ -223,8 +223,9 @@ mod tests {
         for i in 0..3000u16 {
             ring.push(1000, i % 5 == 0, i % 7 == 0);
             let first = (i + 1).saturating_sub(1000);
-            let failures = (first..=i).filter(|j| j % 5 == 0).count() as u32;
-            let slow = (first..=i).filter(|j| j % 7 == 0).count() as u32;
+            let count = |every: u16| (first..=i).filter(|j| j % every == 0).count();
+            let failures = u32::try_from(count(5)).unwrap();
+            let slow = u32::try_from(count(7)).unwrap();
             assert_eq!(
                 ring.stats(),
                 WindowStats {

@@ -4,11 +4,12 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+use core::net::SocketAddr;
+use core::sync::atomic::{AtomicU32, Ordering};
+use core::time::Duration;
 use std::collections::HashMap;
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::Body;
 use axum::extract::State;

@@ -11,8 +11,8 @@
 //! success, a failure, a hang into the deadline, a cancellation) after its
 //! scripted time.
 
-use core::time::Duration;
 use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use core::time::Duration;
 use std::sync::{Arc, Mutex};
 
 use retry_core::{

@@ -469,9 +469,10 @@ impl HedgeMachine {
         self.deadline_from_start()
     }
 
+    /// The end of the timeout, from the start; a deadline past the last
+    /// representable instant is no deadline at all.
     fn deadline_from_start(&self) -> Option<Instant> {
-        let timeout = self.policy.timeout()?;
-        Some(self.start.saturating_add(timeout))
+        self.start.checked_add(self.policy.timeout()?)
     }
 
     /// The action the machine is waiting on the driver to carry out (`None`

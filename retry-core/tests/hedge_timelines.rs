@@ -541,3 +541,21 @@ fn a_late_answer_of_a_cancelled_copy_is_refused() {
     assert_eq!(misuse.answer, done);
     assert_eq!(m, before);
 }
+
+#[test]
+fn a_timeout_at_the_moment_a_copy_is_due_wins_the_tie() {
+    // The second copy would be due at 100 ms, when the call's time is up: the
+    // wait names the timeout, and no copy is sent at the end.
+    let policy = hedge(2, 100).timeout(ms(100)).build().unwrap();
+    let s = steps(&policy, &[Scripted::time_out()]);
+    assert!(s.iter().any(|s| s.action
+        == HedgeAction::Wait {
+            until: Some(Instant::from_millis(100)),
+            reason: retry_core::WaitReason::Timeout
+        }));
+    assert_eq!(launches(&s), [(1, ms(0))]);
+    assert_eq!(
+        give_up_reason(last(&s)),
+        GiveUpReason::TimedOut { timeout: ms(100) }
+    );
+}

@@ -63,9 +63,10 @@ fn run(name: &'static str, policy: &HedgePolicy) -> Report {
             .map(|_| Scripted::succeed().after(rng.latency()))
             .collect();
         let seed = call as u64;
-        let last = HedgeSimulation::with_latencies(policy, seed, &latencies, &script)
-            .last()
-            .expect("a simulation has steps");
+        let Some(last) = HedgeSimulation::with_latencies(policy, seed, &latencies, &script).last()
+        else {
+            panic!("call {call}: a simulation has at least one step");
+        };
         match last.action {
             HedgeAction::Done {
                 launched, latency, ..

@@ -62,8 +62,12 @@ impl HistogramModel {
             let high = low.saturating_mul(2);
             if nanos < high {
                 let width = low / 4;
-                let quarter = usize::try_from((nanos - low) / width).unwrap_or(3).min(3);
-                return 1 + doubling * 4 + quarter;
+                let quarter = nanos.saturating_sub(low).checked_div(width).unwrap_or(3);
+                let quarter = usize::try_from(quarter).unwrap_or(3).min(3);
+                return doubling
+                    .saturating_mul(4)
+                    .saturating_add(quarter)
+                    .saturating_add(1);
             }
             low = high;
         }
@@ -78,10 +82,10 @@ impl HistogramModel {
         if index >= Self::BUCKETS - 1 {
             return None;
         }
-        let doubling = u32::try_from((index - 1) / 4).ok()?;
-        let quarter = u64::try_from((index - 1) % 4).ok()?;
+        let doubling = u32::try_from(index.checked_sub(1)?.checked_div(4)?).ok()?;
+        let quarter = u64::try_from(index.checked_sub(1)?.checked_rem(4)?).ok()?;
         let low = 1024u64.checked_shl(doubling)?;
-        Some(low + (quarter + 1) * (low / 4))
+        low.checked_add(quarter.checked_add(1)?.checked_mul(low.checked_div(4)?)?)
     }
 
     fn count(&self) -> u32 {
@@ -92,7 +96,7 @@ impl HistogramModel {
         let nanos = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX);
         self.longest = Some(self.longest.map_or(nanos, |l| l.max(nanos)));
         if let Some(c) = self.counts.get_mut(Self::bucket(nanos)) {
-            *c += 1;
+            *c = c.saturating_add(1);
         }
         if self.count() >= self.memory {
             for c in &mut self.counts {
@@ -110,7 +114,7 @@ impl HistogramModel {
         let mut seen = 0u32;
         let longest = self.longest.unwrap_or(0);
         for (index, c) in self.counts.iter().enumerate() {
-            seen += c;
+            seen = seen.saturating_add(*c);
             if f64::from(seen) >= rank {
                 let edge = Self::upper_edge(index).unwrap_or(u64::MAX);
                 return Some(Duration::from_nanos(edge.min(longest)));
@@ -403,7 +407,7 @@ impl Model {
         let more = self.stopped_by.is_none() && self.sent < self.allowed();
         let due_now = self.due.is_some_and(|d| d <= now);
         if more && due_now && self.running.len() < self.in_flight_limit() {
-            let copy = self.sent + 1;
+            let copy = self.sent.saturating_add(1);
             if copy >= 2 && self.policy.uses_retry_budget() {
                 self.stage = Stage::Withdrawing(copy);
                 return Answer::Act(HedgeAction::Withdraw { copy });
@@ -552,7 +556,7 @@ impl Model {
                 self.next_move(now)
             }
             (Stage::Waiting { .. }, HedgeEvent::Succeeded { copy }) if self.take_running(copy) => {
-                let index = usize::try_from(copy - 1).unwrap_or(usize::MAX);
+                let index = usize::try_from(copy.saturating_sub(1)).unwrap_or(usize::MAX);
                 let sent = self.sent_at.get(index).copied().unwrap_or(now);
                 let done = Answer::Act(HedgeAction::Done {
                     copy,

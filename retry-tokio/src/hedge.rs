@@ -245,8 +245,8 @@ impl<E> Hedge<E> {
     /// other copies' futures are dropped at once, which cancels whatever they
     /// were doing (an HTTP client aborts the request), and their breaker
     /// permits go back. Dropping the returned future drops every copy the same
-    /// way. Each copy costs one small allocation (its slot in the set of
-    /// copies in flight).
+    /// way. Allocations: two for the set of copies in flight, made when the
+    /// first copy starts, and one per copy sent.
     ///
     /// # Errors
     /// A [`RetryError`] with the core's reason: `retry.exhausted` when every
@@ -270,7 +270,8 @@ impl<E> Hedge<E> {
             HedgeMachine::new(&self.policy, seed)
         };
         let breaker: Option<&dyn Breaker> = self.breaker.as_deref();
-        let mut copies = FuturesUnordered::new();
+        // The copies in flight; made at the first launch, dropped whole at a cancel.
+        let mut copies = None;
         let mut value: Option<T> = None;
         let mut last_error: Option<E> = None;
         let mut now = start;
@@ -315,7 +316,9 @@ impl<E> Hedge<E> {
                                     replays_non_idempotent,
                                     cancel: self.cancel.clone(),
                                 };
-                                copies.push(run_copy(copy, op(context), permit));
+                                copies
+                                    .get_or_insert_with(FuturesUnordered::new)
+                                    .push(run_copy(copy, op(context), permit));
                                 HedgeEvent::Launched { copy }
                             }
                         }
@@ -328,7 +331,7 @@ impl<E> Hedge<E> {
                     let ended = tokio::select! {
                         biased;
                         () = cancelled(cancel) => None,
-                        Some(ended) = copies.next() => Some(ended),
+                        Some(ended) = next_copy(&mut copies) => Some(ended),
                         () = sleep_until(wake) => None,
                     };
                     now = Instant::now();
@@ -341,7 +344,7 @@ impl<E> Hedge<E> {
                 HedgeAction::Cancel { .. } => {
                     // Every copy still in the set is one the machine named: drop
                     // them all (their permits go back as abandoned attempts).
-                    copies = FuturesUnordered::new();
+                    copies = None;
                     HedgeEvent::Stopped
                 }
                 HedgeAction::Done {
@@ -425,6 +428,14 @@ async fn run_copy<T, E, B: Breaker>(
 ) -> CopyEnd<T, E, B> {
     let result = attempt.await;
     (copy, result, permit)
+}
+
+/// The next copy to end, if any runs.
+async fn next_copy<F: Future>(copies: &mut Option<FuturesUnordered<F>>) -> Option<F::Output> {
+    match copies {
+        Some(set) => set.next().await,
+        None => None,
+    }
 }
 
 /// `now` as the machine's time since the call's start.

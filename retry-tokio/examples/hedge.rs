@@ -1,9 +1,9 @@
 //! Hedged HTTP GETs with reqwest against a local axum server whose requests
 //! stall now and then: `cargo run -p retry-tokio --example hedge`.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, Ordering};
+use core::time::Duration;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::{extract::State, routing::get, Router};
 use retry_core::{BreakerConfig, BudgetConfig, Failure, FailureKind, HedgePolicy};
@@ -11,7 +11,7 @@ use retry_tokio::{Hedge, SharedBreaker, SharedBudget};
 
 /// Fifty hedged GETs; prints how many of them a hedge won.
 #[tokio::main]
-pub async fn main() -> Result<(), Box<dyn std::error::Error>> {
+pub async fn main() -> Result<(), Box<dyn core::error::Error>> {
     let url = start_server().await?;
 
     // Up to 2 copies; the second goes out when the first has not answered within

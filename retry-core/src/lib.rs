@@ -18,11 +18,13 @@ extern crate std;
 // server hints and the headers that carry them (hint/), classification
 // (classify/), and policies as data (settings/). Beside them: the clock-free
 // time every machine counts in (time.rs) and the glue between the retry machine
-// and the shared breaker and budget (compose.rs).
+// and the shared breaker and budget (compose.rs). The hedge machine, with its
+// policy, latency histogram, simulator and glue, has its own folder (hedge/).
 mod breaker;
 mod budget;
 mod classify;
 mod compose;
+mod hedge;
 mod hint;
 mod retry;
 mod settings;
@@ -60,6 +62,12 @@ pub use config::{ConfigError, Curve, PolicyOverride, RetryAfter};
 #[cfg(feature = "serde")]
 #[doc(no_inline)]
 pub use duration_text::{parse_duration, BareNumber, DurationParseError, DurationText};
+pub use hedge::{
+    feed_hedge_budget, hedge_breaker_outcome, hedge_rejection, Copies, CopiesIter, HedgeAction,
+    HedgeDelay, HedgeEvent, HedgeMachine, HedgeMisuse, HedgeMode, HedgePhase, HedgePolicy,
+    HedgePolicyBuilder, HedgePolicyError, HedgeSimulation, HedgeStep, HedgeTimeline,
+    LatencyHistogram, WaitReason, MAX_COPIES,
+};
 pub use hint::{
     format_http_date, parse_grpc_pushback, parse_http_date, parse_retry_after,
     parse_retry_after_ms, retry_after_from_headers, Hint, HintProblem, HintProblemKind, HintRead,

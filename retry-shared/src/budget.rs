@@ -5,13 +5,16 @@ use core::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
-use retry_core::{feed_budget, Action, BudgetConfig, Event, RetryBudget, RetryMachine, Tokens};
+use retry_core::{
+    feed_budget, feed_hedge_budget, Action, BudgetConfig, Event, HedgeAction, HedgeEvent,
+    RetryBudget, RetryMachine, Tokens,
+};
 
 use crate::time::Origin;
 
 /// What a driver asks of a retry budget: it feeds the budget every step of a call
-/// and, when the retry machine asks to withdraw a retry, takes the budget's
-/// answer. [`SharedBudget`] implements it; a budget kept elsewhere (one shared by
+/// (of a retry machine, or of a hedge machine) and, when the machine asks to
+/// withdraw a retry, takes the budget's answer. [`SharedBudget`] implements it; a budget kept elsewhere (one shared by
 /// a fleet through a store, say) implements it to plug into both adapters.
 ///
 /// Implementations must not block for long (they are called from async tasks); a
@@ -30,6 +33,18 @@ pub trait Budget: Send + Sync + fmt::Debug {
         action: Action,
         now: Instant,
     ) -> Option<Event>;
+
+    /// Tells the budget about one step of a hedged call: the `event` sent to a
+    /// hedge machine and the `action` it answered, at `now` (as
+    /// [`retry_core::feed_hedge_budget`] reads them). Returns the event to send
+    /// back when the action is [`HedgeAction::Withdraw`] ([`HedgeEvent::Granted`]
+    /// or [`HedgeEvent::Refused`]), and `None` otherwise.
+    fn feed_hedge(
+        &self,
+        event: HedgeEvent,
+        action: HedgeAction,
+        now: Instant,
+    ) -> Option<HedgeEvent>;
 }
 
 impl<B: Budget + ?Sized> Budget for Arc<B> {
@@ -41,6 +56,15 @@ impl<B: Budget + ?Sized> Budget for Arc<B> {
         now: Instant,
     ) -> Option<Event> {
         (**self).feed(machine, event, action, now)
+    }
+
+    fn feed_hedge(
+        &self,
+        event: HedgeEvent,
+        action: HedgeAction,
+        now: Instant,
+    ) -> Option<HedgeEvent> {
+        (**self).feed_hedge(event, action, now)
     }
 }
 
@@ -130,6 +154,17 @@ impl Budget for SharedBudget {
         let mut cell = self.lock();
         let at = cell.origin.at(now);
         feed_budget(&mut cell.budget, machine, event, action, at)
+    }
+
+    fn feed_hedge(
+        &self,
+        event: HedgeEvent,
+        action: HedgeAction,
+        now: Instant,
+    ) -> Option<HedgeEvent> {
+        let mut cell = self.lock();
+        let at = cell.origin.at(now);
+        feed_hedge_budget(&mut cell.budget, event, action, at)
     }
 }
 

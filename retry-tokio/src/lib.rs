@@ -13,9 +13,12 @@
 //!   shared by many tasks, and by blocking threads using `retry-std` in the same
 //!   program (they are the same types). Their time is `std::time::Instant`; this
 //!   crate converts tokio's with `into_std`, which keeps paused time consistent.
+//! - [`Hedge`]: send extra copies of a slow idempotent call and keep the first
+//!   good answer; the copies run concurrently in the calling task.
 //! - [`RetryStreamExt`]: map a stream through a retried operation with bounded
 //!   concurrency.
-//! - `tower` feature: [`tower::RetryLayer`] and [`tower::BreakerLayer`].
+//! - `tower` feature: [`tower::RetryLayer`], [`tower::HedgeLayer`] and
+//!   [`tower::BreakerLayer`].
 //! - `http` feature: [`http`] classifies responses in one line.
 //! - `tracing` and `metrics` features: a span per call, events per attempt, sleep
 //!   and give-up; the counters `retry.attempt.total` and
@@ -55,6 +58,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 
+mod hedge;
 mod retry;
 mod stream;
 
@@ -63,6 +67,7 @@ pub mod http;
 #[cfg(feature = "tower")]
 pub mod tower;
 
+pub use hedge::{CopyContext, Hedge, Hedged};
 pub use retry::{retry, AttemptContext, Retry};
 pub use retry_core::{RetryError, Success};
 pub use retry_shared::{Breaker, Budget, RetryNotice, SharedBreaker, SharedBudget};

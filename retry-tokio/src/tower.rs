@@ -1,5 +1,6 @@
 //! Tower middleware (feature `tower`): [`RetryLayer`] retries a service's calls
-//! under a [`Retry`], and [`BreakerLayer`] puts a [`SharedBreaker`](crate::SharedBreaker)
+//! under a [`Retry`], [`HedgeLayer`] hedges them under a [`Hedge`](crate::Hedge)
+//! (in `tower/hedge.rs`), and [`BreakerLayer`] puts a [`SharedBreaker`](crate::SharedBreaker)
 //! (or any other [`Breaker`]) in front of a service, failing fast with
 //! [`BreakerServiceError::CircuitOpen`] while it is open.
 
@@ -16,6 +17,10 @@ use tower::{Layer, Service};
 
 use crate::retry::{Retry, TokioClock};
 use retry_core::{RetryError, Success};
+
+mod hedge;
+
+pub use hedge::{HedgeLayer, HedgeService};
 
 /// A boxed, sendable future, as the services here return.
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;

@@ -21,6 +21,14 @@ use super::nanos::{from_nanos, nanos};
 /// | `Subtract(f)` | `d −` uniform in `[0, f·d]` |
 /// | `Add(f)` | `d +` uniform in `[0, f·d)`: the only kind that may exceed the cap |
 /// | `Spread(f)` | `d × (1 +` uniform in `[−f, +f])`, then capped |
+///
+/// A policy then raises the result to its `min_delay` and rounds it to its
+/// [`Resolution`](crate::Resolution) *inside* the kind's interval (both ends
+/// raised to `min_delay`): under millisecond resolution the delay is the whole
+/// millisecond nearest the drawn value among those in the interval, so `add(0.1)`
+/// on 1 s gives at most 1.099 s, and a cap never undoes the rounding. Only an
+/// interval holding no whole millisecond at all (an unjittered 1.5 ms, say) gives
+/// the nearest whole millisecond outside it, still within `min_delay` and the cap.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub enum Jitter {
@@ -128,6 +136,39 @@ impl Jitter {
             }
         };
         from_nanos(out)
+    }
+}
+
+impl Jitter {
+    /// The closed interval, in nanoseconds, that [`Jitter::apply`] draws from for
+    /// these arguments: the table's interval made exact on the nanosecond grid
+    /// (the open top of [`Jitter::Add`] becomes one nanosecond below it), with the
+    /// cap applied where the kind applies it. `lo <= hi` always.
+    pub(crate) fn interval(
+        &self,
+        d: Duration,
+        initial: Duration,
+        previous: Duration,
+        cap: Duration,
+    ) -> (u128, u128) {
+        let n = nanos(d);
+        let cap = nanos(cap);
+        match *self {
+            Jitter::None => (n, n),
+            Jitter::Full => (0, n),
+            Jitter::Equal => (n / 2, n),
+            Jitter::Decorrelated => {
+                let lo = nanos(initial);
+                let hi = nanos(previous).saturating_mul(3).max(lo);
+                (lo.min(cap), hi.min(cap))
+            }
+            Jitter::Subtract(f) => (n.saturating_sub(span(n, f)), n),
+            Jitter::Add(f) => (n, n.saturating_add(span(n, f).saturating_sub(1))),
+            Jitter::Spread(f) => {
+                let s = span(n, f);
+                (n.saturating_sub(s).min(cap), n.saturating_add(s).min(cap))
+            }
+        }
     }
 }
 

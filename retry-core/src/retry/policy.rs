@@ -297,12 +297,20 @@ impl RetryPolicy {
         previous: Duration,
     ) -> (Duration, Duration) {
         let capped = self.capped_delay(step);
-        let delay = self.jittered(capped, retry, seed, previous, self.max_delay);
+        let delay = self.jittered(capped, retry, seed, previous, self.max_delay, Duration::ZERO);
         (delay, capped)
     }
 
-    /// Jitters `base`, then rounds and bounds it. `cap` is the ceiling the capping
-    /// kinds respect (the policy's `max_delay`, or a larger honoured hint).
+    /// Jitters `base`, then bounds and rounds it. `cap` is the ceiling the capping
+    /// kinds respect (the policy's `max_delay`, or a larger honoured hint); `floor`
+    /// is a lower bound on top of `min_delay` (an honoured hint, or zero).
+    ///
+    /// The result lies in the kind's interval (see [`Jitter`]) with both ends
+    /// raised to the floor. Under millisecond resolution it is the whole
+    /// millisecond nearest the jittered value *within* that interval; only an
+    /// interval that holds no whole millisecond at all (narrower than one, as an
+    /// unjittered 1.5 ms) gives the nearest whole millisecond instead, kept within
+    /// the floor and the cap.
     pub(crate) fn jittered(
         &self,
         base: Duration,
@@ -310,6 +318,7 @@ impl RetryPolicy {
         seed: u64,
         previous: Duration,
         cap: Duration,
+        floor: Duration,
     ) -> Duration {
         // No randomness to draw for unjittered policies.
         let draw = match self.jitter {
@@ -317,14 +326,25 @@ impl RetryPolicy {
             _ => jitter_draw(seed, retry, base),
         };
         let initial = self.backoff.initial();
-        let jittered = self.jitter.apply(base, draw, initial, previous, cap);
-        // The ceiling: the cap, except that additive jitter may exceed it by its fraction.
-        let upper = if self.jitter.may_exceed_cap() {
-            jittered.max(cap)
-        } else {
-            cap
-        };
-        bounded(self.round(jittered), self.min_delay, upper)
+        let jittered = nanos(self.jitter.apply(base, draw, initial, previous, cap));
+        let floor = nanos(floor.max(self.min_delay));
+        let (lo, hi) = self.jitter.interval(base, initial, previous, cap);
+        // Only durations are results: nothing past `Duration::MAX`.
+        let top = nanos(Duration::MAX);
+        let (lo, hi) = (lo.max(floor).min(top), hi.max(floor).min(top));
+        let value = jittered.max(lo).min(hi);
+        match self.resolution {
+            Resolution::Nanos => from_nanos(value),
+            Resolution::Millis => match whole_millis_within(value, lo, hi) {
+                Some(n) => from_nanos(n),
+                None => {
+                    // No whole millisecond inside: the nearest one, within the
+                    // floor and the cap (additive jitter's top included).
+                    let nearest = nanos(self.round(from_nanos(value)));
+                    from_nanos(nearest.max(floor).min(nanos(cap).max(hi)))
+                }
+            },
+        }
     }
 
     /// Rounds to the policy's resolution.
@@ -349,6 +369,29 @@ impl RetryPolicy {
             }
         }
     }
+}
+
+/// The whole millisecond nearest `value` (halves rounding up) among those in
+/// `[lo, hi]` (nanoseconds, `lo <= value <= hi`), or `None` if there is none.
+fn whole_millis_within(value: u128, lo: u128, hi: u128) -> Option<u128> {
+    const MS: u64 = 1_000_000;
+    // Below ~584 years everything fits a u64, whose division by a constant is a
+    // multiply (a u128 division is a slow library call).
+    if let (Ok(value), Ok(lo), Ok(hi)) = (
+        u64::try_from(value),
+        u64::try_from(lo),
+        u64::try_from(hi),
+    ) {
+        let first = lo.div_ceil(MS).checked_mul(MS)?;
+        let last = (hi / MS).saturating_mul(MS);
+        let nearest = (value.saturating_add(MS / 2) / MS).saturating_mul(MS);
+        return (first <= last).then(|| u128::from(nearest.max(first).min(last)));
+    }
+    let ms = u128::from(MS);
+    let first = lo.div_ceil(ms).checked_mul(ms)?;
+    let last = (hi / ms).saturating_mul(ms);
+    let nearest = (value.saturating_add(ms / 2) / ms).saturating_mul(ms);
+    (first <= last).then(|| nearest.max(first).min(last))
 }
 
 /// `d` floored at `lo` and then capped at `hi` (total even if `lo > hi`).

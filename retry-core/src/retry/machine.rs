@@ -702,7 +702,7 @@ impl RetryMachine {
             };
             return self.give_up(reason, number, kind);
         }
-        if number >= self.policy.max_attempts() {
+        if self.policy.is_last_attempt(number) {
             return self.give_up(final_reason, number, kind);
         }
         let (delay, reason) = self.next_delay(number, failure.hint());

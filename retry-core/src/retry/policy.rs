@@ -156,15 +156,32 @@ impl RetryPolicy {
         RetryPolicyBuilder::from_policy(*self)
     }
 
-    /// The most attempts, the first included (`max_retries + 1`).
+    /// The value of [`max_attempts`](RetryPolicy::max_attempts) that means no
+    /// limit on the number of attempts (`u32::MAX`).
+    pub const UNLIMITED_ATTEMPTS: u32 = u32::MAX;
+
+    /// The most attempts, the first included (`max_retries + 1`);
+    /// [`RetryPolicy::UNLIMITED_ATTEMPTS`] when there is no limit.
     #[must_use]
     pub const fn max_attempts(&self) -> u32 {
         self.max_attempts
     }
-    /// The most retries (`max_attempts - 1`).
+    /// The most retries (`max_attempts - 1`; `u32::MAX - 1` when unlimited).
     #[must_use]
     pub const fn max_retries(&self) -> u32 {
         self.max_attempts.saturating_sub(1)
+    }
+    /// Whether the number of attempts is unlimited: the call then ends only on
+    /// success, a permanent failure, cancellation, a refusal of the shared retry
+    /// budget, an open circuit (when the policy gives up on those), or the total
+    /// time budget when one is set. Attempt numbers stop growing at `u32::MAX`.
+    #[must_use]
+    pub const fn attempts_are_unlimited(&self) -> bool {
+        self.max_attempts == RetryPolicy::UNLIMITED_ATTEMPTS
+    }
+    /// Whether attempt `number` is the last one the policy allows.
+    pub(crate) const fn is_last_attempt(&self, number: u32) -> bool {
+        !self.attempts_are_unlimited() && number >= self.max_attempts
     }
     /// The backoff curve.
     #[must_use]
@@ -402,10 +419,14 @@ pub(crate) fn bounded(d: Duration, lo: Duration, hi: Duration) -> Duration {
 impl fmt::Display for RetryPolicy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use crate::time::DisplayDuration as D;
+        if self.attempts_are_unlimited() {
+            f.write_str("unlimited attempts")?;
+        } else {
+            write!(f, "{} attempt(s)", self.max_attempts)?;
+        }
         write!(
             f,
-            "{} attempt(s), {}, delays in [{}, {}], jitter {}",
-            self.max_attempts,
+            ", {}, delays in [{}, {}], jitter {}",
             self.backoff,
             D(self.min_delay),
             D(self.max_delay),
@@ -464,15 +485,40 @@ impl RetryPolicyBuilder {
         }
     }
 
-    /// The most attempts, the first included (SPEC 1). `1` disables retrying.
+    /// The most attempts, the first included. `1` disables retrying;
+    /// `u32::MAX` ([`RetryPolicy::UNLIMITED_ATTEMPTS`]) is no limit, as
+    /// [`unlimited_attempts`](RetryPolicyBuilder::unlimited_attempts).
     pub fn max_attempts(mut self, n: u32) -> Self {
         self.attempts = Some(n);
         self
     }
-    /// The most retries after the first attempt (SPEC 1): `n` allows `n + 1`
-    /// attempts (saturating at `u32::MAX`). `0` disables retrying.
+    /// The most retries after the first attempt: `n` allows `n + 1` attempts
+    /// (`u32::MAX` and `u32::MAX - 1` are no limit). `0` disables retrying.
     pub fn max_retries(mut self, n: u32) -> Self {
         self.retries = Some(n);
+        self
+    }
+    /// No limit on the number of attempts: the call retries until it succeeds or
+    /// something else ends it (a permanent failure, cancellation, the total time
+    /// budget or the shared retry budget when set). It is an attempt count like
+    /// [`max_attempts`](RetryPolicyBuilder::max_attempts) (the later call wins);
+    /// with [`max_retries`](RetryPolicyBuilder::max_retries) as well it is the
+    /// same error as giving both counts.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use retry_core::RetryPolicy;
+    ///
+    /// let policy = RetryPolicy::builder()
+    ///     .unlimited_attempts()
+    ///     .budget(Duration::from_secs(30)) // the time budget is what ends it
+    ///     .build()?;
+    /// assert!(policy.attempts_are_unlimited());
+    /// assert_eq!(policy.max_attempts(), RetryPolicy::UNLIMITED_ATTEMPTS);
+    /// # Ok::<(), retry_core::PolicyError>(())
+    /// ```
+    pub fn unlimited_attempts(mut self) -> Self {
+        self.attempts = Some(RetryPolicy::UNLIMITED_ATTEMPTS);
         self
     }
     /// The backoff curve.

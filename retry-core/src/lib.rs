@@ -35,9 +35,10 @@ mod time;
 pub use settings::{config, duration_text};
 
 pub use breaker::{
-    Admission, BreakerConfig, BreakerConfigBuilder, BreakerError, BreakerInput, BreakerOutput,
-    BreakerRow, BreakerSimulation, BreakerState, BreakerStep, BreakerTimeline, CallOutcome,
-    CircuitBreaker, ManualState, Permit, Rate, RejectReason, Transition, TransitionCause, Window,
+    Admission, BreakerConfig, BreakerConfigBuilder, BreakerError, BreakerInput, BreakerMetrics,
+    BreakerOutput, BreakerRow, BreakerSimulation, BreakerState, BreakerStep, BreakerTimeline,
+    CallOutcome, CircuitBreaker, Exceeded, HalfOpenTimeout, HalfOpenVerdict, Ignored, ManualState,
+    Permit, Rate, RateReading, Recorded, RejectReason, Transition, TransitionCause, Window,
     WindowStats,
 };
 pub use budget::{

@@ -629,7 +629,10 @@ fn every_delay_is_a_multiple_of_the_resolution_inside_its_kinds_interval() {
             }
             let near = delay + step > lo && delay < hi + step;
             if !near {
-                return Err(format!("not the multiple nearest the interval: {}", context()));
+                return Err(format!(
+                    "not the multiple nearest the interval: {}",
+                    context()
+                ));
             }
             let clamped = delay == floor || delay == ceiling;
             if delay % step != 0 && !clamped {
@@ -664,8 +667,14 @@ fn additive_jitter_rounds_within_its_interval() {
     let mut seen_top = false;
     for seed in 0..20_000 {
         let d = top.delay(1, seed);
-        assert!(d >= Duration::from_secs(1) && d < Duration::from_millis(1100), "seed {seed}: {d:?}");
+        assert!(
+            d >= Duration::from_secs(1) && d < Duration::from_millis(1100),
+            "seed {seed}: {d:?}"
+        );
         seen_top |= d == Duration::from_millis(1099);
     }
-    assert!(seen_top, "the top whole millisecond inside the interval is reachable");
+    assert!(
+        seen_top,
+        "the top whole millisecond inside the interval is reachable"
+    );
 }

@@ -254,7 +254,7 @@ impl SharedBreaker {
             let mut cell = self.lock();
             let at = cell.at(now);
             match breaker_outcome(event, took) {
-                Some(outcome) => cell.breaker.record(permit.permit, outcome, at),
+                Some(outcome) => cell.breaker.record(permit.permit, outcome, at).transition,
                 None => {
                     cell.breaker.release(permit.permit, at);
                     None

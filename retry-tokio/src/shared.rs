@@ -254,7 +254,7 @@ impl<const WORDS: usize, const BUCKETS: usize> Breaker for SharedBreaker<WORDS, 
         let transition = {
             let mut cell = lock(&self.inner);
             let at = cell.origin.at(now);
-            cell.breaker.record(permit, outcome, at)
+            cell.breaker.record(permit, outcome, at).transition
         };
         observe::breaker_call(outcome.duration);
         if let Some(transition) = transition {

@@ -102,13 +102,72 @@ impl fmt::Display for Window {
     }
 }
 
+/// How a half-open breaker's probes decide between closing and re-opening.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum HalfOpenVerdict {
+    /// At most `half_open_permits` probes at a time; any failed probe (or slow one,
+    /// when the slow-call rule is on) re-opens the breaker, and
+    /// `success_threshold` good probes in a row close it.
+    #[default]
+    Consecutive,
+    /// `probes` probes in all (at most `half_open_permits` of them at a time; a
+    /// released probe gives its place back); once every one of them has reported,
+    /// their failure rate and slow-call rate are held to the closed state's
+    /// thresholds: either rate at or above its threshold re-opens the breaker,
+    /// otherwise it closes. Needs a failure-rate or slow-call-rate rule.
+    Rates {
+        /// How many probes are judged together.
+        probes: u32,
+    },
+}
+
+impl fmt::Display for HalfOpenVerdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HalfOpenVerdict::Consecutive => f.write_str("consecutive"),
+            HalfOpenVerdict::Rates { probes } => write!(f, "rates over {probes} probe(s)"),
+        }
+    }
+}
+
+/// What a half-open breaker does when its maximum wait
+/// ([`BreakerConfigBuilder::max_half_open_wait`]) passes before its probes have
+/// decided.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum HalfOpenTimeout {
+    /// Open again, for the next open duration of the curve.
+    #[default]
+    Reopen,
+    /// Close, with a clean window.
+    Close,
+}
+
+impl fmt::Display for HalfOpenTimeout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            HalfOpenTimeout::Reopen => "re-open",
+            HalfOpenTimeout::Close => "close",
+        })
+    }
+}
+
 /// A validated breaker config. Build one with [`BreakerConfig::builder`], or
 /// [`BreakerConfig::basic`] for the plain consecutive-failure rule.
 ///
 /// Defaults: trip at 5 consecutive failures, no rate rules and no window, rates
 /// judged from 10 calls on, calls slower than 60 s count as slow, open for a
 /// constant 30 s (capped at 5 min, no jitter, seed 0), 1 half-open probe at a
-/// time, 1 successful probe closes.
+/// time, 1 successful probe closes ([`HalfOpenVerdict::Consecutive`]), no
+/// maximum wait in half-open (re-open when one is set and passes).
+///
+/// # `minimum_calls` and a count window
+/// A `minimum_calls` above a count window's size is refused
+/// ([`BreakerError::MinimumAboveWindow`]) rather than cut down to the window:
+/// the window could never hold that many calls, so the config asks for a rate
+/// rule that could never fire, and saying so beats quietly judging from fewer
+/// calls than written. Set `minimum_calls` to the window's size to judge once
+/// the window is full. (A time window holds any number of calls: any minimum
+/// goes.)
 ///
 /// ```
 /// use core::time::Duration;
@@ -143,6 +202,9 @@ pub struct BreakerConfig {
     seed: u64,
     half_open_permits: u32,
     success_threshold: u32,
+    half_open_verdict: HalfOpenVerdict,
+    max_half_open_wait: Option<Duration>,
+    half_open_timeout: HalfOpenTimeout,
 }
 
 impl Default for BreakerConfig {
@@ -160,6 +222,9 @@ impl Default for BreakerConfig {
             seed: 0,
             half_open_permits: 1,
             success_threshold: 1,
+            half_open_verdict: HalfOpenVerdict::Consecutive,
+            max_half_open_wait: None,
+            half_open_timeout: HalfOpenTimeout::Reopen,
         }
     }
 }
@@ -269,10 +334,26 @@ impl BreakerConfig {
     pub const fn half_open_permits(&self) -> u32 {
         self.half_open_permits
     }
-    /// How many consecutive successful probes close a half-open breaker.
+    /// How many consecutive successful probes close a half-open breaker (under
+    /// [`HalfOpenVerdict::Consecutive`]).
     #[must_use]
     pub const fn success_threshold(&self) -> u32 {
         self.success_threshold
+    }
+    /// How half-open probes decide.
+    #[must_use]
+    pub const fn half_open_verdict(&self) -> HalfOpenVerdict {
+        self.half_open_verdict
+    }
+    /// The longest a breaker stays half-open before deciding on its own, if set.
+    #[must_use]
+    pub const fn max_half_open_wait(&self) -> Option<Duration> {
+        self.max_half_open_wait
+    }
+    /// What a half-open breaker does when its maximum wait passes.
+    #[must_use]
+    pub const fn half_open_timeout(&self) -> HalfOpenTimeout {
+        self.half_open_timeout
     }
 
     /// How long the breaker stays open the `reopen`-th time in a row (1-based; 0
@@ -395,6 +476,21 @@ impl BreakerConfig {
                 field: "success_threshold",
             });
         }
+        if let HalfOpenVerdict::Rates { probes } = self.half_open_verdict {
+            if probes == 0 {
+                return Err(BreakerError::Zero {
+                    field: "half_open_verdict.probes",
+                });
+            }
+            if self.failure_rate.is_none() && self.slow_call_rate.is_none() {
+                return Err(BreakerError::VerdictWithoutRate);
+            }
+        }
+        if self.max_half_open_wait == Some(Duration::ZERO) {
+            return Err(BreakerError::ZeroDuration {
+                field: "max_half_open_wait",
+            });
+        }
         Ok(())
     }
 
@@ -462,7 +558,23 @@ impl fmt::Display for BreakerConfig {
         } else {
             write!(f, "; half-open probes {}", self.half_open_permits)?;
         }
-        write!(f, ", close after {} success(es)", self.success_threshold)
+        match self.half_open_verdict {
+            HalfOpenVerdict::Consecutive => {
+                write!(f, ", close after {} success(es)", self.success_threshold)?;
+            }
+            HalfOpenVerdict::Rates { probes } => {
+                write!(f, ", judged by rates over {probes} probe(s)")?;
+            }
+        }
+        if let Some(wait) = self.max_half_open_wait {
+            write!(
+                f,
+                ", {} after {} half-open",
+                self.half_open_timeout,
+                D(wait)
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -544,9 +656,31 @@ impl BreakerConfigBuilder {
         self.config.half_open_permits = n;
         self
     }
-    /// How many consecutive successful probes close a half-open breaker.
+    /// How many consecutive successful probes close a half-open breaker (under
+    /// [`HalfOpenVerdict::Consecutive`]).
     pub fn success_threshold(mut self, n: u32) -> Self {
         self.config.success_threshold = n;
+        self
+    }
+    /// How half-open probes decide (default [`HalfOpenVerdict::Consecutive`]).
+    pub fn half_open_verdict(mut self, verdict: HalfOpenVerdict) -> Self {
+        self.config.half_open_verdict = verdict;
+        self
+    }
+    /// The longest a breaker stays half-open, or `None` for no limit (the
+    /// default). Once it has passed, the first request decides as
+    /// [`on_half_open_timeout`](Self::on_half_open_timeout) says, and until then
+    /// a request rejected in half-open is told that time. A breaker whose probes
+    /// never report (a lost permit, a hung call) then cannot stay half-open for
+    /// ever.
+    pub fn max_half_open_wait(mut self, wait: impl Into<Option<Duration>>) -> Self {
+        self.config.max_half_open_wait = wait.into();
+        self
+    }
+    /// What a half-open breaker does when its maximum wait passes (default
+    /// [`HalfOpenTimeout::Reopen`]).
+    pub fn on_half_open_timeout(mut self, timeout: HalfOpenTimeout) -> Self {
+        self.config.half_open_timeout = timeout;
         self
     }
 

@@ -808,8 +808,14 @@ impl RetryMachine {
                 let curve = policy.capped_delay(step);
                 let base = curve.max(honoured);
                 let ceiling = policy.max_delay().max(honoured);
-                let delay =
-                    policy.jittered(base, retry, self.seed, self.previous_delay, ceiling, honoured);
+                let delay = policy.jittered(
+                    base,
+                    retry,
+                    self.seed,
+                    self.previous_delay,
+                    ceiling,
+                    honoured,
+                );
                 self.previous_delay = delay;
                 let reason = if honoured > curve {
                     SleepReason::Hint

@@ -314,7 +314,14 @@ impl RetryPolicy {
         previous: Duration,
     ) -> (Duration, Duration) {
         let capped = self.capped_delay(step);
-        let delay = self.jittered(capped, retry, seed, previous, self.max_delay, Duration::ZERO);
+        let delay = self.jittered(
+            capped,
+            retry,
+            seed,
+            previous,
+            self.max_delay,
+            Duration::ZERO,
+        );
         (delay, capped)
     }
 
@@ -394,11 +401,9 @@ fn whole_millis_within(value: u128, lo: u128, hi: u128) -> Option<u128> {
     const MS: u64 = 1_000_000;
     // Below ~584 years everything fits a u64, whose division by a constant is a
     // multiply (a u128 division is a slow library call).
-    if let (Ok(value), Ok(lo), Ok(hi)) = (
-        u64::try_from(value),
-        u64::try_from(lo),
-        u64::try_from(hi),
-    ) {
+    if let (Ok(value), Ok(lo), Ok(hi)) =
+        (u64::try_from(value), u64::try_from(lo), u64::try_from(hi))
+    {
         let first = lo.div_ceil(MS).checked_mul(MS)?;
         let last = (hi / MS).saturating_mul(MS);
         let nearest = (value.saturating_add(MS / 2) / MS).saturating_mul(MS);

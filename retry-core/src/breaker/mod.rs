@@ -5,8 +5,8 @@
 //! configuration and its builder (`config.rs`), the errors a bad configuration or
 //! an operator's request is refused with (`error.rs`), what an outcome did and
 //! the dashboard's readings (`report.rs`), the count and time windows that
-//! outcomes are recorded in (`window.rs`), and the scripted simulator with its
-//! printable timeline (`sim.rs`).
+//! outcomes are recorded in (`window.rs`), the scripted simulator with its
+//! printable timeline (`sim.rs`), and the versioned snapshot (`snapshot.rs`).
 
 use core::fmt;
 use core::time::Duration;
@@ -17,6 +17,7 @@ mod config;
 mod error;
 mod report;
 mod sim;
+mod snapshot;
 mod window;
 
 pub use config::{
@@ -27,6 +28,7 @@ pub use report::{BreakerMetrics, Exceeded, Ignored, RateReading, Recorded};
 pub use sim::{
     BreakerInput, BreakerOutput, BreakerRow, BreakerSimulation, BreakerStep, BreakerTimeline,
 };
+pub use snapshot::BreakerSnapshot;
 pub use window::WindowStats;
 
 use window::{BucketRing, CountRing};

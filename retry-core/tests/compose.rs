@@ -155,7 +155,7 @@ fn call_through_breaker(
                         Event::Failed(Failure::retryable())
                     };
                     let outcome = breaker_outcome(e, took).unwrap();
-                    if let Some(t) = breaker.record(permit, outcome, now) {
+                    if let Some(t) = breaker.record(permit, outcome, now).transition {
                         rows.push(format!("{now:>8}   breaker: {t}"));
                     }
                     e

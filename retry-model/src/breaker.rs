@@ -373,7 +373,9 @@ impl BreakerModel {
                 Some(d) if now >= d => match self.config.half_open_timeout() {
                     HalfOpenTimeout::Reopen => {
                         let t = self.open(now, TransitionCause::HalfOpenTimeout);
-                        self.reject(Some(self.open_until), RejectReason::Open, Some(t))
+                        // Re-opened at the last instant there is: no later time to name.
+                        let until = Some(self.open_until).filter(|u| *u > now);
+                        self.reject(until, RejectReason::Open, Some(t))
                     }
                     HalfOpenTimeout::Close => {
                         self.clean();

@@ -49,12 +49,14 @@ pub enum Kind {
 /// The first byte of an input for `kind` written as JSON (`json`) or postcard.
 #[must_use]
 pub const fn header(kind: Kind, json: bool) -> u8 {
-    let k = match kind {
-        Kind::Retry => 0,
-        Kind::Breaker => 1,
-        Kind::Budget => 2,
-    };
-    k * 2 + if json { 0 } else { 1 }
+    match (kind, json) {
+        (Kind::Retry, true) => 0,
+        (Kind::Retry, false) => 1,
+        (Kind::Breaker, true) => 2,
+        (Kind::Breaker, false) => 3,
+        (Kind::Budget, true) => 4,
+        (Kind::Budget, false) => 5,
+    }
 }
 
 fn decode<T: DeserializeOwned>(bytes: &[u8], json: bool) -> Option<T> {
@@ -78,9 +80,7 @@ fn other_format<T: Serialize + DeserializeOwned>(value: &T, json: bool) -> Optio
 fn refused(e: &SnapshotError) -> Result<(), Violation> {
     let field = e.field();
     ensure(
-        !field.is_empty()
-            && e.code().starts_with("snapshot.")
-            && e.to_string().contains(field),
+        !field.is_empty() && e.code().starts_with("snapshot.") && e.to_string().contains(field),
         TARGET,
         0,
         "a refused snapshot's error does not name its field",

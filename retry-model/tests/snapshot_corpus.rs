@@ -51,7 +51,10 @@ fn every_seed_means_what_its_name_says() {
         ("breaker-calls-above-window.json", "window.calls"),
         ("breaker-words-above-capacity.json", "window.failed"),
         ("breaker-window-kind.json", "window"),
-        ("breaker-streak-should-have-tripped.json", "consecutive_failures"),
+        (
+            "breaker-streak-should-have-tripped.json",
+            "consecutive_failures",
+        ),
         ("budget-tokens-above-max.json", "state.millis"),
         ("budget-slice-out-of-place.json", "state.slices"),
     ];

@@ -3,6 +3,7 @@
 //! [`BreakerConfigBuilder`].
 
 use core::fmt;
+use core::num::NonZeroU64;
 use core::time::Duration;
 
 use super::BreakerError;
@@ -202,8 +203,12 @@ pub struct BreakerConfig {
     seed: u64,
     half_open_permits: u32,
     success_threshold: u32,
-    half_open_verdict: HalfOpenVerdict,
-    max_half_open_wait: Option<Duration>,
+    /// The rates verdict's number of probes; 0 for the consecutive verdict
+    /// (kept as a plain count so that the config stays within 160 bytes).
+    rates_over_probes: u32,
+    /// The half-open maximum wait in nanoseconds, if any (a plain count for
+    /// the same reason; waits past 584 years saturate).
+    max_half_open_wait: Option<NonZeroU64>,
     half_open_timeout: HalfOpenTimeout,
 }
 
@@ -222,7 +227,7 @@ impl Default for BreakerConfig {
             seed: 0,
             half_open_permits: 1,
             success_threshold: 1,
-            half_open_verdict: HalfOpenVerdict::Consecutive,
+            rates_over_probes: 0,
             max_half_open_wait: None,
             half_open_timeout: HalfOpenTimeout::Reopen,
         }
@@ -234,12 +239,18 @@ impl BreakerConfig {
     pub fn builder() -> BreakerConfigBuilder {
         BreakerConfigBuilder {
             config: BreakerConfig::default(),
+            zero_probes: false,
+            zero_wait: false,
         }
     }
 
     /// A builder starting from this config, to derive a variant of it.
     pub fn to_builder(&self) -> BreakerConfigBuilder {
-        BreakerConfigBuilder { config: *self }
+        BreakerConfigBuilder {
+            config: *self,
+            zero_probes: false,
+            zero_wait: false,
+        }
     }
 
     /// The TypeScript package's rule, exactly: closed → open at
@@ -343,12 +354,18 @@ impl BreakerConfig {
     /// How half-open probes decide.
     #[must_use]
     pub const fn half_open_verdict(&self) -> HalfOpenVerdict {
-        self.half_open_verdict
+        match self.rates_over_probes {
+            0 => HalfOpenVerdict::Consecutive,
+            probes => HalfOpenVerdict::Rates { probes },
+        }
     }
     /// The longest a breaker stays half-open before deciding on its own, if set.
     #[must_use]
     pub const fn max_half_open_wait(&self) -> Option<Duration> {
-        self.max_half_open_wait
+        match self.max_half_open_wait {
+            Some(nanos) => Some(Duration::from_nanos(nanos.get())),
+            None => None,
+        }
     }
     /// What a half-open breaker does when its maximum wait passes.
     #[must_use]
@@ -476,20 +493,11 @@ impl BreakerConfig {
                 field: "success_threshold",
             });
         }
-        if let HalfOpenVerdict::Rates { probes } = self.half_open_verdict {
-            if probes == 0 {
-                return Err(BreakerError::Zero {
-                    field: "half_open_verdict.probes",
-                });
-            }
-            if self.failure_rate.is_none() && self.slow_call_rate.is_none() {
-                return Err(BreakerError::VerdictWithoutRate);
-            }
-        }
-        if self.max_half_open_wait == Some(Duration::ZERO) {
-            return Err(BreakerError::ZeroDuration {
-                field: "max_half_open_wait",
-            });
+        if self.rates_over_probes > 0
+            && self.failure_rate.is_none()
+            && self.slow_call_rate.is_none()
+        {
+            return Err(BreakerError::VerdictWithoutRate);
         }
         Ok(())
     }
@@ -558,7 +566,7 @@ impl fmt::Display for BreakerConfig {
         } else {
             write!(f, "; half-open probes {}", self.half_open_permits)?;
         }
-        match self.half_open_verdict {
+        match self.half_open_verdict() {
             HalfOpenVerdict::Consecutive => {
                 write!(f, ", close after {} success(es)", self.success_threshold)?;
             }
@@ -566,7 +574,7 @@ impl fmt::Display for BreakerConfig {
                 write!(f, ", judged by rates over {probes} probe(s)")?;
             }
         }
-        if let Some(wait) = self.max_half_open_wait {
+        if let Some(wait) = self.max_half_open_wait() {
             write!(
                 f,
                 ", {} after {} half-open",
@@ -583,6 +591,10 @@ impl fmt::Display for BreakerConfig {
 #[must_use]
 pub struct BreakerConfigBuilder {
     config: BreakerConfig,
+    /// `half_open_verdict(Rates { probes: 0 })` was asked for.
+    zero_probes: bool,
+    /// `max_half_open_wait(Duration::ZERO)` was asked for.
+    zero_wait: bool,
 }
 
 impl BreakerConfigBuilder {
@@ -664,7 +676,17 @@ impl BreakerConfigBuilder {
     }
     /// How half-open probes decide (default [`HalfOpenVerdict::Consecutive`]).
     pub fn half_open_verdict(mut self, verdict: HalfOpenVerdict) -> Self {
-        self.config.half_open_verdict = verdict;
+        match verdict {
+            HalfOpenVerdict::Consecutive => {
+                self.zero_probes = false;
+                self.config.rates_over_probes = 0;
+            }
+            HalfOpenVerdict::Rates { probes } => {
+                // Zero probes could never judge: refused by `build`.
+                self.zero_probes = probes == 0;
+                self.config.rates_over_probes = probes;
+            }
+        }
         self
     }
     /// The longest a breaker stays half-open, or `None` for no limit (the
@@ -674,7 +696,11 @@ impl BreakerConfigBuilder {
     /// never report (a lost permit, a hung call) then cannot stay half-open for
     /// ever.
     pub fn max_half_open_wait(mut self, wait: impl Into<Option<Duration>>) -> Self {
-        self.config.max_half_open_wait = wait.into();
+        let wait = wait.into();
+        // A zero wait is refused by `build`.
+        self.zero_wait = wait == Some(Duration::ZERO);
+        self.config.max_half_open_wait =
+            wait.and_then(|d| NonZeroU64::new(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)));
         self
     }
     /// What a half-open breaker does when its maximum wait passes (default
@@ -691,6 +717,16 @@ impl BreakerConfigBuilder {
     /// [`BreakerConfig::validate`]).
     pub fn build(self) -> Result<BreakerConfig, BreakerError> {
         self.config.validate()?;
+        if self.zero_probes {
+            return Err(BreakerError::Zero {
+                field: "half_open_verdict.probes",
+            });
+        }
+        if self.zero_wait {
+            return Err(BreakerError::ZeroDuration {
+                field: "max_half_open_wait",
+            });
+        }
         Ok(self.config)
     }
 }

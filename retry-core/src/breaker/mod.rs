@@ -484,7 +484,7 @@ pub(crate) enum Mode {
 ///
 /// # Size
 /// Apart from its [`BreakerConfig`] (which carries a [`Backoff`](crate::Backoff)
-/// and a [`Jitter`](crate::Jitter) and takes 168 bytes on 64-bit targets), a
+/// and a [`Jitter`](crate::Jitter) and takes 160 bytes on 64-bit targets), a
 /// breaker with a 100-call count window (`CircuitBreaker<2, 0>`) is 96 bytes:
 /// 36 for the two bit rings and their cursors, 40 for the state (a half-open
 /// period keeps its probe counts and its deadline), 12 for the epoch and the
@@ -806,7 +806,9 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 Some(deadline) if now >= deadline => match self.config.half_open_timeout() {
                     HalfOpenTimeout::Reopen => {
                         let t = self.open(now, TransitionCause::HalfOpenTimeout);
-                        self.reject(self.open_until(), RejectReason::Open, Some(t))
+                        // At the end of time the open period cannot end after now.
+                        let until = self.open_until().filter(|u| *u > now);
+                        self.reject(until, RejectReason::Open, Some(t))
                     }
                     HalfOpenTimeout::Close => {
                         let t = self.close(Mode::Closed, now, TransitionCause::HalfOpenTimeout);

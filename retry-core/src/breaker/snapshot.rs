@@ -356,7 +356,8 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             } => {
                 let results = reported.stats("state.reported")?;
                 consistent(
-                    u64::from(admitted) == u64::from(in_flight) + u64::from(results.calls),
+                    u64::from(admitted)
+                        == u64::from(in_flight).saturating_add(u64::from(results.calls)),
                     "state.admitted",
                     "the probes admitted are not those in flight plus those reported",
                 )?;

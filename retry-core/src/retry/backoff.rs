@@ -88,7 +88,7 @@ impl Backoff {
 
     /// An exponential curve: `initial × factor^(r − 1)` before retry `r`, so
     /// `initial` is the delay before the first retry. `factor` must be finite and
-    /// >= 1; the policy builder rejects anything else with
+    /// at least 1; the policy builder rejects anything else with
     /// [`PolicyError::InvalidFactor`].
     ///
     /// Formulas written as `base × 2^attempt` differ only in where they count

@@ -411,8 +411,11 @@ fn whole_millis_within(value: u128, lo: u128, hi: u128) -> Option<u128> {
     }
     let ms = u128::from(MS);
     let first = lo.div_ceil(ms).checked_mul(ms)?;
-    let last = (hi / ms).saturating_mul(ms);
-    let nearest = (value.saturating_add(ms / 2) / ms).saturating_mul(ms);
+    let last = hi.checked_div(ms)?.saturating_mul(ms);
+    let nearest = value
+        .saturating_add(ms / 2)
+        .checked_div(ms)?
+        .saturating_mul(ms);
     (first <= last).then(|| nearest.max(first).min(last))
 }
 

@@ -642,14 +642,15 @@ fn a_breaker_can_start_in_any_state() {
         let b = CircuitBreaker::<1, 0>::starting_in(config, initial, t0).unwrap();
         assert_eq!(b.state(), state, "{initial}");
     }
-    // Half-open from a new (closed) breaker is the forbidden closed -> half-open.
-    assert_eq!(
-        CircuitBreaker::<1, 0>::starting_in(config, ManualState::HalfOpen, t0).unwrap_err(),
-        BreakerError::IllegalTransition {
-            from: BreakerState::Closed,
-            to: BreakerState::HalfOpen
-        }
-    );
+    // Any state may be the first, half-open included (which no operator may move
+    // a running closed breaker to): the next request is a probe.
+    let mut probing =
+        CircuitBreaker::<1, 0>::starting_in(config, ManualState::HalfOpen, t0).unwrap();
+    assert_eq!(probing.state(), BreakerState::HalfOpen);
+    let Admission::Admitted { permit, .. } = probing.request(t0) else {
+        panic!("a half-open breaker admits a probe")
+    };
+    assert!(permit.is_probe());
     assert_eq!(
         CircuitBreaker::<1, 0>::starting_in(config, ManualState::OpenUntil(t0), t0)
             .unwrap_err()

@@ -189,7 +189,10 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
     /// any other).
     ///
     /// # Errors
-    /// [`BreakerError::IllegalTransition`] when the breaker is already there.
+    /// [`BreakerError`] when the core breaker refuses the move (one its table
+    /// forbids, or an open period that is empty or already over); see
+    /// [`CircuitBreaker::force`](retry_core::CircuitBreaker::force), which
+    /// re-enters the state the breaker is already in.
     pub fn force(&self, target: ManualState) -> Result<Transition, BreakerError> {
         let now = Instant::now();
         let transition = {

@@ -562,7 +562,9 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// ```
     ///
     /// # Errors
-    /// As [`CircuitBreaker::new`] and [`CircuitBreaker::force`].
+    /// As [`CircuitBreaker::new`], and for an invalid `initial` as
+    /// [`CircuitBreaker::force`] (any state may be the first, half-open
+    /// included).
     pub fn starting_in(
         config: BreakerConfig,
         initial: ManualState,
@@ -570,7 +572,9 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     ) -> Result<Self, BreakerError> {
         let mut breaker = Self::new(config)?;
         if initial != ManualState::Closed {
-            let _ = breaker.force(initial, now)?;
+            // A new breaker has no history to protect: any state may be the
+            // first, half-open included (the table forbids it from closed).
+            let _ = breaker.carry_out(initial, now)?;
         }
         Ok(breaker)
     }
@@ -943,6 +947,12 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 to: target.state(),
             });
         }
+        self.carry_out(target, now)
+    }
+
+    /// Moves to `target` at `now` whatever the table says (the caller has
+    /// checked it), refusing only an invalid target.
+    fn carry_out(&mut self, target: ManualState, now: Instant) -> Result<Transition, BreakerError> {
         let open_until = match target {
             ManualState::OpenFor(d) if d.is_zero() => {
                 return Err(BreakerError::ZeroDuration { field: "open_for" })

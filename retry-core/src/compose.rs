@@ -98,8 +98,10 @@ fn retry_kind(last: Option<FailureKind>) -> RetryKind {
 /// - A retryable failure or a timeout is a failure: the dependency is struggling.
 /// - A permanent failure is a success for the breaker: the dependency answered,
 ///   and the fault lies with the request (a 404 must not open a circuit).
-/// - Anything else (`Cancelled` mid-attempt) records nothing: hand the permit back
-///   with [`CircuitBreaker::release`](crate::CircuitBreaker::release).
+/// - Anything else records nothing (`None`). A call `Cancelled` mid-attempt
+///   abandoned its attempt: [`abandoned_outcome`] says whether that is recorded
+///   or the permit is handed back with
+///   [`CircuitBreaker::release`](crate::CircuitBreaker::release).
 ///
 /// ```
 /// use core::time::Duration;
@@ -122,6 +124,61 @@ pub fn breaker_outcome(event: Event, took: Duration) -> Option<CallOutcome> {
         success,
         duration: took,
     })
+}
+
+/// What a circuit breaker records for an *abandoned* attempt: one whose driver
+/// stopped waiting for it before it ended, so no outcome will ever be reported.
+/// That happens when the operation panics, when the attempt's future is dropped
+/// (an outer timeout, a `select!`, a task abort), or when the call is cancelled
+/// while the attempt runs.
+///
+/// The attempt began at `started` and was abandoned at `abandoned`; `deadline` is
+/// the attempt's own deadline, if it had one; `slow_call_duration` is the
+/// breaker's ([`BreakerConfig::slow_call_duration`](crate::BreakerConfig::slow_call_duration)).
+/// All three instants are on one clock.
+///
+/// - Abandoned after running longer than the slow-call duration, or at or after
+///   its deadline: a failure that took as long as it ran (and so a slow one once
+///   past the slow-call duration). A dependency that hangs until its caller gives
+///   up is struggling, and must be able to trip the breaker even when the caller's
+///   timeout is the only thing that ends its calls.
+/// - Abandoned earlier: `None`. Nothing is known about the dependency; hand the
+///   permit back with [`CircuitBreaker::release`](crate::CircuitBreaker::release),
+///   which frees a half-open probe's slot.
+///
+/// Time going backwards counts as no time passing.
+///
+/// ```
+/// use core::time::Duration;
+/// use retry_core::{abandoned_outcome, CallOutcome, Instant};
+///
+/// let slow = Duration::from_secs(2);
+/// let t0 = Instant::ORIGIN;
+/// // Dropped after 3 s, with no deadline: a slow failure.
+/// assert_eq!(
+///     abandoned_outcome(t0, Instant::from_secs(3), None, slow),
+///     Some(CallOutcome::failure(Duration::from_secs(3)))
+/// );
+/// // Dropped after 1 s, before its 5 s deadline: nothing is recorded.
+/// let deadline = Some(Instant::from_secs(5));
+/// assert_eq!(abandoned_outcome(t0, Instant::from_secs(1), deadline, slow), None);
+/// // Dropped at its 1 s deadline: a failure (not slow).
+/// assert_eq!(
+///     abandoned_outcome(t0, Instant::from_secs(1), Some(Instant::from_secs(1)), slow),
+///     Some(CallOutcome::failure(Duration::from_secs(1)))
+/// );
+/// ```
+#[must_use]
+pub fn abandoned_outcome(
+    started: Instant,
+    abandoned: Instant,
+    deadline: Option<Instant>,
+    slow_call_duration: Duration,
+) -> Option<CallOutcome> {
+    let ran = abandoned.saturating_duration_since(started);
+    let past_deadline = deadline.is_some_and(|deadline| abandoned >= deadline);
+    // "Slow" as the breaker itself judges it: strictly longer than the duration.
+    (past_deadline || ran > slow_call_duration).then_some(CallOutcome::failure(ran))
 }
 
 /// The event to send the retry machine when a breaker refuses an attempt

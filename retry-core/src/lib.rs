@@ -54,7 +54,9 @@ pub use classify::{
     Idempotency, Method, OutcomeSet, ProcessClassifier, SetParseError, SetParseErrorKind,
     SignalSet, StatusSet, Statuses, SIGINT,
 };
-pub use compose::{attempt_outcome, breaker_outcome, feed_budget, rejection, AttemptOutcome};
+pub use compose::{
+    abandoned_outcome, attempt_outcome, breaker_outcome, feed_budget, rejection, AttemptOutcome,
+};
 #[cfg(feature = "serde")]
 #[doc(no_inline)]
 pub use config::{ConfigError, Curve, PolicyOverride, RetryAfter};

@@ -193,3 +193,118 @@ fn a_retry_waits_out_an_open_breaker_without_burning_attempts() {
     assert!(text.contains("done after 4 attempt(s)"), "{text}");
     insta::assert_snapshot!(text);
 }
+
+#[test]
+fn an_abandoned_attempt_is_a_failure_only_past_the_slow_call_duration_or_its_deadline() {
+    use retry_core::{abandoned_outcome, CallOutcome};
+    let slow = Duration::from_secs(2);
+    let start = Instant::from_secs(10);
+    let at = |d: Duration| start + d;
+    let ms = Duration::from_millis;
+    // No deadline: the slow-call duration decides, strictly (as the breaker's own
+    // "slower than" does).
+    assert_eq!(abandoned_outcome(start, at(ms(1)), None, slow), None);
+    assert_eq!(abandoned_outcome(start, at(slow), None, slow), None);
+    let just_over = slow + Duration::from_nanos(1);
+    assert_eq!(
+        abandoned_outcome(start, at(just_over), None, slow),
+        Some(CallOutcome::failure(just_over))
+    );
+    assert_eq!(
+        abandoned_outcome(start, at(ms(60_000)), None, slow),
+        Some(CallOutcome::failure(ms(60_000)))
+    );
+    // A deadline reached (at or after it) is a failure of the time it ran, even
+    // before the slow-call duration; one not reached yet changes nothing.
+    let deadline = Some(at(ms(500)));
+    assert_eq!(abandoned_outcome(start, at(ms(499)), deadline, slow), None);
+    assert_eq!(
+        abandoned_outcome(start, at(ms(500)), deadline, slow),
+        Some(CallOutcome::failure(ms(500)))
+    );
+    assert_eq!(
+        abandoned_outcome(start, at(ms(700)), deadline, slow),
+        Some(CallOutcome::failure(ms(700)))
+    );
+    // A deadline later than the slow-call duration does not shield a slow attempt.
+    let far = Some(at(ms(10_000)));
+    assert_eq!(
+        abandoned_outcome(start, at(ms(3_000)), far, slow),
+        Some(CallOutcome::failure(ms(3_000)))
+    );
+    // Time going backwards is no time passing; a deadline at or before the start
+    // has passed by the time anything is abandoned.
+    assert_eq!(abandoned_outcome(start, Instant::ORIGIN, None, slow), None);
+    assert_eq!(
+        abandoned_outcome(start, start, Some(Instant::ORIGIN), slow),
+        Some(CallOutcome::failure(Duration::ZERO))
+    );
+    // A zero slow-call duration makes every abandoned attempt that ran at all a
+    // failure.
+    assert_eq!(
+        abandoned_outcome(start, at(ms(1)), None, Duration::ZERO),
+        Some(CallOutcome::failure(ms(1)))
+    );
+    assert_eq!(abandoned_outcome(start, start, None, Duration::ZERO), None);
+}
+
+/// Half-open with a single probe slot: the probe is abandoned, and the breaker
+/// is handed what [`retry_core::abandoned_outcome`] says.
+#[test]
+fn an_abandoned_probe_frees_its_slot_early_and_reopens_the_breaker_late() {
+    use retry_core::{abandoned_outcome, Admission, BreakerConfig, BreakerState, CircuitBreaker};
+    let config = BreakerConfig::builder()
+        .failure_threshold(1)
+        .open_duration(Duration::from_millis(50))
+        .half_open_permits(1)
+        .slow_call_duration(Duration::from_secs(1))
+        .build()
+        .unwrap();
+    let slow = config.slow_call_duration();
+    let mut breaker = CircuitBreaker::<0, 0>::new(config).unwrap();
+    let fail = |b: &mut CircuitBreaker<0, 0>, now: Instant| {
+        let Admission::Admitted { permit, .. } = b.request(now) else {
+            panic!("not admitted at {now}")
+        };
+        let _ = b.record(
+            permit,
+            retry_core::CallOutcome::failure(Duration::from_millis(1)),
+            now,
+        );
+    };
+    fail(&mut breaker, Instant::ORIGIN);
+    assert_eq!(breaker.state(), BreakerState::Open);
+
+    // Early: the probe is dropped after 10 ms, the slot is freed, the next probe
+    // is admitted and closes the breaker.
+    let t = Instant::from_millis(80);
+    let Admission::Admitted { permit, .. } = breaker.request(t) else {
+        panic!("no probe")
+    };
+    assert_eq!(breaker.state(), BreakerState::HalfOpen);
+    assert!(!breaker.request(t).is_admitted(), "one probe at a time");
+    let dropped = t + Duration::from_millis(10);
+    assert_eq!(abandoned_outcome(t, dropped, None, slow), None);
+    breaker.release(permit, dropped);
+    assert_eq!(breaker.probes_in_flight(), 0);
+    let Admission::Admitted { permit, .. } = breaker.request(dropped) else {
+        panic!("the slot was not freed")
+    };
+    let _ = breaker.record(
+        permit,
+        retry_core::CallOutcome::success(Duration::from_millis(1)),
+        dropped,
+    );
+    assert_eq!(breaker.state(), BreakerState::Closed);
+
+    // Late: a probe dropped after the slow-call duration is a failed probe.
+    fail(&mut breaker, dropped);
+    let t = dropped + Duration::from_millis(60);
+    let Admission::Admitted { permit, .. } = breaker.request(t) else {
+        panic!("no probe")
+    };
+    let dropped = t + Duration::from_secs(2);
+    let outcome = abandoned_outcome(t, dropped, None, slow).expect("a slow failure");
+    let transition = breaker.record(permit, outcome, dropped).expect("re-opens");
+    assert_eq!(transition.to, BreakerState::Open);
+}

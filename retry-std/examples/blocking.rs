@@ -55,7 +55,12 @@ fn main() -> ExitCode {
                 .map_or_else(|| "at once".to_owned(), |r| r.to_string());
             eprintln!(
                 "attempt {} failed: {} ({}); attempt {} in {:?} ({why})",
-                n.attempt, n.error, n.failure, n.next_attempt, n.delay
+                n.attempt,
+                n.error
+                    .map_or_else(|| "timed out".to_owned(), ToString::to_string),
+                n.failure,
+                n.next_attempt,
+                n.delay
             );
         })
         .on_give_up(|err| eprintln!("giving up: {err}"))

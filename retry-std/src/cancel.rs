@@ -4,7 +4,7 @@ use core::time::Duration;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 /// A cancellation flag shared between the thread running a call and any thread
-/// that wants to stop it (SPEC 7).
+/// that wants to stop it.
 ///
 /// Clones share one flag. [`CancelToken::cancel`] sets it for good and wakes every
 /// thread sleeping on it at once: a retry waiting out its delay returns without

@@ -8,24 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use crate::cancel::{CancelToken, Waited};
-
-/// A monotonic clock. The driver reads it before every step it reports to the
-/// retry machine; the machine sees the time elapsed since the call began.
-pub trait Clock: Send + Sync {
-    /// The current instant. Must never go backwards (if it does, the machine reads
-    /// it as no time passing).
-    fn now(&self) -> Instant;
-}
-
-/// How a [`Sleeper::sleep`] ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Slept {
-    /// The delay passed (or the sleeper gave up early; the driver then asks the
-    /// machine again, which asks for the rest of the sleep).
-    Elapsed,
-    /// The cancel token was tripped before or during the sleep.
-    Cancelled,
-}
+pub use retry_shared::{Clock, Slept};
 
 /// Waits out a delay the retry machine asked for.
 ///

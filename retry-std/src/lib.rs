@@ -4,12 +4,14 @@
 //!
 //! The machine makes every decision (whether to retry, how long to wait, when to
 //! stop); this crate only does the I/O around it: it calls the operation, reads
-//! the clock, sleeps, watches a [`CancelToken`], and passes answers between the
-//! machine and a [`SharedBudget`] used by many threads.
+//! the clock, sleeps and watches a [`CancelToken`]. Everything it shares with the
+//! async adapter (`retry-tokio`) lives in [`retry_shared`]: the step driver
+//! around the machine, the hooks, and the [`SharedBreaker`] and [`SharedBudget`]
+//! that many threads (and tokio tasks, in the same program) can share.
 //!
 //! - [`retry`] runs an operation under a policy with the defaults;
 //!   [`Retry`] configures the seed, the classifier, hooks, cancellation, the clock,
-//!   the sleeper and a shared retry budget.
+//!   the sleeper, a shared retry budget and a shared circuit breaker.
 //! - A call returns [`Success`] (the value, attempts, elapsed time) or one
 //!   [`RetryError`] carrying the reason (with its stable dotted code), the
 //!   attempts, the elapsed time and the operation's last error.
@@ -20,6 +22,12 @@
 //! ([`AttemptContext::deadline`]) is advisory, for the operation to pass on to
 //! its own timeouts. An error returned after the deadline counts as a timed-out
 //! attempt; a success is accepted whenever it arrives.
+//!
+//! An operation that panics abandons its attempt: the panic unwinds out of
+//! [`Retry::call`], and the breaker's permit goes back on the way (recorded as a
+//! failure if the attempt ran past the breaker's slow-call duration or its
+//! deadline, released otherwise), so a panic during a half-open probe never
+//! wedges the breaker.
 //!
 //! ```
 //! use core::time::Duration;
@@ -45,7 +53,7 @@
 //!         FetchError::Unavailable => Failure::retryable(),
 //!         FetchError::NotFound => Failure::permanent(),
 //!     })
-//!     .on_retry(|n| eprintln!("attempt {} failed: {}; next in {:?}", n.attempt, n.error, n.delay))
+//!     .on_retry(|n| eprintln!("attempt {} failed: {:?}; next in {:?}", n.attempt, n.error, n.delay))
 //!     .call(|ctx| {
 //!         if ctx.attempt() < 3 { Err(FetchError::Unavailable) } else { Ok("payload") }
 //!     })?;
@@ -64,12 +72,12 @@
 mod cancel;
 mod clock;
 mod retry;
-mod shared;
 
 pub use cancel::{CancelToken, Waited};
 pub use clock::{Clock, FakeSleeper, ManualClock, Sleeper, Slept, SystemClock, ThreadSleeper};
-pub use retry::{retry, AttemptContext, Retry, RetryNotice};
+pub use retry::{retry, AttemptContext, Retry};
 pub use retry_core::{RetryError, Success};
-pub use shared::{SharedBreaker, SharedBudget};
+pub use retry_shared;
+pub use retry_shared::{Breaker, Budget, RetryNotice, SharedBreaker, SharedBudget};
 
 pub mod cli;

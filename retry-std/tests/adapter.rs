@@ -112,7 +112,7 @@ fn hooks_hear_the_right_numbers() {
                 n.next_attempt,
                 n.delay,
                 n.reason,
-                n.error.clone(),
+                n.error.cloned().expect("the attempt returned an error"),
                 n.failure.is_retryable(),
             ));
         })

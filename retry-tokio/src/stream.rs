@@ -1,4 +1,4 @@
-//! Streams mapped through a retried operation with bounded concurrency (SPEC 11).
+//! Streams mapped through a retried operation with bounded concurrency.
 
 use core::future::Future;
 use std::sync::Arc;

@@ -1,6 +1,7 @@
 //! Tower middleware (feature `tower`): [`RetryLayer`] retries a service's calls
-//! under a [`Retry`], and [`BreakerLayer`] puts a [`SharedBreaker`] in front of a
-//! service, failing fast with [`BreakerServiceError::CircuitOpen`] while it is open.
+//! under a [`Retry`], and [`BreakerLayer`] puts a [`SharedBreaker`](crate::SharedBreaker)
+//! (or any other [`Breaker`]) in front of a service, failing fast with
+//! [`BreakerServiceError::CircuitOpen`] while it is open.
 
 use core::fmt;
 use core::future::Future;
@@ -10,11 +11,10 @@ use core::time::Duration;
 use std::sync::Arc;
 
 use retry_core::{Event, Failure};
-use tokio::time::Instant;
+use retry_shared::{Breaker, Clock as _, PermitGuard};
 use tower::{Layer, Service};
 
-use crate::retry::Retry;
-use crate::shared::{Breaker, Gate, PermitGuard, SharedBreaker};
+use crate::retry::{Retry, TokioClock};
 use retry_core::{RetryError, Success};
 
 /// A boxed, sendable future, as the services here return.
@@ -192,21 +192,26 @@ impl<E> BreakerServiceError<E> {
     }
 }
 
-/// Puts a [`SharedBreaker`] in front of a service: each call asks it first and
+/// Puts a circuit breaker in front of a service: each call asks it first and
 /// tells it the outcome (`Ok` a success, `Err` a failure). A refused call fails
 /// at once with [`BreakerServiceError::CircuitOpen`] without reaching the inner
 /// service.
+///
+/// A call whose future is dropped before it ends (an outer timeout, a
+/// `select!`, a task abort) is abandoned, and never leaks its permit: if it ran
+/// longer than the breaker's slow-call duration it is recorded as a failure (so
+/// a hung backend behind an outer timeout still trips the breaker), otherwise
+/// the permit is released without recording.
 #[derive(Clone)]
 pub struct BreakerLayer {
     breaker: Arc<dyn Breaker>,
 }
 
 impl BreakerLayer {
-    /// A layer guarded by `breaker` (clones of it share its state).
+    /// A layer guarded by `breaker`: a [`SharedBreaker`](crate::SharedBreaker)
+    /// (clones of it share its state) or any other [`Breaker`].
     #[must_use]
-    pub fn new<const WORDS: usize, const BUCKETS: usize>(
-        breaker: SharedBreaker<WORDS, BUCKETS>,
-    ) -> BreakerLayer {
+    pub fn new(breaker: impl Breaker + 'static) -> BreakerLayer {
         BreakerLayer {
             breaker: Arc::new(breaker),
         }
@@ -263,24 +268,25 @@ where
     }
 
     fn call(&mut self, request: Req) -> Self::Future {
-        let now = Instant::now();
-        match self.breaker.request(now) {
-            Gate::Rejected { until } => {
+        let now = TokioClock.now();
+        match PermitGuard::request(Arc::clone(&self.breaker), TokioClock, now, None) {
+            Err(until) => {
                 let retry_after = until.map(|until| until.saturating_duration_since(now));
                 Box::pin(core::future::ready(Err(BreakerServiceError::CircuitOpen {
                     retry_after,
                 })))
             }
-            Gate::Admitted(permit) => {
-                // Released if this future is dropped before the call ends.
-                let permit = PermitGuard::new(Arc::clone(&self.breaker), permit, now);
+            Ok(permit) => {
+                // Abandoned (recorded or released) if this future is dropped
+                // before the call ends.
                 let call = self.inner.call(request);
                 Box::pin(async move {
                     let result = call.await;
-                    permit.finish(match result {
+                    let event = match result {
                         Ok(_) => Event::Succeeded,
                         Err(_) => Event::Failed(Failure::retryable()),
-                    });
+                    };
+                    permit.finish(event, TokioClock.now());
                     result.map_err(BreakerServiceError::Inner)
                 })
             }

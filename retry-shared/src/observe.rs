@@ -10,7 +10,12 @@ use core::time::Duration;
 
 use retry_core::{GiveUp, SleepReason, Transition};
 
+/// Whether anything is observed: without either feature, the driver skips the
+/// bookkeeping that only feeds traces and metrics.
+pub(crate) const ENABLED: bool = cfg!(any(feature = "tracing", feature = "metrics"));
+
 /// An attempt starts.
+#[inline]
 pub(crate) fn attempt_started(number: u32, replays_non_idempotent: bool) {
     #[cfg(feature = "tracing")]
     {
@@ -25,6 +30,7 @@ pub(crate) fn attempt_started(number: u32, replays_non_idempotent: bool) {
 }
 
 /// An attempt ended with the `outcome` label.
+#[inline]
 pub(crate) fn attempt_ended(number: u32, outcome: &'static str) {
     #[cfg(feature = "tracing")]
     tracing::debug!(attempt = number, outcome, "attempt ended");
@@ -35,6 +41,7 @@ pub(crate) fn attempt_ended(number: u32, outcome: &'static str) {
 }
 
 /// The call sleeps `delay` before its next attempt.
+#[inline]
 pub(crate) fn sleeping(delay: Duration, reason: SleepReason, curve: &'static str) {
     #[cfg(feature = "tracing")]
     tracing::info!(
@@ -53,6 +60,7 @@ pub(crate) fn sleeping(delay: Duration, reason: SleepReason, curve: &'static str
 }
 
 /// The call gave up.
+#[inline]
 pub(crate) fn gave_up(give_up: &GiveUp, elapsed: Duration) {
     #[cfg(feature = "tracing")]
     tracing::warn!(
@@ -65,6 +73,7 @@ pub(crate) fn gave_up(give_up: &GiveUp, elapsed: Duration) {
 }
 
 /// A circuit breaker changed state.
+#[inline]
 pub(crate) fn transition(transition: &Transition) {
     #[cfg(feature = "tracing")]
     tracing::info!(
@@ -83,6 +92,7 @@ pub(crate) fn transition(transition: &Transition) {
 }
 
 /// A call the breaker admitted ran for `took`.
+#[inline]
 pub(crate) fn breaker_call(took: Duration) {
     #[cfg(feature = "metrics")]
     metrics::with_recorder(|r| {

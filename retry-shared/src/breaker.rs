@@ -1,0 +1,354 @@
+//! A circuit breaker shared by many calls: what a driver asks of one
+//! ([`Breaker`]), the in-process one ([`SharedBreaker`]), and the permit an
+//! admitted attempt holds until it ends ([`PermitGuard`]).
+
+use core::fmt;
+use core::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+use retry_core::{
+    abandoned_outcome, breaker_outcome, rejection, Admission, BreakerConfig, BreakerError,
+    BreakerState, CallOutcome, CircuitBreaker, Event, ManualState, Permit, Transition,
+};
+
+use crate::observe;
+use crate::time::{since, Clock, Origin};
+
+/// What a driver asks of a circuit breaker: may an attempt start, and how did it
+/// end. [`SharedBreaker`] implements it; a breaker kept elsewhere (one shared by
+/// a fleet through a store, say) implements it to plug into both adapters and the
+/// tower layers.
+///
+/// Every permit handed out by [`request`](Breaker::request) comes back exactly
+/// once, through [`record`](Breaker::record) or [`release`](Breaker::release);
+/// [`PermitGuard`] makes sure of it, even when the attempt panics or is dropped.
+/// Implementations must not block for long (they are called from async tasks)
+/// and must report their own state changes.
+pub trait Breaker: Send + Sync + fmt::Debug {
+    /// Asks whether an attempt may start at `now`.
+    fn request(&self, now: Instant) -> Gate;
+
+    /// Hands `permit` back with its attempt's `outcome`, at `now`.
+    fn record(&self, permit: Permit, outcome: CallOutcome, now: Instant);
+
+    /// Hands `permit` back without recording anything: the attempt never ran, or
+    /// was abandoned before anything was learnt from it. A half-open probe frees
+    /// its slot.
+    fn release(&self, permit: Permit, now: Instant);
+
+    /// Attempts running longer than this count as slow. An attempt abandoned past
+    /// it is recorded as a failure (see [`retry_core::abandoned_outcome`]).
+    fn slow_call_duration(&self) -> Duration;
+}
+
+impl<B: Breaker + ?Sized> Breaker for &B {
+    fn request(&self, now: Instant) -> Gate {
+        (**self).request(now)
+    }
+    fn record(&self, permit: Permit, outcome: CallOutcome, now: Instant) {
+        (**self).record(permit, outcome, now);
+    }
+    fn release(&self, permit: Permit, now: Instant) {
+        (**self).release(permit, now);
+    }
+    fn slow_call_duration(&self) -> Duration {
+        (**self).slow_call_duration()
+    }
+}
+
+impl<B: Breaker + ?Sized> Breaker for Arc<B> {
+    fn request(&self, now: Instant) -> Gate {
+        (**self).request(now)
+    }
+    fn record(&self, permit: Permit, outcome: CallOutcome, now: Instant) {
+        (**self).record(permit, outcome, now);
+    }
+    fn release(&self, permit: Permit, now: Instant) {
+        (**self).release(permit, now);
+    }
+    fn slow_call_duration(&self) -> Duration {
+        (**self).slow_call_duration()
+    }
+}
+
+/// A breaker's answer to [`Breaker::request`].
+#[derive(Debug, PartialEq, Eq)]
+#[must_use = "an admitted permit must be handed back"]
+pub enum Gate {
+    /// The attempt may run; hand the permit back when it ends.
+    Admitted(Permit),
+    /// The attempt must not run; the breaker admits again at `until`, if known.
+    Rejected {
+        /// When the breaker admits again, if it can tell.
+        until: Option<Instant>,
+    },
+}
+
+/// A hook told about every state change of a shared breaker.
+type TransitionHook = dyn Fn(&Transition) + Send + Sync;
+
+/// A [`CircuitBreaker`] shared by every call holding a clone, from blocking
+/// threads and async tasks alike: asked before every attempt, told every outcome.
+/// While it is open, attempts are not run: a call gives up with
+/// `retry.circuit_open`, or waits until the breaker admits again if its policy
+/// says `on_circuit_open(CircuitOpen::Wait)`.
+///
+/// Clones share one breaker (an `Arc` around a `std::sync::Mutex`); the lock is
+/// held only for the core call, never across an `.await` or while an operation
+/// runs. Time is `std::time::Instant`; the breaker keeps its own time origin, set
+/// by its first use, so calls that start at different moments agree on its clock.
+/// Its state changes go to the hook set with [`on_transition`](Self::on_transition)
+/// and, with the `tracing` and `metrics` features, to traces and metrics.
+///
+/// It holds a count window of up to 128 calls (the core's default size,
+/// `CircuitBreaker<2, 0>`); a config asking for more is refused by
+/// [`SharedBreaker::new`].
+///
+/// # Abandoned attempts
+/// An attempt whose driver stops waiting for it (the operation panicked, the
+/// attempt's future was dropped by an outer timeout, a `select!` or a task abort,
+/// or the call was cancelled mid-attempt) never leaks its permit. If it ran longer
+/// than the config's slow-call duration, or reached its own deadline, it is
+/// recorded as a failure of the time it ran; otherwise the permit is released
+/// without recording anything, and a half-open probe frees its slot
+/// ([`retry_core::abandoned_outcome`] decides).
+///
+/// ```
+/// use core::time::Duration;
+/// use retry_core::{BreakerConfig, BreakerState};
+/// use retry_shared::SharedBreaker;
+///
+/// // Open after 3 consecutive failures, half-open after 5 s, closed after 1 success.
+/// let breaker = SharedBreaker::new(BreakerConfig::basic(3, Duration::from_secs(5), 1)?)?;
+/// let for_another_thread = breaker.clone();
+/// assert_eq!(for_another_thread.state(), BreakerState::Closed);
+/// # Ok::<(), retry_core::BreakerError>(())
+/// ```
+#[derive(Clone)]
+pub struct SharedBreaker {
+    inner: Arc<Mutex<BreakerCell>>,
+    /// The config's slow-call duration (a config never changes once shared).
+    slow_call_duration: Duration,
+    on_transition: Option<Arc<TransitionHook>>,
+}
+
+struct BreakerCell {
+    breaker: CircuitBreaker,
+    origin: Origin,
+}
+
+impl SharedBreaker {
+    /// A closed breaker following `config`.
+    ///
+    /// # Errors
+    /// [`BreakerError`] when the config's window does not fit (more than 128
+    /// calls, or a time window).
+    pub fn new(config: BreakerConfig) -> Result<SharedBreaker, BreakerError> {
+        Ok(SharedBreaker::from_breaker(CircuitBreaker::new(config)?))
+    }
+
+    /// Shares an existing breaker (one restored from a snapshot, say).
+    #[must_use]
+    pub fn from_breaker(breaker: CircuitBreaker) -> SharedBreaker {
+        SharedBreaker {
+            slow_call_duration: breaker.config().slow_call_duration(),
+            inner: Arc::new(Mutex::new(BreakerCell {
+                breaker,
+                origin: Origin::default(),
+            })),
+            on_transition: None,
+        }
+    }
+
+    /// Calls `hook` with every state change made through this handle and the
+    /// clones made from it afterwards (for logs and metrics). The hook runs after
+    /// the lock is released.
+    #[must_use]
+    pub fn on_transition(mut self, hook: impl Fn(&Transition) + Send + Sync + 'static) -> Self {
+        self.on_transition = Some(Arc::new(hook));
+        self
+    }
+
+    /// The state as of the latest request or outcome.
+    #[must_use]
+    pub fn state(&self) -> BreakerState {
+        self.lock().breaker.state()
+    }
+
+    /// A copy of the breaker as it stands (its counters, window and config).
+    #[must_use]
+    pub fn snapshot(&self) -> CircuitBreaker {
+        self.lock().breaker.clone()
+    }
+
+    /// An operator moves the breaker to `target` at `now` (the transition is
+    /// reported like any other). An async caller passes
+    /// `tokio::time::Instant::now().into_std()`.
+    ///
+    /// # Errors
+    /// [`BreakerError::IllegalTransition`] for a transition the breaker's table
+    /// does not allow (the state it is already in); the breaker is unchanged.
+    pub fn force(&self, target: ManualState, now: Instant) -> Result<Transition, BreakerError> {
+        let transition = {
+            let mut cell = self.lock();
+            let at = cell.origin.at(now);
+            cell.breaker.force(target, at)?
+        };
+        self.tell(Some(transition));
+        Ok(transition)
+    }
+
+    fn tell(&self, transition: Option<Transition>) {
+        if let Some(t) = transition {
+            observe::transition(&t);
+            if let Some(hook) = &self.on_transition {
+                hook(&t);
+            }
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BreakerCell> {
+        // The breaker is a plain value updated by whole assignments in the core:
+        // a panic elsewhere while the lock was held cannot leave it half-written.
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Breaker for SharedBreaker {
+    fn request(&self, now: Instant) -> Gate {
+        let (gate, transition) = {
+            let mut cell = self.lock();
+            let at = cell.origin.at(now);
+            let admission = cell.breaker.request(at);
+            match (rejection(&admission), admission) {
+                (Some(Event::Rejected { until }), _) => {
+                    let until = until.and_then(|u| cell.origin.instant(u));
+                    (Gate::Rejected { until }, None)
+                }
+                (_, Admission::Admitted { permit, transition }) => {
+                    (Gate::Admitted(permit), transition)
+                }
+                (_, Admission::Rejected { .. }) => (Gate::Rejected { until: None }, None),
+            }
+        };
+        self.tell(transition);
+        gate
+    }
+
+    fn record(&self, permit: Permit, outcome: CallOutcome, now: Instant) {
+        let transition = {
+            let mut cell = self.lock();
+            let at = cell.origin.at(now);
+            cell.breaker.record(permit, outcome, at).transition
+        };
+        observe::breaker_call(outcome.duration);
+        self.tell(transition);
+    }
+
+    fn release(&self, permit: Permit, now: Instant) {
+        let mut cell = self.lock();
+        let at = cell.origin.at(now);
+        cell.breaker.release(permit, at);
+    }
+
+    fn slow_call_duration(&self) -> Duration {
+        self.slow_call_duration
+    }
+}
+
+impl fmt::Debug for SharedBreaker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedBreaker")
+            .field("state", &self.state())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The permit an admitted attempt holds until it ends. It goes back to its
+/// breaker `B` exactly once: recorded with the attempt's outcome by
+/// [`finish`](PermitGuard::finish), or, if the guard is dropped first (the
+/// operation panicked, the attempt's future was dropped), judged as an abandoned
+/// attempt by [`retry_core::abandoned_outcome`] at the time `clock` reads then.
+///
+/// `B` is any [`Breaker`] handle: a borrowed `&dyn Breaker` for a guard that
+/// lives inside a call, an `Arc<dyn Breaker>` for one that must own its breaker
+/// (a `'static` future).
+pub struct PermitGuard<B: Breaker, C: Clock> {
+    breaker: B,
+    permit: Option<Permit>,
+    started: Instant,
+    deadline: Option<Instant>,
+    clock: C,
+}
+
+impl<B: Breaker, C: Clock> PermitGuard<B, C> {
+    /// Asks `breaker` at `now` for a permit for an attempt that starts then and
+    /// must end by `deadline` (if it has one). `Err` carries when the breaker
+    /// admits again, if it can tell. `clock` is read only if the guard is
+    /// dropped unfinished.
+    ///
+    /// # Errors
+    /// The breaker's rejection (the attempt must not run).
+    pub fn request(
+        breaker: B,
+        clock: C,
+        now: Instant,
+        deadline: Option<Instant>,
+    ) -> Result<PermitGuard<B, C>, Option<Instant>> {
+        match breaker.request(now) {
+            Gate::Admitted(permit) => Ok(PermitGuard {
+                breaker,
+                permit: Some(permit),
+                started: now,
+                deadline,
+                clock,
+            }),
+            Gate::Rejected { until } => Err(until),
+        }
+    }
+
+    /// Hands the permit back at `now`, with the event the retry machine is told
+    /// about the attempt, as [`retry_core::breaker_outcome`] reads it. An event
+    /// that records nothing (a call cancelled mid-attempt) abandons the attempt.
+    pub fn finish(mut self, event: Event, now: Instant) {
+        if let Some(permit) = self.permit.take() {
+            let ran = now.saturating_duration_since(self.started);
+            match breaker_outcome(event, ran) {
+                Some(outcome) => self.breaker.record(permit, outcome, now),
+                None => self.abandon(permit, now),
+            }
+        }
+    }
+
+    #[cold]
+    fn abandon(&self, permit: Permit, now: Instant) {
+        let started = retry_core::Instant::ORIGIN;
+        let deadline = self.deadline.map(|d| since(self.started, d));
+        let slow = self.breaker.slow_call_duration();
+        match abandoned_outcome(started, since(self.started, now), deadline, slow) {
+            Some(outcome) => self.breaker.record(permit, outcome, now),
+            None => self.breaker.release(permit, now),
+        }
+    }
+}
+
+impl<B: Breaker, C: Clock> Drop for PermitGuard<B, C> {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(permit) = self.permit.take() {
+            self.abandon(permit, self.clock.now());
+        }
+    }
+}
+
+impl<B: Breaker, C: Clock> fmt::Debug for PermitGuard<B, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PermitGuard")
+            .field("breaker", &self.breaker)
+            .field("permit", &self.permit)
+            .field("started", &self.started)
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,240 @@
+//! A retrier's settings that both adapters share, and the builder methods that
+//! set them, written once.
+
+use core::fmt;
+use std::sync::Arc;
+
+use retry_core::{Failure, RetryError, RetryPolicy};
+
+use crate::breaker::Breaker;
+use crate::budget::Budget;
+use crate::notice::RetryNotice;
+
+/// Says, for an error, whether a retry may fix it (see [`Failure`]).
+pub type Classifier<E> = dyn Fn(&E) -> Failure + Send + Sync;
+/// Told before every retry.
+pub type RetryHook<E> = dyn Fn(&RetryNotice<'_, E>) + Send + Sync;
+/// Told once when a call gives up, with the error it is about to return.
+pub type GiveUpHook<E> = dyn Fn(&RetryError<E>) + Send + Sync;
+
+/// What a retrier for operations failing with `E` holds, whatever runs it: the
+/// policy, the jitter seed, the classifier, the hooks, the shared retry budget and
+/// the breaker. Cheap to clone (every part is `Copy` or behind an `Arc`), so
+/// clones share their hooks, budget and breaker. Building one with the defaults
+/// allocates nothing.
+///
+/// Each adapter's `Retry<E>` holds one in a field named `settings`, and gets the
+/// common builder methods from [`retry_builder_methods!`](crate::retry_builder_methods).
+pub struct Settings<E> {
+    policy: RetryPolicy,
+    seed: Option<u64>,
+    classifier: Option<Arc<Classifier<E>>>,
+    on_retry: Option<Arc<RetryHook<E>>>,
+    on_give_up: Option<Arc<GiveUpHook<E>>>,
+    budget: Option<Arc<dyn Budget>>,
+    breaker: Option<Arc<dyn Breaker>>,
+}
+
+impl<E> Settings<E> {
+    /// Settings following `policy`, with the defaults: every error retryable, a
+    /// fresh jitter seed for every call, no hooks, no budget, no breaker.
+    #[must_use]
+    pub const fn new(policy: RetryPolicy) -> Settings<E> {
+        Settings {
+            policy,
+            seed: None,
+            classifier: None,
+            on_retry: None,
+            on_give_up: None,
+            budget: None,
+            breaker: None,
+        }
+    }
+
+    /// The policy every call follows.
+    #[must_use]
+    pub const fn policy(&self) -> &RetryPolicy {
+        &self.policy
+    }
+
+    /// The fixed jitter seed, if one was set.
+    #[must_use]
+    pub const fn seed(&self) -> Option<u64> {
+        self.seed
+    }
+
+    /// Fixes the jitter seed of every call.
+    pub fn set_seed(&mut self, seed: u64) {
+        self.seed = Some(seed);
+    }
+
+    /// Judges errors with `classifier`.
+    pub fn set_classifier(&mut self, classifier: impl Fn(&E) -> Failure + Send + Sync + 'static) {
+        self.classifier = Some(Arc::new(classifier));
+    }
+
+    /// Tells `hook` before every retry.
+    pub fn set_on_retry(&mut self, hook: impl Fn(&RetryNotice<'_, E>) + Send + Sync + 'static) {
+        self.on_retry = Some(Arc::new(hook));
+    }
+
+    /// Tells `hook` when a call gives up.
+    pub fn set_on_give_up(&mut self, hook: impl Fn(&RetryError<E>) + Send + Sync + 'static) {
+        self.on_give_up = Some(Arc::new(hook));
+    }
+
+    /// Feeds every call's steps to `budget`.
+    pub fn set_budget(&mut self, budget: impl Budget + 'static) {
+        self.budget = Some(Arc::new(budget));
+    }
+
+    /// Asks `breaker` before every attempt.
+    pub fn set_breaker(&mut self, breaker: impl Breaker + 'static) {
+        self.breaker = Some(Arc::new(breaker));
+    }
+
+    /// The classifier's verdict on `error` (every error is retryable without one).
+    #[must_use]
+    pub fn classify(&self, error: &E) -> Failure {
+        match &self.classifier {
+            Some(classify) => classify(error),
+            None => Failure::retryable(),
+        }
+    }
+
+    /// The retry hook, if one was set.
+    #[must_use]
+    pub fn on_retry(&self) -> Option<&RetryHook<E>> {
+        self.on_retry.as_deref()
+    }
+
+    /// The give-up hook, if one was set.
+    #[must_use]
+    pub fn on_give_up(&self) -> Option<&GiveUpHook<E>> {
+        self.on_give_up.as_deref()
+    }
+
+    /// The retry budget, if one was set.
+    #[must_use]
+    pub fn budget(&self) -> Option<&Arc<dyn Budget>> {
+        self.budget.as_ref()
+    }
+
+    /// The breaker, if one was set.
+    #[must_use]
+    pub fn breaker(&self) -> Option<&Arc<dyn Breaker>> {
+        self.breaker.as_ref()
+    }
+}
+
+impl<E> Clone for Settings<E> {
+    fn clone(&self) -> Self {
+        Settings {
+            policy: self.policy,
+            seed: self.seed,
+            classifier: self.classifier.clone(),
+            on_retry: self.on_retry.clone(),
+            on_give_up: self.on_give_up.clone(),
+            budget: self.budget.clone(),
+            breaker: self.breaker.clone(),
+        }
+    }
+}
+
+impl<E> fmt::Debug for Settings<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Settings")
+            .field("policy", &self.policy)
+            .field("seed", &self.seed)
+            .field("classifier", &self.classifier.is_some())
+            .field("on_retry", &self.on_retry.is_some())
+            .field("on_give_up", &self.on_give_up.is_some())
+            .field("budget", &self.budget)
+            .field("breaker", &self.breaker)
+            .finish()
+    }
+}
+
+/// The builder methods both adapters' `Retry<E>` share, with their docs: expanded
+/// inside each adapter's `impl<E> Retry<E>`, whose `settings` field is a
+/// [`Settings<E>`](crate::Settings), so users call them as inherent methods.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! retry_builder_methods {
+    () => {
+        /// The policy every call follows.
+        #[must_use]
+        pub const fn policy(&self) -> &$crate::retry_core::RetryPolicy {
+            self.settings.policy()
+        }
+
+        /// Uses `seed` for the jitter of every call, making the delays
+        /// reproducible. By default each call draws a fresh seed from OS-seeded
+        /// randomness, so that many clients do not retry in lockstep.
+        #[must_use]
+        pub fn seed(mut self, seed: u64) -> Self {
+            self.settings.set_seed(seed);
+            self
+        }
+
+        /// Says, for each error, whether a retry may fix it, of what kind it is
+        /// and whether the server asked for a delay (see
+        /// [`Failure`](retry_core::Failure) and the ready sets in `retry_core`).
+        /// By default every error is retryable.
+        #[must_use]
+        pub fn classify(
+            mut self,
+            classifier: impl Fn(&E) -> $crate::retry_core::Failure + Send + Sync + 'static,
+        ) -> Self {
+            self.settings.set_classifier(classifier);
+            self
+        }
+
+        /// Calls `hook` after a failed attempt, when a retry has been decided and
+        /// before its delay starts, with the failed attempt, its error (if it
+        /// returned one), the classifier's verdict and the delay.
+        #[must_use]
+        pub fn on_retry(
+            mut self,
+            hook: impl Fn(&$crate::RetryNotice<'_, E>) + Send + Sync + 'static,
+        ) -> Self {
+            self.settings.set_on_retry(hook);
+            self
+        }
+
+        /// Calls `hook` once when a call gives up, with the error it is about to
+        /// return.
+        #[must_use]
+        pub fn on_give_up(
+            mut self,
+            hook: impl Fn(&$crate::retry_core::RetryError<E>) + Send + Sync + 'static,
+        ) -> Self {
+            self.settings.set_on_give_up(hook);
+            self
+        }
+
+        /// Shares a retry budget (a `SharedBudget`, or any other
+        /// [`Budget`](retry_shared::Budget)) with every other call using it: each
+        /// step of a call is reported to it, and each retry is withdrawn from it
+        /// when the policy has `use_retry_budget(true)`. Without a budget,
+        /// withdrawals are granted.
+        #[must_use]
+        pub fn budget(mut self, budget: impl $crate::Budget + 'static) -> Self {
+            self.settings.set_budget(budget);
+            self
+        }
+
+        /// Asks a circuit breaker (a `SharedBreaker`, or any other
+        /// [`Breaker`](retry_shared::Breaker)) before every attempt and tells it
+        /// every outcome. A rejected attempt never runs: the policy's
+        /// [`on_circuit_open`](retry_core::RetryPolicyBuilder::on_circuit_open)
+        /// says whether the call gives up with `retry.circuit_open` or waits for
+        /// the breaker. An attempt abandoned mid-flight never leaks its permit (see
+        /// `SharedBreaker`'s docs).
+        #[must_use]
+        pub fn breaker(mut self, breaker: impl $crate::Breaker + 'static) -> Self {
+            self.settings.set_breaker(breaker);
+            self
+        }
+    };
+}

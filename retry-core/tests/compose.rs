@@ -305,6 +305,9 @@ fn an_abandoned_probe_frees_its_slot_early_and_reopens_the_breaker_late() {
     };
     let dropped = t + Duration::from_secs(2);
     let outcome = abandoned_outcome(t, dropped, None, slow).expect("a slow failure");
-    let transition = breaker.record(permit, outcome, dropped).transition.expect("re-opens");
+    let transition = breaker
+        .record(permit, outcome, dropped)
+        .transition
+        .expect("re-opens");
     assert_eq!(transition.to, BreakerState::Open);
 }

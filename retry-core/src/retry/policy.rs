@@ -350,24 +350,25 @@ impl RetryPolicy {
             _ => jitter_draw(seed, retry, base),
         };
         let initial = self.backoff.initial();
-        let jittered = nanos(self.jitter.apply(base, draw, initial, previous, cap));
+        let (jittered, lo, hi) = self.jitter.draw_within(base, draw, initial, previous, cap);
         let floor = nanos(floor.max(self.min_delay));
-        let (lo, hi) = self.jitter.interval(base, initial, previous, cap);
         // Only durations are results: nothing past `Duration::MAX`.
         let top = nanos(Duration::MAX);
         let (lo, hi) = (lo.max(floor).min(top), hi.max(floor).min(top));
         let value = jittered.max(lo).min(hi);
         match self.resolution {
             Resolution::Nanos => from_nanos(value),
-            Resolution::Millis => match whole_millis_within(value, lo, hi) {
-                Some(n) => from_nanos(n),
-                None => {
-                    // No whole millisecond inside: the nearest one, within the
-                    // floor and the cap (additive jitter's top included).
-                    let nearest = nanos(self.round(from_nanos(value)));
-                    from_nanos(nearest.max(floor).min(nanos(cap).max(hi)))
+            Resolution::Millis => {
+                match whole_millis_within(from_nanos(value), from_nanos(lo), from_nanos(hi)) {
+                    Some(d) => d,
+                    None => {
+                        // No whole millisecond inside: the nearest one, within the
+                        // floor and the cap (additive jitter's top included).
+                        let nearest = nanos(self.round(from_nanos(value)));
+                        from_nanos(nearest.max(floor).min(nanos(cap).max(hi)))
+                    }
                 }
-            },
+            }
         }
     }
 
@@ -396,27 +397,39 @@ impl RetryPolicy {
 }
 
 /// The whole millisecond nearest `value` (halves rounding up) among those in
-/// `[lo, hi]` (nanoseconds, `lo <= value <= hi`), or `None` if there is none.
-fn whole_millis_within(value: u128, lo: u128, hi: u128) -> Option<u128> {
-    const MS: u64 = 1_000_000;
-    // Below ~584 years everything fits a u64, whose division by a constant is a
-    // multiply (a u128 division is a slow library call).
-    if let (Ok(value), Ok(lo), Ok(hi)) =
-        (u64::try_from(value), u64::try_from(lo), u64::try_from(hi))
-    {
-        let first = lo.div_ceil(MS).checked_mul(MS)?;
-        let last = (hi / MS).saturating_mul(MS);
-        let nearest = (value.saturating_add(MS / 2) / MS).saturating_mul(MS);
-        return (first <= last).then(|| u128::from(nearest.max(first).min(last)));
+/// `[lo, hi]` (`lo <= value <= hi`), or `None` if there is none. Works on the
+/// seconds and the sub-second nanoseconds apart, so no wide division is needed.
+fn whole_millis_within(value: Duration, lo: Duration, hi: Duration) -> Option<Duration> {
+    let first = ceil_millis(lo)?;
+    let last = floor_millis(hi);
+    if first > last {
+        return None;
     }
-    let ms = u128::from(MS);
-    let first = lo.div_ceil(ms).checked_mul(ms)?;
-    let last = hi.checked_div(ms)?.saturating_mul(ms);
-    let nearest = value
-        .saturating_add(ms / 2)
-        .checked_div(ms)?
-        .saturating_mul(ms);
-    (first <= last).then(|| nearest.max(first).min(last))
+    Some(round_millis(value).max(first).min(last))
+}
+
+const NANOS_PER_MS: u32 = 1_000_000;
+
+fn floor_millis(d: Duration) -> Duration {
+    let sub = d.subsec_nanos();
+    Duration::new(d.as_secs(), sub.saturating_sub(sub % NANOS_PER_MS))
+}
+
+/// `None` past [`Duration::MAX`].
+fn ceil_millis(d: Duration) -> Option<Duration> {
+    if d.subsec_nanos() % NANOS_PER_MS == 0 {
+        Some(d)
+    } else {
+        floor_millis(d).checked_add(Duration::from_millis(1))
+    }
+}
+
+fn round_millis(d: Duration) -> Duration {
+    if d.subsec_nanos() % NANOS_PER_MS >= NANOS_PER_MS / 2 {
+        ceil_millis(d).unwrap_or_else(|| floor_millis(d))
+    } else {
+        floor_millis(d)
+    }
 }
 
 /// `d` floored at `lo` and then capped at `hi` (total even if `lo > hi`).

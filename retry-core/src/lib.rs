@@ -50,9 +50,9 @@ pub use budget::{
 };
 pub use classify::{
     may_replay, may_retry_connection_error, pushback_failure, ChildHint, ErrorCodeSet,
-    ExitCodePolicy, ExitCodeSet, ExitCodes, ExitDecision, Failure, FailureKind, HttpClassifier,
-    Idempotency, Method, OutcomeSet, ProcessClassifier, SetParseError, SetParseErrorKind,
-    SignalSet, StatusSet, Statuses, SIGINT,
+    ExitCodePolicy, ExitCodeSet, ExitCodes, ExitDecision, Failure, FailureKind, Goal,
+    HttpClassifier, Idempotency, Method, OutcomeSet, ProcessClassifier, ProcessGoal, SetParseError,
+    SetParseErrorKind, SignalSet, StatusSet, Statuses, SIGINT, SIGPIPE,
 };
 pub use compose::{
     abandoned_outcome, attempt_outcome, breaker_outcome, feed_budget, rejection, AttemptOutcome,
@@ -62,15 +62,17 @@ pub use compose::{
 pub use config::{ConfigError, Curve, PolicyOverride, RetryAfter};
 #[cfg(feature = "serde")]
 #[doc(no_inline)]
-pub use duration_text::{parse_duration, DurationParseError, DurationText};
+pub use duration_text::{parse_duration, BareNumber, DurationParseError, DurationText};
 pub use hint::{
     format_http_date, parse_grpc_pushback, parse_http_date, parse_retry_after,
-    parse_retry_after_ms, retry_after_from_headers, Hint, Pushback, RetryHeaders,
+    parse_retry_after_ms, retry_after_from_headers, Hint, HintProblem, HintProblemKind, HintRead,
+    Pushback, RetryHeaders,
 };
 pub use retry::{
-    jitter_draw, total_sleep, Action, Backoff, CircuitOpen, Event, GiveUp, GiveUpReason, HintMode,
-    Jitter, Misuse, Outcome, Phase, PolicyError, Resolution, RetryError, RetryMachine, RetryPolicy,
-    RetryPolicyBuilder, RetrySnapshot, Scripted, Simulation, SleepReason, Step, Success, Timeline,
+    jitter_draw, total_sleep, Action, Backoff, CircuitOpen, DelayList, Event, GiveUp, GiveUpReason,
+    HintMode, Jitter, Misuse, Outcome, Phase, PolicyError, Resolution, RetryError, RetryMachine,
+    RetryPolicy, RetryPolicyBuilder, RetrySnapshot, Scripted, Simulation, SleepReason, Step,
+    Success, Timeline,
 };
 pub use settings::{seed_from_name, Preset, PresetError};
 pub use snapshot::SnapshotError;

@@ -18,6 +18,11 @@
 //! - [`ManualClock`] and [`FakeSleeper`] run any schedule in no wall time, for
 //!   tests.
 //!
+//! With the `cli` feature this crate also holds the `retry` command-line program
+//! (the `cli` module; install it with `cargo install --path retry-std --features cli`).
+//! Without it, nothing of the program is compiled: no argument parser, no JSON
+//! or TOML reader.
+//!
 //! Blocking code cannot be interrupted: a per-attempt deadline
 //! ([`AttemptContext::deadline`]) is advisory, for the operation to pass on to
 //! its own timeouts. An error returned after the deadline counts as a timed-out
@@ -69,6 +74,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod cancel;
 mod clock;
 mod retry;
@@ -80,4 +87,6 @@ pub use retry_core::{RetryError, Success};
 pub use retry_shared;
 pub use retry_shared::{Breaker, Budget, RetryNotice, SharedBreaker, SharedBudget};
 
+#[cfg(feature = "cli")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub mod cli;

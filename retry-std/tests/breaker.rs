@@ -107,6 +107,7 @@ fn a_waiting_call_probes_once_the_breaker_half_opens() {
 /// another (a clock that starts afresh): the open breaker turns calls away for
 /// exactly what was left of its open period, then probes and closes; the budget
 /// resumes with the tokens it had.
+#[cfg(feature = "serde")]
 #[test]
 fn a_saved_breaker_and_budget_resume_in_another_process() {
     use retry_core::{BreakerSnapshot, BudgetConfig, BudgetSnapshot, ManualState, Tokens};

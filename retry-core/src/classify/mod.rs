@@ -6,13 +6,15 @@
 //! and the HTTP classifier (`http.rs`).
 
 mod failure;
+mod goal;
 mod http;
 mod process;
 mod sets;
 
 pub use failure::{Failure, FailureKind};
+pub use goal::{Goal, ProcessGoal};
 pub use http::{pushback_failure, HttpClassifier};
-pub use process::{ChildHint, OutcomeSet, ProcessClassifier, SignalSet, SIGINT};
+pub use process::{ChildHint, OutcomeSet, ProcessClassifier, SignalSet, SIGINT, SIGPIPE};
 pub use sets::{
     may_replay, may_retry_connection_error, ErrorCodeSet, ExitCodePolicy, ExitCodeSet, ExitCodes,
     ExitDecision, Idempotency, Method, SetParseError, SetParseErrorKind, StatusSet, Statuses,

@@ -2,8 +2,10 @@
 //! hint a child may leave in a file.
 //!
 //! Signal *numbers* are the caller's platform's; the core only sets and compares
-//! them. The one it names is `SIGINT` (2 on every POSIX system), which a default
-//! classifier never retries: someone pressed Ctrl-C.
+//! them. It names two, which a default classifier never retries: `SIGINT` (2 on
+//! every POSIX system: someone pressed Ctrl-C) and `SIGPIPE` (13 on Linux, the
+//! BSDs and macOS: the reader of the command's output went away, as when
+//! `head -n1` has read its line; running the command again cannot help).
 
 use core::fmt;
 use core::time::Duration;
@@ -13,6 +15,13 @@ use super::sets::{ExitCodePolicy, ExitCodeSet, ExitDecision};
 
 /// `SIGINT`'s number on POSIX systems.
 pub const SIGINT: i32 = 2;
+
+/// `SIGPIPE`'s number on Linux, the BSDs and macOS (a caller on a platform where
+/// it differs builds its lists with [`ProcessClassifier::from_lists`] instead).
+pub const SIGPIPE: i32 = 13;
+
+/// The signals a default classifier never retries: [`SIGINT`] and [`SIGPIPE`].
+const NEVER_BY_DEFAULT: SignalSet = SignalSet::EMPTY.with(SIGINT).with(SIGPIPE);
 
 /// A set of signal numbers 1..=64; numbers outside are never members.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -69,18 +78,19 @@ pub struct OutcomeSet {
 /// timeouts).
 ///
 /// Defaults ([`ProcessClassifier::COMMAND_LINE`]): exit codes by
-/// [`ExitCodePolicy::COMMAND_LINE`], every signal retried except `SIGINT`,
-/// timeouts retried. [`ProcessClassifier::from_lists`] replaces the defaults:
-/// with a retry list, only what it names retries; with only a stop list,
-/// everything else retries; an outcome in both stops; `SIGINT` keeps stopping
-/// unless the retry list names it.
+/// [`ExitCodePolicy::COMMAND_LINE`], every signal retried except `SIGINT` and
+/// `SIGPIPE`, timeouts retried. [`ProcessClassifier::from_lists`] replaces the
+/// defaults: with a retry list, only what it names retries; with only a stop list,
+/// everything else retries; an outcome in both stops; `SIGINT` and `SIGPIPE` keep
+/// stopping unless the retry list names them.
 ///
 /// ```
-/// use retry_core::{ExitDecision, OutcomeSet, ProcessClassifier, SIGINT};
+/// use retry_core::{ExitDecision, OutcomeSet, ProcessClassifier, SIGINT, SIGPIPE};
 /// let c = ProcessClassifier::COMMAND_LINE;
 /// assert_eq!(c.exit(75), ExitDecision::Retry);
 /// assert_eq!(c.exit(127), ExitDecision::Stop);
 /// assert!(!c.retries_signal(SIGINT));
+/// assert!(!c.retries_signal(SIGPIPE));
 /// assert!(c.retries_signal(15));
 /// assert!(c.retries_timeouts());
 /// ```
@@ -104,7 +114,7 @@ impl ProcessClassifier {
     pub const COMMAND_LINE: ProcessClassifier = ProcessClassifier {
         exits: ExitCodePolicy::COMMAND_LINE,
         retry_signals: SignalSet::EMPTY,
-        stop_signals: SignalSet::EMPTY.with(SIGINT),
+        stop_signals: NEVER_BY_DEFAULT,
         retry_other_signals: true,
         retry_timeouts: true,
     };
@@ -123,11 +133,13 @@ impl ProcessClassifier {
             (Some(r), None) => (r, OutcomeSet::EMPTY),
             (None, Some(s)) => (OutcomeSet::EMPTY, s),
         };
-        let stop_signals = if retry.signals.contains(SIGINT) {
-            stop.signals
-        } else {
-            stop.signals.with(SIGINT)
-        };
+        let mut stop_signals = stop.signals;
+        if !retry.signals.contains(SIGINT) {
+            stop_signals = stop_signals.with(SIGINT);
+        }
+        if !retry.signals.contains(SIGPIPE) {
+            stop_signals = stop_signals.with(SIGPIPE);
+        }
         ProcessClassifier {
             exits: ExitCodePolicy::new(retry.codes, stop.codes, others),
             retry_signals: retry.signals,
@@ -212,9 +224,11 @@ pub enum ChildHint {
 }
 
 impl ChildHint {
-    /// Reads a hint file's text (surrounding whitespace ignored). `stop` in any
-    /// case; `retry-after=` followed by a finite, non-negative number of seconds.
-    /// Anything else is no hint.
+    /// Reads a hint file's text in the `key=value` form only (surrounding
+    /// whitespace ignored): `stop` in any case; `retry-after=` followed by a
+    /// finite, non-negative number of seconds. Anything else is no hint.
+    /// [`ChildHint::read`] reads every form (HTTP header dumps included) and says
+    /// what it could not read.
     ///
     /// ```
     /// use core::time::Duration;
@@ -292,7 +306,30 @@ mod tests {
 
         let c = ProcessClassifier::from_lists(set(&[], &[SIGINT], false), None);
         assert!(c.retries_signal(SIGINT));
+        assert!(!c.retries_signal(SIGPIPE));
         assert!(!c.retries_timeouts());
+    }
+
+    #[test]
+    fn a_closed_pipe_is_not_retried_unless_asked() {
+        let c = ProcessClassifier::COMMAND_LINE;
+        assert!(!c.retries_signal(SIGPIPE));
+        assert!(!c.signal_failure(SIGPIPE).is_retryable());
+        assert_eq!(
+            c.signal_failure(SIGPIPE).kind(),
+            FailureKind::Signal(SIGPIPE)
+        );
+        // A stop list alone keeps SIGPIPE stopping, as it keeps SIGINT.
+        let c = ProcessClassifier::from_lists(None, set(&[1], &[], false));
+        assert!(!c.retries_signal(SIGPIPE));
+        assert!(c.retries_signal(TERM));
+        // Named in the retry list, it retries; SIGINT still stops.
+        let c = ProcessClassifier::from_lists(set(&[], &[SIGPIPE], false), None);
+        assert!(c.retries_signal(SIGPIPE));
+        assert!(!c.retries_signal(SIGINT));
+        // A retry list that names other signals only does not bring it back.
+        let c = ProcessClassifier::from_lists(set(&[], &[TERM], false), None);
+        assert!(!c.retries_signal(SIGPIPE));
     }
 
     #[test]

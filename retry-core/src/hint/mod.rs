@@ -7,12 +7,14 @@ use core::time::Duration;
 
 mod headers;
 mod retry_after;
+mod text;
 
 pub use headers::RetryHeaders;
 pub use retry_after::{
     format_http_date, parse_grpc_pushback, parse_http_date, parse_retry_after,
     parse_retry_after_ms, retry_after_from_headers, Pushback,
 };
+pub use text::{HintProblem, HintProblemKind, HintRead};
 
 /// A delay asked for by the other side.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

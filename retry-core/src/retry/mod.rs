@@ -8,6 +8,7 @@
 
 mod backoff;
 mod call;
+mod delay_list;
 mod error;
 mod jitter;
 mod machine;
@@ -18,6 +19,7 @@ mod snapshot;
 
 pub use backoff::Backoff;
 pub use call::{RetryError, Success};
+pub use delay_list::DelayList;
 pub use error::PolicyError;
 pub(crate) use jitter::mix64;
 pub use jitter::{jitter_draw, Jitter};

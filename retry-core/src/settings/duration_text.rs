@@ -20,7 +20,14 @@
 //! - The last component may carry a decimal fraction (`"1.5s"`, `"1m0.25s"`). It
 //!   must come to a whole number of nanoseconds; `"0.1ns"` is an error, never
 //!   silently rounded.
-//! - A bare whole number is milliseconds: `"1500"` is 1.5 s.
+//! - A bare number (no unit) has one rule: **it is never seconds.** In configs
+//!   (the serde forms and [`parse_duration`]) a bare whole number is
+//!   milliseconds: `1500` and `"1500"` are 1.5 s. Where a person types a duration
+//!   on a command line ([`parse_duration_with`] and [`BareNumber::Refused`]), a
+//!   bare number other than `0` is an error whose message shows both spellings,
+//!   `2s` and `2ms`: habits from `sleep 2` would read it as seconds there, and a
+//!   value moved between a flag and a config file must never change 1000-fold
+//!   without a word.
 //! - No sign; surrounding whitespace is ignored, inner whitespace is an error.
 //! - Anything past [`Duration::MAX`] is an [`DurationParseError::Overflow`] error:
 //!   values never saturate.
@@ -73,6 +80,19 @@ pub enum DurationParseError {
     TooPrecise,
     /// The value is larger than [`Duration::MAX`].
     Overflow,
+    /// A number without a unit where [`BareNumber::Refused`] asks for one.
+    BareNumber,
+}
+
+/// How a number written without a unit is read (see the [module docs](self)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum BareNumber {
+    /// A bare whole number is milliseconds (configs).
+    #[default]
+    Millis,
+    /// A bare number other than `0` is [`DurationParseError::BareNumber`]
+    /// (command lines).
+    Refused,
 }
 
 impl fmt::Display for DurationParseError {
@@ -96,6 +116,9 @@ impl fmt::Display for DurationParseError {
             }
             DurationParseError::TooPrecise => "a fraction finer than one nanosecond",
             DurationParseError::Overflow => "larger than the longest duration (Duration::MAX)",
+            DurationParseError::BareNumber => {
+                "a number needs a unit here: `s` for seconds or `ms` for milliseconds (as in `2s` or `2ms`)"
+            }
         })
     }
 }
@@ -141,12 +164,40 @@ impl Unit {
     }
 }
 
-/// Parses a human duration (see the [module docs](self) for the grammar).
+/// Parses a human duration (see the [module docs](self) for the grammar); a bare
+/// whole number is milliseconds.
 ///
 /// # Errors
 /// A [`DurationParseError`] saying what is wrong with the text.
 pub fn parse_duration(text: &str) -> Result<Duration, DurationParseError> {
+    parse_duration_with(text, BareNumber::Millis)
+}
+
+/// Parses a human duration, reading a bare number as `bare` says.
+///
+/// ```
+/// use core::time::Duration;
+/// use retry_core::duration_text::{parse_duration_with, BareNumber, DurationParseError};
+///
+/// assert_eq!(parse_duration_with("1500", BareNumber::Millis), Ok(Duration::from_millis(1500)));
+/// assert_eq!(parse_duration_with("2", BareNumber::Refused), Err(DurationParseError::BareNumber));
+/// assert_eq!(parse_duration_with("1.5", BareNumber::Refused), Err(DurationParseError::BareNumber));
+/// assert_eq!(parse_duration_with("0", BareNumber::Refused), Ok(Duration::ZERO));
+/// assert_eq!(parse_duration_with("2s", BareNumber::Refused), Ok(Duration::from_secs(2)));
+/// ```
+///
+/// # Errors
+/// A [`DurationParseError`] saying what is wrong with the text.
+pub fn parse_duration_with(text: &str, bare: BareNumber) -> Result<Duration, DurationParseError> {
     let s = text.trim();
+    if bare == BareNumber::Refused && is_bare_number(s) {
+        // Zero is zero in every unit.
+        return if s.bytes().all(|b| b == b'0' || b == b'.') {
+            Ok(Duration::ZERO)
+        } else {
+            Err(DurationParseError::BareNumber)
+        };
+    }
     if s.is_empty() {
         return Err(DurationParseError::Empty);
     }
@@ -213,6 +264,18 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationParseError> {
         rest = next;
     }
     to_duration(Some(total))
+}
+
+/// Digits with at most one `.` between digits: a number with no unit at all.
+fn is_bare_number(s: &str) -> bool {
+    let (whole, rest) = split_digits(s);
+    if whole.is_empty() {
+        return false;
+    }
+    match rest.strip_prefix('.') {
+        None => rest.is_empty(),
+        Some(fraction) => !fraction.is_empty() && fraction.bytes().all(|b| b.is_ascii_digit()),
+    }
 }
 
 /// Splits off the leading ASCII digits.
@@ -479,6 +542,40 @@ mod tests {
             err("99999999999999999999999999999999999999999d"),
             DurationParseError::Overflow
         );
+    }
+
+    #[test]
+    fn a_bare_number_is_never_seconds() {
+        // Configs: milliseconds.
+        assert_eq!(parse_duration("2"), Ok(Duration::from_millis(2)));
+        assert_eq!(
+            parse_duration_with("1500", BareNumber::Millis),
+            Ok(Duration::from_millis(1500))
+        );
+        // Command lines: an error, except for zero; units work as everywhere.
+        let typed = |s: &str| parse_duration_with(s, BareNumber::Refused);
+        for bare in [
+            "2",
+            " 2 ",
+            "1500",
+            "1.5",
+            "0.5",
+            "007",
+            "18446744073709551616",
+        ] {
+            assert_eq!(typed(bare), Err(DurationParseError::BareNumber), "{bare}");
+        }
+        for zero in ["0", "00", "0.0", " 0 "] {
+            assert_eq!(typed(zero), Ok(Duration::ZERO), "{zero}");
+        }
+        assert_eq!(typed("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(typed("2ms"), Ok(Duration::from_millis(2)));
+        assert_eq!(typed("1m30s"), Ok(Duration::from_secs(90)));
+        // Other errors keep their own names.
+        assert_eq!(typed("1.s"), Err(DurationParseError::BadNumber));
+        assert_eq!(typed("1m30"), Err(DurationParseError::MissingUnit));
+        assert_eq!(typed("-2"), Err(DurationParseError::Signed));
+        assert_eq!(typed(""), Err(DurationParseError::Empty));
     }
 
     #[test]

@@ -1,76 +1,19 @@
-//! Humane durations for the command line: `500ms`, `1m30s`, `2h`, `1.5s`.
-//!
-//! A number without a unit is **seconds** on the command line (`--delay 2` is two
-//! seconds), as in `sleep` and `timeout`. Units: `ns`, `us` (or `µs`), `ms`, `s`,
-//! `m`, `h`, `d`. Several parts add up (`1h30m`); fractions are allowed in every
-//! part (`0.25s`, `1.5h`). Negative, NaN and overflowing values are rejected.
+//! Durations on the command line: the core's grammar (`500ms`, `1m30s`, `2h`,
+//! `1.5s`; see `retry_core::duration_text`), with one rule for a bare number: it
+//! needs a unit here (`2s` or `2ms`), because the same text in a config file
+//! means milliseconds and habits from `sleep 2` mean seconds. `0` needs none.
 
 use core::time::Duration;
 
-const SECOND: u64 = 1_000_000_000;
+use retry_core::duration_text::{parse_duration_with, BareNumber};
 
-/// Reads a duration as described in the module docs.
+/// Reads a duration typed on the command line (a bare number other than `0` is
+/// refused, with a message spelling out `Ns` and `Nms`).
 ///
 /// # Errors
 /// A message saying what is wrong with the text.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    if text.is_empty() {
-        return Err("empty duration".into());
-    }
-    let mut rest = text;
-    let mut total = Duration::ZERO;
-    while !rest.is_empty() {
-        let number_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let (number, after) = rest.split_at(number_len);
-        if number.is_empty() {
-            return Err(format!(
-                "`{text}` is not a duration (e.g. 500ms, 1m30s, 2h, or 1.5 for seconds)"
-            ));
-        }
-        let unit_len = after
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(after.len());
-        let (unit, next) = after.split_at(unit_len);
-        let nanos_per_unit: u64 = match unit.trim() {
-            "" if number_len == rest.len() && total.is_zero() => SECOND,
-            "ns" => 1,
-            "us" | "µs" => 1_000,
-            "ms" => 1_000_000,
-            "s" | "sec" | "secs" => SECOND,
-            "m" | "min" | "mins" => 60 * SECOND,
-            "h" => 3600 * SECOND,
-            "d" => 86_400 * SECOND,
-            "" => return Err(format!("`{text}`: every part after the first needs a unit")),
-            other => {
-                return Err(format!(
-                    "`{text}`: unknown unit `{other}` (use ns, us, ms, s, m, h, d)"
-                ))
-            }
-        };
-        let value: f64 = number
-            .parse()
-            .map_err(|_| format!("`{text}`: `{number}` is not a number"))?;
-        let part = exact_part(number, nanos_per_unit)
-            .or_else(|| Duration::try_from_secs_f64(value * nanos_per_unit as f64 / 1e9).ok())
-            .ok_or_else(|| format!("`{text}` is too long"))?;
-        total = total
-            .checked_add(part)
-            .ok_or_else(|| format!("`{text}` is too long"))?;
-        rest = next;
-    }
-    Ok(total)
-}
-
-/// Whole numbers are converted without floating point, so `3ms` is exactly 3 ms.
-fn exact_part(number: &str, nanos_per_unit: u64) -> Option<Duration> {
-    let n: u64 = number.parse().ok()?;
-    let nanos = u128::from(n).checked_mul(u128::from(nanos_per_unit))?;
-    let secs = u64::try_from(nanos / 1_000_000_000).ok()?;
-    let sub = u32::try_from(nanos % 1_000_000_000).ok()?;
-    Some(Duration::new(secs, sub))
+    parse_duration_with(text, BareNumber::Refused).map_err(|e| super::args::duration_error(text, e))
 }
 
 /// Writes a duration briefly for humans: `150ms`, `2.3s`, `60s`, `1h2m`.
@@ -109,13 +52,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_humane_durations() {
+    fn reads_durations_with_units() {
         let ok = |t: &str| parse_duration(t).unwrap_or(Duration::MAX);
         assert_eq!(ok("500ms"), Duration::from_millis(500));
         assert_eq!(ok("1m30s"), Duration::from_secs(90));
         assert_eq!(ok("2h"), Duration::from_secs(7200));
-        assert_eq!(ok("2"), Duration::from_secs(2));
-        assert_eq!(ok("0.05"), Duration::from_millis(50));
         assert_eq!(ok("1.5s"), Duration::from_millis(1500));
         assert_eq!(ok("10us"), Duration::from_micros(10));
         assert_eq!(ok("0"), Duration::ZERO);
@@ -132,6 +73,21 @@ mod tests {
             "1..2s",
         ] {
             assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_bare_number_is_refused_with_both_spellings() {
+        for (bare, secs, ms) in [("2", "2s", "2ms"), ("0.05", "0.05s", "0.05ms")] {
+            let message = parse_duration(bare).unwrap_err();
+            assert!(
+                message.contains(&format!("write {secs} for seconds")),
+                "{message}"
+            );
+            assert!(
+                message.contains(&format!("{ms} for milliseconds")),
+                "{message}"
+            );
         }
     }
 

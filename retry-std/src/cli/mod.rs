@@ -1,10 +1,16 @@
 //! The `retry` command-line program: `retry [OPTIONS] -- COMMAND [ARGS...]` runs a
 //! command under a retry policy; `retry plan [OPTIONS]` prints the schedule.
 //!
-//! Every decision (whether to retry an exit code, how long to wait, when the
-//! budget is spent) is made by `retry-core`; this module spawns, waits, sleeps,
-//! passes signals on and reports. [`parse_args`] is a plain function so the
-//! argument parser can be fuzzed; it never panics.
+//! Every decision (whether to retry an exit code or a signal, how long to wait,
+//! what a hint file asks for, when the budget is spent, whether a run toward
+//! `--until-fail` or `--success-count` is over, which delay of a `--delays` list
+//! comes next) is made by `retry-core`; this module spawns, waits, sleeps, hands
+//! the terminal over, passes signals on and reports. [`parse_args`] is a plain
+//! function so the argument parser can be fuzzed; it never panics.
+//!
+//! Nothing polls: [`process`] blocks in `ppoll(2)` on a self-pipe that the signal
+//! handlers write to (SIGCHLD included), the command's pipes and the next
+//! deadline. The only `unsafe` code is the system-call layer, `sys`.
 
 pub mod args;
 pub mod config;
@@ -14,7 +20,8 @@ pub mod output;
 pub mod plan;
 pub mod process;
 pub mod run;
-mod signals;
+mod sys;
+pub mod terminal;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -44,9 +51,16 @@ where
     match &invocation.mode {
         Mode::Plan { script } => {
             let seed = invocation.seed.unwrap_or(0);
-            let plan = plan::Plan::new(&invocation.policy, seed, &invocation.classifier, script);
+            let plan = plan::Plan::with(
+                &invocation.policy,
+                seed,
+                &invocation.classifier,
+                script,
+                invocation.goal,
+                invocation.delays.as_deref(),
+            );
             let text = match invocation.format {
-                args::Format::Json => format!("{:#}\n", plan.json()),
+                args::Format::Json => plan.json_lines(),
                 args::Format::Text => plan.table(),
             };
             let _ = std::io::stdout().lock().write_all(text.as_bytes());
@@ -56,7 +70,7 @@ where
             run::Exit::Code(code) => code,
             run::Exit::Signal(signal) => {
                 let _ = std::io::stdout().lock().flush();
-                signals::die_of(signal)
+                sys::die_of(signal)
             }
         },
     }
@@ -64,6 +78,7 @@ where
 
 /// The program's entry point: [`main_with`] on the process's arguments, then exit.
 pub fn main() -> ! {
+    sys::give_terminal_back_on_panic();
     let code = main_with(std::env::args_os());
     let _ = std::io::stdout().lock().flush();
     std::process::exit(code)

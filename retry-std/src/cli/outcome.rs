@@ -2,11 +2,13 @@
 //! into a core `Failure` by the core's [`ProcessClassifier`].
 //!
 //! The decisions are the core's [`ProcessClassifier`]; this module only knows the
-//! platform's signal names. Defaults: `ExitCodePolicy::COMMAND_LINE` for codes, every signal retried except
-//! `SIGINT` (someone pressed Ctrl-C), timeouts retried. `--retry-on` and `--stop-on`
-//! replace those defaults: with `--retry-on`, only what it lists is retried; with
-//! only `--stop-on`, everything but what it lists is retried. A code, signal or
-//! `timeout` in both lists stops. `SIGINT` keeps stopping unless `--retry-on` names it.
+//! platform's signal names. Defaults: `ExitCodePolicy::COMMAND_LINE` for codes,
+//! every signal retried except `SIGINT` (someone pressed Ctrl-C) and `SIGPIPE`
+//! (the command's reader went away), timeouts retried. `--retry-on` and
+//! `--stop-on` replace those defaults: with `--retry-on`, only what it lists is
+//! retried; with only `--stop-on`, everything but what it lists is retried. A
+//! code, signal or `timeout` in both lists stops. `SIGINT` and `SIGPIPE` keep
+//! stopping unless `--retry-on` names them.
 
 use retry_core::{ExitCodeSet, OutcomeSet, ProcessClassifier};
 
@@ -105,6 +107,12 @@ mod tests {
         assert!(l.timeout);
         assert_eq!(signal_name(libc::SIGTERM), "SIGTERM");
         assert_eq!(signal_name(99), "SIG99");
+    }
+
+    #[test]
+    fn the_cores_signal_numbers_are_this_platforms() {
+        assert_eq!(retry_core::SIGINT, libc::SIGINT);
+        assert_eq!(retry_core::SIGPIPE, libc::SIGPIPE);
     }
 
     #[test]

@@ -1,13 +1,21 @@
-//! What `retry` says on stderr: one human line per event, or JSON Lines with
-//! `"schema": 1`. Nothing here writes to stdout.
+//! What `retry` reports: human lines on stderr, and JSON Lines events on a
+//! channel of their own (`--events FILE|fd:N`, or stderr with `--json`).
+//! Nothing here writes to stdout.
+//!
+//! Every event is one JSON object on one line, written with a single `write(2)`
+//! so that it never interleaves with the command's own output, even on a shared
+//! stderr. Each carries `"schema": 1`, `"event"`, `"time"` (RFC 3339 UTC wall
+//! time, milliseconds) and `"elapsed_ms"` (monotonic, since the run began).
 
 use core::time::Duration;
+use std::fs::File;
 use std::io::Write;
+use std::time::{Instant as WallInstant, SystemTime, UNIX_EPOCH};
 
-use retry_core::{Action, GiveUp, SleepReason};
+use retry_core::{Action, GiveUp, Goal, HintProblem, SleepReason};
 use serde_json::{json, Value};
 
-use super::args::{Format, Verbosity};
+use super::args::{Events, Verbosity};
 use super::duration::humane;
 use super::outcome::signal_name;
 use super::process::Ending;
@@ -17,17 +25,25 @@ pub(crate) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// Writes events on stderr.
-#[derive(Clone, Copy, Debug)]
+/// Where events go.
+#[derive(Debug)]
+enum Sink {
+    Stderr,
+    File(File),
+}
+
+/// Writes human lines and events.
+#[derive(Debug)]
 pub struct Reporter {
-    /// Text or JSON.
-    pub format: Format,
-    /// How much to say in text.
-    pub verbosity: Verbosity,
-    /// For "attempt 2/5".
-    pub max_attempts: u32,
+    /// How much to say in human lines (`None`: stderr carries the events).
+    verbosity: Option<Verbosity>,
+    sink: Option<Sink>,
+    /// For "attempt 2/5" (`None`: unlimited).
+    max_attempts: Option<u32>,
     /// For "(3.1s of 60s used)".
-    pub budget: Option<Duration>,
+    budget: Option<Duration>,
+    goal: Goal,
+    start: WallInstant,
 }
 
 /// How an attempt ended, in words.
@@ -51,18 +67,125 @@ fn reason_name(reason: SleepReason) -> &'static str {
     }
 }
 
+/// `unix_ms` as RFC 3339 UTC with milliseconds: `2024-05-01T12:34:56.789Z`.
+#[must_use]
+pub fn rfc3339(unix_ms: u64) -> String {
+    let secs = unix_ms / 1000;
+    let ms = unix_ms % 1000;
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rest = secs % 86_400;
+    let (year, month, day) = civil_from_days(days);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+        rest / 3600,
+        (rest % 3600) / 60,
+        rest % 60
+    )
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (the classic
+/// era-based conversion: 400-year eras of 146 097 days).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097); // [0, 146096]
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365]
+    let mp = (5 * doy + 2) / 153; // [0, 11], March-based
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (
+        year,
+        u32::try_from(month).unwrap_or(1),
+        u32::try_from(day).unwrap_or(1),
+    )
+}
+
+fn unix_ms_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(millis)
+        .unwrap_or(0)
+}
+
 impl Reporter {
-    fn line(&self, text: &str) {
-        let mut err = std::io::stderr().lock();
-        let _ = writeln!(err, "retry: {text}");
+    /// A reporter for a run. `events` opens its sink: the returned error names
+    /// the destination that could not be opened.
+    ///
+    /// # Errors
+    /// A message when the events destination cannot be opened.
+    pub fn new(
+        verbosity: Verbosity,
+        events: Option<&Events>,
+        max_attempts: Option<u32>,
+        budget: Option<Duration>,
+        goal: Goal,
+    ) -> Result<Reporter, String> {
+        let sink = match events {
+            None => None,
+            Some(Events::Stderr) => Some(Sink::Stderr),
+            Some(Events::File(path)) => Some(Sink::File(
+                std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(path)
+                    .map_err(|e| format!("--events {}: {e}", path.display()))?,
+            )),
+            Some(Events::Fd(fd)) => Some(Sink::File(File::from(
+                super::sys::dup_inherited(*fd).map_err(|e| format!("--events fd:{fd}: {e}"))?,
+            ))),
+        };
+        // Events on stderr replace the human lines there.
+        let verbosity = match sink {
+            Some(Sink::Stderr) => None,
+            _ => Some(verbosity),
+        };
+        Ok(Reporter {
+            verbosity,
+            sink,
+            max_attempts,
+            budget,
+            goal,
+            start: WallInstant::now(),
+        })
     }
 
-    fn event(&self, mut value: Value) {
-        if let Some(map) = value.as_object_mut() {
-            map.insert("schema".to_owned(), json!(1));
+    fn says(&self, level: Verbosity) -> bool {
+        self.verbosity.is_some_and(|v| v >= level)
+    }
+
+    fn line(&self, text: &str) {
+        let line = format!("retry: {text}\n");
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    }
+
+    fn event(&self, name: &str, fields: Value) {
+        let Some(sink) = &self.sink else {
+            return;
+        };
+        let mut record = serde_json::Map::new();
+        record.insert("schema".to_owned(), json!(1));
+        record.insert("event".to_owned(), json!(name));
+        record.insert("time".to_owned(), json!(rfc3339(unix_ms_now())));
+        record.insert("elapsed_ms".to_owned(), json!(millis(self.start.elapsed())));
+        if let Value::Object(map) = fields {
+            record.extend(map);
         }
-        let mut err = std::io::stderr().lock();
-        let _ = writeln!(err, "{value}");
+        let mut line = Value::Object(record).to_string();
+        line.push('\n');
+        // One write: a line never interleaves with another writer's.
+        let _ = match sink {
+            Sink::Stderr => std::io::stderr().lock().write_all(line.as_bytes()),
+            Sink::File(file) => (&*file).write_all(line.as_bytes()),
+        };
+    }
+
+    fn of(&self, number: u32) -> String {
+        match self.max_attempts {
+            Some(max) => format!("{number}/{max}"),
+            None => number.to_string(),
+        }
     }
 
     fn used(&self, elapsed: Duration) -> String {
@@ -72,162 +195,276 @@ impl Reporter {
         }
     }
 
+    /// The run begins.
+    pub fn start(&self, command: &[std::ffi::OsString], policy: &str, seed: u64) {
+        let argv: Vec<String> = command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        self.event(
+            "start",
+            json!({
+                "command": argv,
+                "policy": policy,
+                "max_attempts": self.max_attempts,
+                "goal": self.goal.to_string(),
+                "seed": seed,
+                "pid": std::process::id(),
+            }),
+        );
+    }
+
     /// An attempt starts.
     pub fn attempt_start(&self, number: u32, deadline_in: Option<Duration>) {
-        match self.format {
-            Format::Json => self.event(json!({
-                "event": "attempt_start",
+        self.event(
+            "attempt_start",
+            json!({
                 "attempt": number,
                 "max_attempts": self.max_attempts,
                 "deadline_ms": deadline_in.map(millis),
-            })),
-            Format::Text if self.verbosity >= Verbosity::Verbose => {
-                let limit = deadline_in
-                    .map(|d| format!(" (deadline in {})", humane(d)))
-                    .unwrap_or_default();
-                self.line(&format!(
-                    "attempt {number}/{} starting{limit}",
-                    self.max_attempts
-                ));
-            }
-            Format::Text => {}
+            }),
+        );
+        if self.says(Verbosity::Verbose) {
+            let limit = deadline_in
+                .map(|d| format!(" (deadline in {})", humane(d)))
+                .unwrap_or_default();
+            self.line(&format!("attempt {} starting{limit}", self.of(number)));
         }
     }
 
-    /// An attempt ended with `ending` after `took`; the machine answered `next`.
+    /// The command's group was stopped (Ctrl-Z) or continued.
+    pub fn job_control(&self, number: u32, stopped: Option<i32>, after: Option<Duration>) {
+        match (stopped, after) {
+            (Some(signal), _) => self.event(
+                "stopped",
+                json!({ "attempt": number, "signal": signal_name(signal) }),
+            ),
+            (None, Some(d)) => self.event(
+                "continued",
+                json!({ "attempt": number, "stopped_ms": millis(d) }),
+            ),
+            (None, None) => {}
+        }
+    }
+
+    /// The attempt's hint file asked for `hint` (verbose and events only).
+    pub fn hint(&self, number: u32, hint: retry_core::ChildHint) {
+        let (delay, stop) = match hint {
+            retry_core::ChildHint::RetryAfter(d) => (Some(d), false),
+            retry_core::ChildHint::Stop => (None, true),
+        };
+        self.event(
+            "hint",
+            json!({ "attempt": number, "retry_after_ms": delay.map(millis), "stop": stop }),
+        );
+        if self.says(Verbosity::Verbose) {
+            match delay {
+                Some(d) => self.line(&format!(
+                    "attempt {}: the command asks to wait at least {}",
+                    self.of(number),
+                    humane(d)
+                )),
+                None => self.line(&format!(
+                    "attempt {}: the command asks not to be retried",
+                    self.of(number)
+                )),
+            }
+        }
+    }
+
+    /// A line of the attempt's hint file could not be read: always said.
+    pub fn hint_unreadable(&self, number: u32, problem: HintProblem, text: &str) {
+        self.event(
+            "hint_unreadable",
+            json!({
+                "attempt": number,
+                "line": problem.line,
+                "text": text,
+                "problem": problem.to_string(),
+            }),
+        );
+        if self.verbosity.is_some_and(|v| v > Verbosity::Quiet) {
+            self.line(&format!(
+                "attempt {}: hint file {problem}; ignored: {text:?}",
+                self.of(number)
+            ));
+        }
+    }
+
+    /// An attempt ended with `ending` after `took`; the machine answered `next`
+    /// (never `Withdraw`: the caller answers that first). `succeeded`: whether the
+    /// command succeeded (exit 0).
     pub fn attempt_end(
         &self,
         number: u32,
         ending: Ending,
+        pid: Option<u32>,
         took: Duration,
         next: &Action,
         elapsed: Duration,
     ) {
         let success = ending == Ending::Exited(0);
-        match self.format {
-            Format::Json => {
-                let (code, signal) = match ending {
-                    Ending::Exited(c) | Ending::NotStarted(c) => (Some(c), None),
-                    Ending::Signalled(s) | Ending::Interrupted(s) => (None, Some(s)),
-                    Ending::TimedOut => (None, None),
-                };
-                self.event(json!({
-                    "event": "attempt_end",
-                    "attempt": number,
-                    "code": code,
-                    "signal": signal.map(signal_name),
-                    "duration_ms": millis(took),
-                    "timed_out": ending == Ending::TimedOut,
-                    "success": success,
-                }));
-                if let Action::Sleep { delay, reason, .. } = *next {
-                    self.event(json!({
-                        "event": "sleep",
-                        "next_attempt": number.saturating_add(1),
-                        "delay_ms": millis(delay),
-                        "reason": reason_name(reason),
-                        "elapsed_ms": millis(elapsed),
-                    }));
-                }
-            }
-            Format::Text => {
-                if success {
-                    if self.verbosity >= Verbosity::Verbose {
-                        self.line(&format!(
-                            "attempt {number}/{} succeeded after {}",
-                            self.max_attempts,
-                            humane(took)
-                        ));
-                    }
-                    return;
-                }
-                if self.verbosity == Verbosity::Quiet {
-                    return;
-                }
-                let then = match *next {
-                    Action::GiveUp(_) => {
-                        self.line(&format!(
-                            "attempt {number}/{} {} after {} ({})",
-                            self.max_attempts,
-                            describe(ending),
-                            humane(took),
-                            self.used(elapsed)
-                        ));
-                        return;
-                    }
-                    Action::Sleep { delay, reason, .. } => {
-                        let why = match reason {
-                            SleepReason::Hint => " as the command asked",
-                            _ => "",
-                        };
-                        format!("next in {}{why}", humane(delay))
-                    }
-                    Action::Attempt { .. } => "retrying now".to_owned(),
-                    Action::Done { .. } | Action::Withdraw { .. } => String::new(),
-                };
+        let (code, signal) = match ending {
+            Ending::Exited(c) | Ending::NotStarted(c) => (Some(c), None),
+            Ending::Signalled(s) | Ending::Interrupted(s) => (None, Some(s)),
+            Ending::TimedOut => (None, None),
+        };
+        self.event(
+            "attempt_end",
+            json!({
+                "attempt": number,
+                "pid": pid,
+                "code": code,
+                "signal": signal.map(signal_name),
+                "status": ending.status_code(),
+                "duration_ms": millis(took),
+                "timed_out": ending == Ending::TimedOut,
+                "success": success,
+            }),
+        );
+        if let Action::Sleep {
+            delay,
+            reason,
+            until,
+        } = *next
+        {
+            self.event(
+                "sleep",
+                json!({
+                    "next_attempt": number.saturating_add(1),
+                    "delay_ms": millis(delay),
+                    "reason": reason_name(reason),
+                    "until_ms": millis(until.as_duration()),
+                }),
+            );
+        }
+        let expected = match self.goal {
+            Goal::Failure => !success,
+            _ => success,
+        };
+        if expected && matches!(next, Action::Done { .. }) {
+            if self.says(Verbosity::Verbose) {
                 self.line(&format!(
-                    "attempt {number}/{} {} after {}; {then} ({})",
-                    self.max_attempts,
-                    describe(ending),
-                    humane(took),
-                    self.used(elapsed)
+                    "attempt {} {} after {}",
+                    self.of(number),
+                    if success {
+                        "succeeded".to_owned()
+                    } else {
+                        describe(ending)
+                    },
+                    humane(took)
                 ));
             }
+            return;
         }
+        if success && !self.says(Verbosity::Verbose) && self.goal == Goal::Success {
+            return;
+        }
+        if !self.says(Verbosity::Normal) {
+            return;
+        }
+        let what = if success {
+            "succeeded".to_owned()
+        } else {
+            describe(ending)
+        };
+        let then = match *next {
+            Action::GiveUp(_) | Action::Done { .. } => String::new(),
+            Action::Sleep { delay, reason, .. } => {
+                let why = match reason {
+                    SleepReason::Hint => " as the command asked",
+                    _ => "",
+                };
+                format!("; next in {}{why}", humane(delay))
+            }
+            Action::Attempt { .. } => "; retrying now".to_owned(),
+            Action::Withdraw { .. } => "; waiting for the retry budget".to_owned(),
+        };
+        self.line(&format!(
+            "attempt {} {what} after {}{then} ({})",
+            self.of(number),
+            humane(took),
+            self.used(elapsed)
+        ));
     }
 
-    /// The call failed for good; `retry` exits with `exit_code`.
+    /// The run failed for good; `retry` exits with `exit_code`.
     pub fn give_up(&self, give_up: &GiveUp, exit_code: i32, elapsed: Duration) {
-        match self.format {
-            Format::Json => self.event(json!({
-                "event": "give_up",
+        self.event(
+            "give_up",
+            json!({
                 "reason": give_up.reason.code().trim_start_matches("retry."),
                 "code": exit_code,
                 "attempts": give_up.attempts,
-                "elapsed_ms": millis(elapsed),
-            })),
-            Format::Text if self.verbosity > Verbosity::Quiet => self.line(&format!(
-                "giving up after {} attempt(s): {}; exit status {exit_code}",
-                give_up.attempts, give_up.reason
-            )),
-            Format::Text => {}
-        }
-    }
-
-    /// The command succeeded.
-    pub fn done(&self, attempts: u32, elapsed: Duration) {
-        match self.format {
-            Format::Json => self.event(json!({
-                "event": "done",
-                "attempts": attempts,
-                "elapsed_ms": millis(elapsed),
-            })),
-            Format::Text if self.verbosity >= Verbosity::Verbose || attempts > 1 => {
-                if self.verbosity > Verbosity::Quiet {
-                    self.line(&format!(
-                        "succeeded on attempt {attempts}/{} ({})",
-                        self.max_attempts,
-                        self.used(elapsed)
-                    ));
+            }),
+        );
+        if self.says(Verbosity::Normal) {
+            let why = match (self.goal, give_up.reason) {
+                (Goal::Failure, retry_core::GiveUpReason::Exhausted) => {
+                    "every attempt succeeded".to_owned()
                 }
-            }
-            Format::Text => {}
+                (Goal::Successes(n), retry_core::GiveUpReason::Exhausted) => {
+                    format!("attempts exhausted before {n} successes in a row")
+                }
+                (_, reason) => reason.to_string(),
+            };
+            self.line(&format!(
+                "giving up after {} attempt(s): {why}; exit status {exit_code} ({})",
+                give_up.attempts,
+                humane(elapsed)
+            ));
         }
     }
 
-    /// The `--on-retry` hook failed or could not run: always said (not an event).
-    pub fn hook_failed(&self, what: &str) {
-        match self.format {
-            Format::Json => self.event(json!({ "event": "hook_failed", "detail": what })),
-            Format::Text => self.line(&format!("--on-retry hook {what}")),
+    /// The run reached its goal; `retry` exits with `exit_code`.
+    pub fn done(&self, attempts: u32, exit_code: i32, elapsed: Duration) {
+        self.event("done", json!({ "attempts": attempts, "code": exit_code }));
+        let worth_saying = attempts > 1 || self.goal != Goal::Success;
+        if self.says(Verbosity::Verbose) || (worth_saying && self.says(Verbosity::Normal)) {
+            let what = match self.goal {
+                Goal::Success => "succeeded".to_owned(),
+                Goal::Failure => {
+                    format!("failed (exit status {exit_code}), as --until-fail waits for,")
+                }
+                Goal::Successes(n) => format!("succeeded {n} times in a row, the last"),
+            };
+            self.line(&format!(
+                "{what} on attempt {} ({})",
+                self.of(attempts),
+                self.used(elapsed)
+            ));
         }
     }
 
-    /// An error of `retry` itself or of starting the command.
+    /// A hook failed or could not run: always said.
+    pub fn hook_failed(&self, hook: &str, what: &str) {
+        self.event("hook_failed", json!({ "hook": hook, "detail": what }));
+        if self.verbosity.is_some() {
+            self.line(&format!("{hook} hook {what}"));
+        }
+    }
+
+    /// An error of `retry` itself or of starting the command: always said.
     pub fn error(&self, text: &str) {
-        match self.format {
-            Format::Json => self.event(json!({ "event": "error", "message": text })),
-            Format::Text => self.line(text),
+        self.event("error", json!({ "message": text }));
+        if self.verbosity.is_some() {
+            self.line(text);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_dates() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(784_111_777_042), "1994-11-06T08:49:37.042Z");
+        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(rfc3339(1_709_164_800_999), "2024-02-29T00:00:00.999Z");
+        assert_eq!(rfc3339(4_102_444_799_000), "2099-12-31T23:59:59.000Z");
+        // Never panics, even at the end of time (year 584 556 019).
+        assert!(rfc3339(u64::MAX).starts_with("584556019-"));
     }
 }

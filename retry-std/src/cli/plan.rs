@@ -1,12 +1,16 @@
 //! `retry plan` and `--dry-run`: the schedule the policy would follow, from the
 //! core's simulator ([`Simulation`]), without running anything.
+//!
+//! The scripted outcomes go through the same deciders as a real run: the
+//! classifier, the run's [`ProcessGoal`] and an explicit [`DelayList`], in that
+//! order, so the plan shows what `retry` would do.
 
 use core::fmt::Write as _;
 use core::time::Duration;
 
 use retry_core::{
-    Action, Event, FailureKind, GiveUp, GiveUpReason, Hint, Instant, RetryPolicy, Scripted,
-    Simulation, SleepReason,
+    Action, DelayList, Event, FailureKind, GiveUp, GiveUpReason, Goal, Hint, Instant, ProcessGoal,
+    RetryPolicy, Scripted, Simulation, SleepReason,
 };
 use serde_json::{json, Value};
 
@@ -41,25 +45,42 @@ struct Row {
 pub struct Plan {
     policy: RetryPolicy,
     seed: u64,
+    goal: Goal,
+    delays: Option<Vec<Duration>>,
     rows: Vec<Row>,
     end: Option<GiveUp>,
     total_sleep: Duration,
     exit_code: i32,
 }
 
-/// The core script for the `--simulate` list, classified like real attempts.
-fn script(classifier: &Classifier, outcomes: &[SimulatedOutcome]) -> Vec<Scripted> {
-    outcomes
-        .iter()
-        .map(|outcome| match *outcome {
-            SimulatedOutcome::Exit(code) => match classifier.exit_failure(code, None) {
-                Some(failure) => Scripted::fail(failure),
-                None => Scripted::succeed(),
-            },
-            SimulatedOutcome::Signal(signal) => Scripted::fail(classifier.signal_failure(signal)),
-            SimulatedOutcome::Timeout => Scripted::time_out(),
-        })
-        .collect()
+/// What the classifier makes of a scripted outcome.
+fn classified(classifier: &Classifier, outcome: SimulatedOutcome) -> Event {
+    match outcome {
+        SimulatedOutcome::Exit(code) => match classifier.exit_failure(code, None) {
+            Some(failure) => Event::Failed(failure),
+            None => Event::Succeeded,
+        },
+        SimulatedOutcome::Signal(signal) => Event::Failed(classifier.signal_failure(signal)),
+        SimulatedOutcome::Timeout => Event::TimedOut,
+    }
+}
+
+/// The exit status of a scripted outcome.
+fn status(outcome: SimulatedOutcome) -> i32 {
+    match outcome {
+        SimulatedOutcome::Exit(code) => code,
+        SimulatedOutcome::Signal(signal) => 128_i32.saturating_add(signal),
+        SimulatedOutcome::Timeout => 124,
+    }
+}
+
+/// The event a machine event stands for, as a simulator script entry.
+fn scripted(event: Event) -> Scripted {
+    match event {
+        Event::Failed(failure) => Scripted::fail(failure),
+        Event::TimedOut => Scripted::time_out(),
+        _ => Scripted::succeed(),
+    }
 }
 
 /// Most attempts a plan lists; a policy allowing more is cut with a note.
@@ -75,17 +96,55 @@ impl Plan {
         classifier: &Classifier,
         outcomes: &[SimulatedOutcome],
     ) -> Plan {
+        Plan::with(policy, seed, classifier, outcomes, Goal::Success, None)
+    }
+
+    /// As [`Plan::new`], toward `goal` and with an explicit delay list.
+    #[must_use]
+    pub fn with(
+        policy: &RetryPolicy,
+        seed: u64,
+        classifier: &Classifier,
+        outcomes: &[SimulatedOutcome],
+        goal: Goal,
+        delays: Option<&[Duration]>,
+    ) -> Plan {
         // With nothing scripted, every attempt exits 1.
         let outcomes = match outcomes {
             [] => &[SimulatedOutcome::Exit(1)][..],
             some => some,
         };
-        let script = script(classifier, outcomes);
+        let outcome_of = |attempt: u32| {
+            let index = usize::try_from(attempt.saturating_sub(1)).unwrap_or(usize::MAX);
+            outcomes
+                .get(index)
+                .or(outcomes.last())
+                .copied()
+                .unwrap_or(SimulatedOutcome::Exit(1))
+        };
+        let list = delays.and_then(DelayList::new);
+        let machine_policy = list.and_then(|l| l.policy(policy).ok()).unwrap_or(*policy);
+        // The script the machine sees: each attempt's outcome, classified, judged
+        // toward the goal, then given the list's delay. One entry per attempt the
+        // plan can show; the last repeats past them.
+        let shown = u32::try_from(MAX_ROWS)
+            .unwrap_or(u32::MAX)
+            .saturating_add(2);
+        let mut tracker = ProcessGoal::new(goal);
+        let script: Vec<Scripted> = (1..=policy.max_attempts().min(shown))
+            .map(|attempt| {
+                let event = tracker.judge(classified(classifier, outcome_of(attempt)));
+                let event = match list {
+                    Some(list) => list.event(policy, attempt, event),
+                    None => event,
+                };
+                scripted(event)
+            })
+            .collect();
         let mut rows: Vec<Row> = Vec::new();
         let mut end = None;
         let mut total_sleep = Duration::ZERO;
-        let mut last_status = 1;
-        for step in Simulation::new(policy, seed, &script) {
+        for step in Simulation::new(&machine_policy, seed, &script) {
             if rows.len() > MAX_ROWS {
                 break;
             }
@@ -94,17 +153,8 @@ impl Plan {
                 Event::Succeeded | Event::Failed(_) | Event::TimedOut
             );
             if is_outcome {
-                last_status = match step.event {
-                    Event::Failed(f) => match f.kind() {
-                        FailureKind::Exit(c) => c,
-                        FailureKind::Signal(s) => 128_i32.saturating_add(s),
-                        _ => 1,
-                    },
-                    Event::TimedOut => 124,
-                    _ => 0,
-                };
                 if let Some(row) = rows.last_mut() {
-                    row.outcome = Some(step.event);
+                    row.outcome = Some(classified(classifier, outcome_of(row.attempt)));
                 }
             }
             let then = match step.action {
@@ -140,7 +190,9 @@ impl Plan {
                 row.then = Some(then);
             }
         }
+        let last_status = rows.last().map_or(1, |row| status(outcome_of(row.attempt)));
         let exit_code = match end {
+            None if goal == Goal::Failure => last_status,
             None => 0,
             Some(g) => match g.reason {
                 GiveUpReason::TimedOut { .. } | GiveUpReason::Budget => 124,
@@ -150,10 +202,21 @@ impl Plan {
         Plan {
             policy: *policy,
             seed,
+            goal,
+            delays: delays.map(<[Duration]>::to_vec),
             rows,
             end,
             total_sleep,
             exit_code,
+        }
+    }
+
+    /// How a sleep's reason reads: with a delay list, the list's delays come to
+    /// the machine as exact hints.
+    fn reason_text(&self, reason: SleepReason) -> String {
+        match (reason, &self.delays) {
+            (SleepReason::Hint, Some(_)) => "delays".to_owned(),
+            (reason, _) => reason.to_string(),
         }
     }
 
@@ -168,6 +231,12 @@ impl Plan {
     pub fn table(&self) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "policy: {}", self.policy);
+        if let Some(delays) = &self.delays {
+            let _ = writeln!(out, "delays: {} (the last repeats)", delay_text(delays));
+        }
+        if self.goal != Goal::Success {
+            let _ = writeln!(out, "goal: {}", self.goal);
+        }
         let _ = writeln!(out, "seed: {}", self.seed);
         let _ = writeln!(
             out,
@@ -181,9 +250,11 @@ impl Plan {
                 .unwrap_or_else(|| "-".to_owned());
             let outcome = row.outcome.map(outcome_text).unwrap_or_default();
             let then = match row.then {
-                Some(Then::Sleep { delay, reason }) => {
-                    format!("sleep {} ({reason})", retry_core::DisplayDuration(delay))
-                }
+                Some(Then::Sleep { delay, reason }) => format!(
+                    "sleep {} ({})",
+                    retry_core::DisplayDuration(delay),
+                    self.reason_text(reason)
+                ),
                 Some(Then::RetryNow) => "retry at once".to_owned(),
                 Some(Then::GiveUp(g)) => format!("give up: {}", g.reason),
                 Some(Then::Done) => "done".to_owned(),
@@ -208,12 +279,11 @@ impl Plan {
                 retry_core::DisplayDuration(budget)
             );
         }
-        let result = match self.end {
-            Some(g) => format!("{} after {} attempt(s)", g.reason, g.attempts),
-            None => format!(
-                "succeeded after {} attempt(s)",
-                self.rows.last().map_or(0, |r| r.attempt)
-            ),
+        let attempts = self.rows.last().map_or(0, |r| r.attempt);
+        let result = match (self.end, self.goal) {
+            (Some(g), _) => format!("{} after {} attempt(s)", g.reason, g.attempts),
+            (None, Goal::Failure) => format!("failed, as waited for, after {attempts} attempt(s)"),
+            (None, _) => format!("succeeded after {attempts} attempt(s)"),
         };
         let _ = writeln!(
             out,
@@ -224,51 +294,75 @@ impl Plan {
         out
     }
 
-    /// The plan as one JSON document (`"schema": 1`).
+    /// The plan as JSON Lines: one object per line, each with `"schema": 2` and
+    /// a `"record"`: first `policy`, then one `attempt` per row, then `result`.
     #[must_use]
-    pub fn json(&self) -> Value {
-        let attempts: Vec<Value> = self
-            .rows
-            .iter()
-            .map(|row| {
-                let then = match row.then {
-                    Some(Then::Sleep { delay, reason }) => json!({
-                        "action": "sleep",
-                        "delay_ms": millis(delay),
-                        "reason": reason.to_string(),
-                    }),
-                    Some(Then::RetryNow) => json!({ "action": "retry", "delay_ms": 0 }),
-                    Some(Then::GiveUp(g)) => json!({
-                        "action": "give_up",
-                        "reason": g.reason.code().trim_start_matches("retry."),
-                    }),
-                    Some(Then::Done) => json!({ "action": "done" }),
-                    None => Value::Null,
-                };
-                json!({
-                    "attempt": row.attempt,
-                    "start_ms": millis(row.start.as_duration()),
-                    "deadline_ms": row.deadline.map(|d| millis(d.as_duration())),
-                    "outcome": row.outcome.map(outcome_text),
-                    "then": then,
-                })
-            })
-            .collect();
-        json!({
-            "schema": 1,
+    pub fn json_lines(&self) -> String {
+        let mut out = String::new();
+        let mut put = |value: Value| {
+            out.push_str(&value.to_string());
+            out.push('\n');
+        };
+        put(json!({
+            "schema": 2,
+            "record": "policy",
             "seed": self.seed,
             "policy": self.policy.to_string(),
             "max_attempts": self.policy.max_attempts(),
             "budget_ms": self.policy.budget().map(millis),
-            "attempts": attempts,
-            "result": {
-                "reason": self.end.map_or("success", |g| g.reason.code().trim_start_matches("retry.")),
-                "attempts": self.rows.last().map_or(0, |r| r.attempt),
-                "total_sleep_ms": millis(self.total_sleep),
-                "exit_code": self.exit_code,
+            "delays_ms": self.delays.as_ref().map(|d| d.iter().copied().map(millis).collect::<Vec<_>>()),
+            "goal": self.goal.to_string(),
+        }));
+        for row in &self.rows {
+            let then = match row.then {
+                Some(Then::Sleep { delay, reason }) => json!({
+                    "action": "sleep",
+                    "delay_ms": millis(delay),
+                    "reason": self.reason_text(reason),
+                }),
+                Some(Then::RetryNow) => json!({ "action": "retry", "delay_ms": 0 }),
+                Some(Then::GiveUp(g)) => json!({
+                    "action": "give_up",
+                    "reason": g.reason.code().trim_start_matches("retry."),
+                }),
+                Some(Then::Done) => json!({ "action": "done" }),
+                None => Value::Null,
+            };
+            put(json!({
+                "schema": 2,
+                "record": "attempt",
+                "attempt": row.attempt,
+                "start_ms": millis(row.start.as_duration()),
+                "deadline_ms": row.deadline.map(|d| millis(d.as_duration())),
+                "outcome": row.outcome.map(outcome_text),
+                "then": then,
+            }));
+        }
+        put(json!({
+            "schema": 2,
+            "record": "result",
+            "reason": match (self.end, self.goal) {
+                (Some(g), _) => g.reason.code().trim_start_matches("retry."),
+                // The run ended at the failure --until-fail waited for.
+                (None, Goal::Failure) => "failed",
+                (None, _) => "success",
             },
-        })
+            "attempts": self.rows.last().map_or(0, |r| r.attempt),
+            "total_sleep_ms": millis(self.total_sleep),
+            "exit_code": self.exit_code,
+            "truncated": self.rows.len() > MAX_ROWS,
+        }));
+        out
     }
+}
+
+/// A delay list as text: `1s,2s,5s`.
+fn delay_text(delays: &[Duration]) -> String {
+    delays
+        .iter()
+        .map(|d| retry_core::DisplayDuration(*d).to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// An attempt's scripted outcome in words.

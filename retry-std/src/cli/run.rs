@@ -1,32 +1,40 @@
 //! The run loop: the core [`RetryMachine`] decides, this loop spawns, waits and
-//! sleeps.
+//! sleeps. Between the command's outcome and the machine sit two more core
+//! deciders: the run's [`ProcessGoal`] (`--until-fail`, `--success-count`) and
+//! an explicit [`DelayList`] (`--delays`).
 
 use core::time::Duration;
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant as WallInstant;
 
-use retry_core::{Action, Event, GiveUpReason, Instant, RetryMachine};
+use retry_core::{
+    Action, ChildHint, DelayList, Event, Failure, FailureKind, GiveUpReason, ProcessGoal,
+    RetryMachine,
+};
 
 use super::args::Invocation;
 use super::output::{describe, Reporter};
-use super::process::{self, Ending, Input, Launch, Output};
-use super::signals;
-use retry_core::ChildHint;
+use super::process::{self, Context, Ending, Input, Launch, Notice, Output, RunClock};
+use super::sys::{self, Wake};
+use super::terminal::Terminal;
 
 /// How a run ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Exit {
     /// Exit with this status.
     Code(i32),
-    /// Die of this signal (it was sent to `retry` and passed on).
+    /// Die of this signal (it was sent to `retry` and passed on, or a key sent it
+    /// to a command holding the terminal).
     Signal(i32),
 }
 
 /// A fresh, empty hint file for one attempt, removed when dropped.
 struct HintFile(PathBuf);
+
+/// The most of a hint file that is read (a header dump is far smaller).
+const HINT_FILE_LIMIT: u64 = 64 * 1024;
 
 impl HintFile {
     fn create(attempt: u32) -> Option<HintFile> {
@@ -54,11 +62,13 @@ impl HintFile {
         None
     }
 
-    fn read(&self) -> Option<ChildHint> {
-        let mut text = String::new();
-        let file = std::fs::File::open(&self.0).ok()?;
-        file.take(4096).read_to_string(&mut text).ok()?;
-        ChildHint::parse(&text)
+    /// The file's bytes (none when empty or unreadable).
+    fn bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        if let Ok(file) = std::fs::File::open(&self.0) {
+            let _ = file.take(HINT_FILE_LIMIT).read_to_end(&mut bytes);
+        }
+        bytes
     }
 }
 
@@ -79,19 +89,66 @@ fn random_seed() -> u64 {
     hasher.finish()
 }
 
+/// Signals `retry` passes on and then dies of.
+const FORWARDED: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+/// Signals that stop `retry` (and the command's group, while one runs).
+const JOB_CONTROL: [i32; 3] = [libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU];
+
+/// Between attempts: stops `retry` for a job-control signal (the time stopped
+/// is not counted), and returns a forwarded signal that arrived, if any.
+fn signals_between_attempts(clock: &mut RunClock) -> Option<i32> {
+    let pending = sys::take_pending();
+    if let Some(&signal) = JOB_CONTROL.iter().find(|&&s| sys::has(pending, s)) {
+        let since = std::time::Instant::now();
+        sys::stop_self(signal);
+        let stopped = since.elapsed();
+        clock.pause(stopped);
+    }
+    FORWARDED.into_iter().find(|&s| sys::has(pending, s))
+}
+
+/// Everything a run carries from one attempt to the next.
+struct Run<'a> {
+    invocation: &'a Invocation,
+    reporter: Reporter,
+    wake: Wake,
+    terminal: Option<Terminal>,
+    clock: RunClock,
+    input: Input,
+    /// The last attempt's exit status.
+    last_status: Option<i32>,
+    /// The last attempt's ending, and whether it had the terminal.
+    last_ending: Option<(Ending, bool)>,
+    /// A signal sent to `retry`, which ends the run.
+    received: Option<i32>,
+    /// The last attempt's process id and how long it ran.
+    attempt_pid: Option<u32>,
+    attempt_took: Duration,
+}
+
 /// Runs `command` under the invocation's policy.
 pub fn run(invocation: &Invocation, command: &[OsString]) -> Exit {
     let policy = invocation.policy;
-    let reporter = Reporter {
-        format: invocation.format,
-        verbosity: invocation.verbosity,
-        max_attempts: policy.max_attempts(),
-        budget: policy.budget(),
+    let reporter = match Reporter::new(
+        invocation.verbosity,
+        invocation.events.as_ref(),
+        invocation.attempt_limit(),
+        policy.budget(),
+        invocation.goal,
+    ) {
+        Ok(reporter) => reporter,
+        Err(message) => {
+            let _ = writeln!(std::io::stderr().lock(), "retry: {message}");
+            return Exit::Code(125);
+        }
     };
-    if let Err(error) = signals::install() {
-        reporter.error(&format!("cannot catch signals: {error}"));
-        return Exit::Code(125);
-    }
+    let wake = match sys::install() {
+        Ok(wake) => wake,
+        Err(error) => {
+            reporter.error(&format!("cannot catch signals: {error}"));
+            return Exit::Code(125);
+        }
+    };
     let input = if invocation.replay_stdin {
         let mut bytes = Vec::new();
         if let Err(error) = std::io::stdin().lock().read_to_end(&mut bytes) {
@@ -102,19 +159,50 @@ pub fn run(invocation: &Invocation, command: &[OsString]) -> Exit {
     } else {
         Input::Inherit
     };
-    let seed = invocation.seed.unwrap_or_else(random_seed);
-    let start = WallInstant::now();
-    let now = || Instant::from_duration(start.elapsed());
-    let mut machine = RetryMachine::new(&policy, seed);
-    let mut action = machine.poll(Event::Start, now());
-    let mut last_status: Option<i32> = None;
-    let mut received: Option<i32> = None;
-    loop {
-        if received.is_none() {
-            received = signals::take();
+    let list = invocation.delays.as_deref().and_then(DelayList::new);
+    let machine_policy = match list.map(|l| l.policy(&policy)) {
+        None => policy,
+        Some(Ok(p)) => p,
+        Some(Err(error)) => {
+            reporter.error(&format!("--delays: {error}"));
+            return Exit::Code(125);
         }
-        if received.is_some() && !action.is_terminal() {
-            action = machine.poll(Event::Cancelled, now());
+    };
+    let seed = invocation.seed.unwrap_or_else(random_seed);
+    let mut run = Run {
+        invocation,
+        reporter,
+        wake,
+        terminal: Terminal::open(),
+        clock: RunClock::start(),
+        input,
+        last_status: None,
+        last_ending: None,
+        received: None,
+        attempt_pid: None,
+        attempt_took: Duration::ZERO,
+    };
+    let described = match &invocation.delays {
+        Some(delays) => format!(
+            "{policy}; delays {}",
+            delays
+                .iter()
+                .map(|d| retry_core::DisplayDuration(*d).to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        None => policy.to_string(),
+    };
+    run.reporter.start(command, &described, seed);
+    let mut machine = RetryMachine::new(&machine_policy, seed);
+    let mut goal = ProcessGoal::new(invocation.goal);
+    let mut action = machine.poll(Event::Start, run.clock.now());
+    loop {
+        if run.received.is_none() {
+            run.received = signals_between_attempts(&mut run.clock);
+        }
+        if run.received.is_some() && !action.is_terminal() {
+            action = machine.poll(Event::Cancelled, run.clock.now());
         }
         match action {
             Action::Attempt {
@@ -122,137 +210,284 @@ pub fn run(invocation: &Invocation, command: &[OsString]) -> Exit {
             } => {
                 if number > 1 {
                     if let Some(hook) = &invocation.on_retry {
-                        let hook_signal = run_hook(hook, number, &policy, last_status, &reporter);
-                        if hook_signal.is_some() {
-                            received = hook_signal;
+                        let env = attempt_env(number, invocation, run.last_status, None);
+                        if let Some(signal) = run.hook("--on-retry", hook, env) {
+                            run.received = Some(signal);
                             continue;
                         }
                     }
                 }
-                let wall_deadline = deadline.map(|d| start + d.as_duration());
-                let deadline_in = deadline.map(|d| d.saturating_duration_since(now()));
-                reporter.attempt_start(number, deadline_in);
-                let hint_file = HintFile::create(number);
-                let mut env = attempt_env(number, policy.max_attempts(), last_status, deadline_in);
-                if let Some(hint) = &hint_file {
-                    env.push(("RETRY_HINT_FILE", hint.0.clone().into_os_string()));
-                }
-                let began = WallInstant::now();
-                let finished = process::run(Launch {
-                    argv: command,
-                    env,
-                    input: input.clone(),
-                    output: if invocation.hold_stdout {
-                        Output::Hold
-                    } else {
-                        Output::Inherit
-                    },
-                    deadline: wall_deadline,
-                    kill_after: invocation.kill_after,
-                });
-                let took = began.elapsed();
-                let ending = finished.ending;
-                last_status = Some(ending.status_code());
-                if let Some(error) = &finished.error {
-                    reporter.error(&format!(
-                        "{}: {} ({error})",
-                        command
-                            .first()
-                            .map(|c| c.to_string_lossy().into_owned())
-                            .unwrap_or_default(),
-                        describe(ending),
-                    ));
-                }
-                if let Some(bytes) = &finished.stdout {
-                    let _ = if ending == Ending::Exited(0) {
-                        std::io::stdout().lock().write_all(bytes)
-                    } else {
-                        std::io::stderr().lock().write_all(bytes)
-                    };
-                }
-                let event = match ending {
-                    Ending::Exited(code) => match invocation
-                        .classifier
-                        .exit_failure(code, hint_file.as_ref().and_then(HintFile::read))
-                    {
-                        Some(failure) => Event::Failed(failure),
-                        None => Event::Succeeded,
-                    },
-                    Ending::Signalled(signal) => {
-                        Event::Failed(invocation.classifier.signal_failure(signal))
+                let event = run.attempt(command, number, deadline);
+                let event = match event {
+                    Event::Cancelled => Event::Cancelled,
+                    outcome => {
+                        let judged = goal.judge(outcome);
+                        match list {
+                            Some(list) => list.event(&policy, number, judged),
+                            None => judged,
+                        }
                     }
-                    Ending::TimedOut => Event::TimedOut,
-                    Ending::Interrupted(signal) => {
-                        received = received.or(Some(signal));
-                        Event::Cancelled
-                    }
-                    Ending::NotStarted(code) => Event::Failed(
-                        retry_core::Failure::permanent()
-                            .with_kind(retry_core::FailureKind::Exit(code)),
-                    ),
                 };
-                if let Some(signal) = finished.interrupted_by {
-                    received = received.or(Some(signal));
+                action = machine.poll(event, run.clock.now());
+                if let Action::Withdraw { .. } = action {
+                    // The command line has no shared retry budget: every
+                    // withdrawal is granted, and the sleep that follows is what
+                    // the report shows.
+                    action = machine.poll(Event::Granted, run.clock.now());
                 }
-                drop(hint_file);
-                action = machine.poll(event, now());
-                reporter.attempt_end(number, ending, took, &action, elapsed(start));
+                if let Some((ending, _)) = run.last_ending {
+                    run.reporter.attempt_end(
+                        number,
+                        ending,
+                        run.attempt_pid,
+                        run.attempt_took,
+                        &action,
+                        run.clock.elapsed(),
+                    );
+                }
             }
             Action::Sleep { until, .. } => {
-                let wake = start + until.as_duration();
                 loop {
-                    if let Some(signal) = signals::take() {
-                        received = Some(signal);
+                    if let Some(signal) = signals_between_attempts(&mut run.clock) {
+                        run.received = Some(signal);
                         break;
                     }
-                    let left = wake.saturating_duration_since(WallInstant::now());
+                    let left = run
+                        .clock
+                        .wall(until)
+                        .saturating_duration_since(std::time::Instant::now());
                     if left.is_zero() {
                         break;
                     }
-                    std::thread::sleep(left.min(Duration::from_millis(10)));
+                    run.wake.wait(&mut [], Some(left));
                 }
-                if received.is_none() {
-                    action = machine.poll(Event::Woke, now());
+                if run.received.is_none() {
+                    action = machine.poll(Event::Woke, run.clock.now());
                 }
             }
             Action::Withdraw { .. } => {
-                // The command line has no shared retry budget.
-                action = machine.poll(Event::Granted, now());
+                action = machine.poll(Event::Granted, run.clock.now());
             }
             Action::Done { attempts } => {
-                reporter.done(attempts, elapsed(start));
-                return Exit::Code(0);
+                let code = if goal.goal_is_success() {
+                    0
+                } else {
+                    run.last_status.unwrap_or(1)
+                };
+                run.reporter.done(attempts, code, run.clock.elapsed());
+                return run.keyboard_exit().unwrap_or(Exit::Code(code));
             }
             Action::GiveUp(give_up) => {
-                if let (GiveUpReason::Cancelled, Some(signal)) = (give_up.reason, received) {
-                    reporter.give_up(&give_up, 128_i32.saturating_add(signal), elapsed(start));
+                if let (GiveUpReason::Cancelled, Some(signal)) = (give_up.reason, run.received) {
+                    run.reporter.give_up(
+                        &give_up,
+                        128_i32.saturating_add(signal),
+                        run.clock.elapsed(),
+                    );
                     return Exit::Signal(signal);
                 }
                 let code = match give_up.reason {
                     GiveUpReason::TimedOut { .. } | GiveUpReason::Budget => 124,
-                    _ => last_status.unwrap_or(1),
+                    _ => run.last_status.unwrap_or(1),
                 };
-                reporter.give_up(&give_up, code, elapsed(start));
-                return Exit::Code(code);
+                run.reporter.give_up(&give_up, code, run.clock.elapsed());
+                if let Some(hook) = &invocation.on_give_up {
+                    let mut env = attempt_env(give_up.attempts, invocation, Some(code), None);
+                    env.push((
+                        "RETRY_REASON",
+                        give_up.reason.code().trim_start_matches("retry.").into(),
+                    ));
+                    if let Some(signal) = run.hook("--on-give-up", hook, env) {
+                        return Exit::Signal(signal);
+                    }
+                }
+                return run.keyboard_exit().unwrap_or(Exit::Code(code));
             }
         }
     }
 }
 
-fn elapsed(start: WallInstant) -> Duration {
-    start.elapsed()
+impl Run<'_> {
+    /// Runs attempt `number` and returns its outcome as the classifier sees it
+    /// ([`Event::Cancelled`] when a signal sent to `retry` ended it).
+    fn attempt(
+        &mut self,
+        command: &[OsString],
+        number: u32,
+        deadline: Option<retry_core::Instant>,
+    ) -> Event {
+        let invocation = self.invocation;
+        let deadline_in = deadline.map(|d| d.saturating_duration_since(self.clock.now()));
+        self.reporter.attempt_start(number, deadline_in);
+        let hint_file = HintFile::create(number);
+        let mut env = attempt_env(number, invocation, self.last_status, deadline_in);
+        if let Some(hint) = &hint_file {
+            env.push(("RETRY_HINT_FILE", hint.0.clone().into_os_string()));
+        }
+        let began = std::time::Instant::now();
+        let finished = {
+            let reporter = &self.reporter;
+            let notify = |notice: Notice| match notice {
+                Notice::Stopped(signal) => reporter.job_control(number, Some(signal), None),
+                Notice::Continued(after) => reporter.job_control(number, None, Some(after)),
+            };
+            let mut cx = Context {
+                clock: &mut self.clock,
+                wake: &self.wake,
+                terminal: self.terminal.as_ref(),
+                notify: &notify,
+            };
+            process::run(
+                Launch {
+                    argv: command,
+                    env,
+                    input: self.input.clone(),
+                    output: if invocation.hold_stdout {
+                        Output::Hold
+                    } else {
+                        Output::Inherit
+                    },
+                    deadline,
+                    kill_after: invocation.kill_after,
+                    terminal: true,
+                },
+                &mut cx,
+            )
+        };
+        self.attempt_took = began.elapsed();
+        self.attempt_pid = finished.pid;
+        let ending = finished.ending;
+        self.last_status = Some(ending.status_code());
+        self.last_ending = Some((ending, finished.had_terminal));
+        if let Some(error) = &finished.error {
+            let program = command
+                .first()
+                .map(|c| c.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            self.reporter
+                .error(&format!("{program}: {} ({error})", describe(ending)));
+        }
+        if let Some(bytes) = &finished.stdout {
+            let _ = if ending == Ending::Exited(0) {
+                std::io::stdout().lock().write_all(bytes)
+            } else {
+                std::io::stderr().lock().write_all(bytes)
+            };
+        }
+        if let Some(signal) = finished.interrupted_by {
+            self.received = self.received.or(Some(signal));
+        }
+        let classifier = &invocation.classifier;
+        match ending {
+            Ending::Exited(0) => Event::Succeeded,
+            Ending::Exited(code) => {
+                let hint = hint_file.as_ref().and_then(|f| self.read_hint(number, f));
+                match classifier.exit_failure(code, hint) {
+                    Some(failure) => Event::Failed(failure),
+                    None => Event::Succeeded,
+                }
+            }
+            Ending::Signalled(signal) => Event::Failed(classifier.signal_failure(signal)),
+            Ending::TimedOut => Event::TimedOut,
+            Ending::Interrupted(signal) => {
+                self.received = self.received.or(Some(signal));
+                Event::Cancelled
+            }
+            Ending::NotStarted(code) => {
+                Event::Failed(Failure::permanent().with_kind(FailureKind::Exit(code)))
+            }
+        }
+    }
+
+    /// Reads the attempt's hint file, reporting what it asks for and what
+    /// cannot be read.
+    fn read_hint(&self, number: u32, file: &HintFile) -> Option<ChildHint> {
+        let bytes = file.bytes();
+        if bytes.is_empty() {
+            return None;
+        }
+        let now_unix = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let read = ChildHint::read(&bytes, now_unix);
+        if let Some(problem) = read.problem {
+            let line = bytes
+                .split(|&b| b == b'\n')
+                .nth(problem.line.saturating_sub(1))
+                .unwrap_or_default();
+            let text = String::from_utf8_lossy(line.trim_ascii());
+            self.reporter.hint_unreadable(number, problem, &text);
+        }
+        if let Some(hint) = read.hint {
+            self.reporter.hint(number, hint);
+        }
+        read.hint
+    }
+
+    /// Runs a hook (`sh -c`, no stdin, its stdout to stderr). Returns the signal
+    /// sent to `retry` meanwhile, if any.
+    fn hook(&mut self, name: &str, hook: &str, env: Vec<(&'static str, OsString)>) -> Option<i32> {
+        let argv: Vec<OsString> = vec!["sh".into(), "-c".into(), hook.into()];
+        let mut cx = Context {
+            clock: &mut self.clock,
+            wake: &self.wake,
+            terminal: self.terminal.as_ref(),
+            notify: &|_| {},
+        };
+        let finished = process::run(
+            Launch {
+                argv: &argv,
+                env,
+                input: Input::Null,
+                output: Output::Stderr,
+                deadline: None,
+                kill_after: Duration::from_secs(1),
+                terminal: false,
+            },
+            &mut cx,
+        );
+        match finished.ending {
+            Ending::Exited(0) => {}
+            Ending::Interrupted(signal) => return Some(signal),
+            other => self.reporter.hook_failed(name, &describe(other)),
+        }
+        if let Some(error) = &finished.error {
+            self.reporter
+                .hook_failed(name, &format!("could not start: {error}"));
+        }
+        finished.interrupted_by
+    }
+
+    /// When the last attempt held the terminal and a key killed it (Ctrl-C,
+    /// Ctrl-\), the key was meant for the whole job: `retry` dies of the same
+    /// signal, so that a calling shell or script stops too.
+    fn keyboard_exit(&self) -> Option<Exit> {
+        match self.last_ending {
+            Some((Ending::Signalled(signal), true))
+                if signal == libc::SIGINT || signal == libc::SIGQUIT =>
+            {
+                Some(Exit::Signal(signal))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The `RETRY_*` environment of an attempt or hook.
 fn attempt_env(
     number: u32,
-    max_attempts: u32,
+    invocation: &Invocation,
     last_status: Option<i32>,
     deadline_in: Option<Duration>,
 ) -> Vec<(&'static str, OsString)> {
+    let max = invocation
+        .attempt_limit()
+        .map(|n| n.to_string())
+        .unwrap_or_default();
     let mut env = vec![
         ("RETRY_ATTEMPT", number.to_string().into()),
-        ("RETRY_MAX_ATTEMPTS", max_attempts.to_string().into()),
+        ("RETRY_MAX_ATTEMPTS", max.into()),
         (
             "RETRY_LAST_EXIT",
             last_status
@@ -266,33 +501,4 @@ fn attempt_env(
         env.push(("RETRY_DEADLINE_MS", ms.to_string().into()));
     }
     env
-}
-
-/// Runs the `--on-retry` hook before attempt `number`. Returns the signal sent to
-/// `retry` meanwhile, if any.
-fn run_hook(
-    hook: &str,
-    number: u32,
-    policy: &retry_core::RetryPolicy,
-    last_status: Option<i32>,
-    reporter: &Reporter,
-) -> Option<i32> {
-    let argv: Vec<OsString> = vec!["sh".into(), "-c".into(), hook.into()];
-    let finished = process::run(Launch {
-        argv: &argv,
-        env: attempt_env(number, policy.max_attempts(), last_status, None),
-        input: Input::Null,
-        output: Output::Stderr,
-        deadline: None,
-        kill_after: Duration::from_secs(1),
-    });
-    match finished.ending {
-        Ending::Exited(0) => {}
-        Ending::Interrupted(signal) => return Some(signal),
-        other => reporter.hook_failed(&describe(other)),
-    }
-    if let Some(error) = &finished.error {
-        reporter.hook_failed(&format!("could not start: {error}"));
-    }
-    finished.interrupted_by
 }

@@ -18,7 +18,8 @@ extern crate std;
 // server hints and the headers that carry them (hint/), classification
 // (classify/), and policies as data (settings/). Beside them: the clock-free
 // time every machine counts in (time.rs) and the glue between the retry machine
-// and the shared breaker and budget (compose.rs). The hedge machine, with its
+// and the shared breaker and budget (compose.rs), and the error a snapshot that
+// cannot be restored is refused with (snapshot.rs). The hedge machine, with its
 // policy, latency histogram, simulator and glue, has its own folder (hedge/).
 mod breaker;
 mod budget;
@@ -28,6 +29,7 @@ mod hedge;
 mod hint;
 mod retry;
 mod settings;
+mod snapshot;
 mod time;
 
 // The public modules `config` and `duration_text` live in settings/. The root
@@ -37,15 +39,16 @@ mod time;
 pub use settings::{config, duration_text};
 
 pub use breaker::{
-    Admission, BreakerConfig, BreakerConfigBuilder, BreakerError, BreakerInput, BreakerOutput,
-    BreakerRow, BreakerSimulation, BreakerState, BreakerStep, BreakerTimeline, CallOutcome,
-    CircuitBreaker, ManualState, Permit, Rate, RejectReason, Transition, TransitionCause, Window,
-    WindowStats,
+    Admission, BreakerConfig, BreakerConfigBuilder, BreakerError, BreakerInput, BreakerMetrics,
+    BreakerOutput, BreakerRow, BreakerSimulation, BreakerSnapshot, BreakerState, BreakerStep,
+    BreakerTimeline, CallOutcome, CircuitBreaker, Exceeded, HalfOpenTimeout, HalfOpenVerdict,
+    Ignored, ManualState, Permit, Rate, RateReading, Recorded, RejectReason, Transition,
+    TransitionCause, Window, WindowStats,
 };
 pub use budget::{
     AttemptKind, AwsQuotaBuilder, BudgetConfig, BudgetError, BudgetEvent, BudgetInput,
-    BudgetOutput, BudgetStep, BudgetTimeline, FinagleBudgetBuilder, Requirement, RetryBudget,
-    RetryKind, Tokens, Withdrawal,
+    BudgetOutput, BudgetSnapshot, BudgetStep, BudgetTimeline, FinagleBudgetBuilder, Requirement,
+    RetryBudget, RetryKind, Tokens, Withdrawal,
 };
 pub use classify::{
     may_replay, may_retry_connection_error, pushback_failure, ChildHint, ErrorCodeSet,
@@ -76,7 +79,9 @@ pub use hint::{
 pub use retry::{
     jitter_draw, total_sleep, Action, Backoff, CircuitOpen, DelayList, Event, GiveUp, GiveUpReason,
     HintMode, Jitter, Misuse, Outcome, Phase, PolicyError, Resolution, RetryError, RetryMachine,
-    RetryPolicy, RetryPolicyBuilder, Scripted, Simulation, SleepReason, Step, Success, Timeline,
+    RetryPolicy, RetryPolicyBuilder, RetrySnapshot, Scripted, Simulation, SleepReason, Step,
+    Success, Timeline,
 };
 pub use settings::{seed_from_name, Preset, PresetError};
+pub use snapshot::SnapshotError;
 pub use time::{DisplayDuration, Instant};

@@ -38,6 +38,7 @@ pub mod retry_after;
 pub mod retry_machine;
 pub mod sets;
 mod shared;
+pub mod snapshot;
 
 pub use shared::Violation;
 
@@ -46,7 +47,7 @@ pub type Check = fn(&[u8]) -> Result<(), Violation>;
 
 /// Every fuzz target by name (the name of its binary in `fuzz/` and of its
 /// corpus directory `fuzz/corpus/<name>/`), with its check.
-pub const TARGETS: [(&str, Check); 7] = [
+pub const TARGETS: [(&str, Check); 8] = [
     (retry_machine::TARGET, retry_machine::check),
     (breaker::TARGET, breaker::check),
     (budget::TARGET, budget::check),
@@ -54,4 +55,5 @@ pub const TARGETS: [(&str, Check); 7] = [
     (sets::TARGET, sets::check),
     (policy_config::TARGET, policy_config::check),
     (hedge::TARGET, hedge::check),
+    (snapshot::TARGET, snapshot::check),
 ];

@@ -6,10 +6,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use retry_core::{
-    feed_budget, feed_hedge_budget, Action, BudgetConfig, Event, HedgeAction, HedgeEvent,
-    RetryBudget, RetryMachine, Tokens,
+    feed_budget, feed_hedge_budget, Action, BudgetConfig, BudgetSnapshot, Event, HedgeAction,
+    HedgeEvent, RetryBudget, RetryMachine, SnapshotError, Tokens,
 };
 
+use crate::saved::Saved;
 use crate::time::Origin;
 
 /// What a driver asks of a retry budget: it feeds the budget every step of a call
@@ -113,15 +114,48 @@ impl SharedBudget {
         SharedBudget::from_budget(RetryBudget::new(config))
     }
 
-    /// Shares an existing budget (one restored from a snapshot, say).
+    /// Shares an existing budget (one restored with [`RetryBudget::restore`],
+    /// say). Its clock starts at its first use (use [`SharedBudget::restore`] to
+    /// resume one saved with [`SharedBudget::save`] where it left off).
     #[must_use]
     pub fn from_budget(budget: RetryBudget) -> SharedBudget {
+        SharedBudget::with_origin(budget, Origin::default())
+    }
+
+    fn with_origin(budget: RetryBudget, origin: Origin) -> SharedBudget {
         SharedBudget {
-            inner: Arc::new(Mutex::new(BudgetCell {
-                budget,
-                origin: Origin::default(),
-            })),
+            inner: Arc::new(Mutex::new(BudgetCell { budget, origin })),
         }
+    }
+
+    /// The budget's state at `now` as a [`Saved`] snapshot: what
+    /// [`SharedBudget::restore`] resumes from, here or in another process.
+    #[must_use]
+    pub fn save(&self, now: Instant) -> Saved<BudgetSnapshot> {
+        let mut cell = self.lock();
+        let at = cell.origin.at(now);
+        Saved {
+            snapshot: cell.budget.snapshot(),
+            at,
+        }
+    }
+
+    /// A shared budget resumed at `now` from `saved` (checked and rebuilt by
+    /// [`RetryBudget::restore`]), its clock set so that the moment it was saved
+    /// is `now`: the deposits and withdrawals of a Finagle window age from there.
+    ///
+    /// # Errors
+    /// The [`SnapshotError`] naming the field a corrupt or inconsistent snapshot
+    /// gets wrong.
+    pub fn restore(
+        saved: &Saved<BudgetSnapshot>,
+        now: Instant,
+    ) -> Result<SharedBudget, SnapshotError> {
+        let budget = RetryBudget::restore(&saved.snapshot)?;
+        Ok(SharedBudget::with_origin(
+            budget,
+            Origin::resumed(saved.at, now),
+        ))
     }
 
     /// The tokens in the bucket as of the latest step it was told.

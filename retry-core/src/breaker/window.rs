@@ -13,8 +13,36 @@ pub struct WindowStats {
     pub calls: u32,
     /// Of those, calls that failed.
     pub failures: u32,
-    /// Of those, calls slower than the slow-call duration.
+    /// Of those, calls slower than the slow-call duration (failed or not).
     pub slow: u32,
+    /// Of the slow calls, those that failed.
+    pub slow_failures: u32,
+}
+
+impl WindowStats {
+    /// Slow calls that succeeded (`slow - slow_failures`).
+    #[must_use]
+    pub const fn slow_successes(&self) -> u32 {
+        self.slow.saturating_sub(self.slow_failures)
+    }
+
+    /// One more call.
+    pub(crate) fn add(&mut self, failed: bool, slow: bool) {
+        self.calls = self.calls.saturating_add(1);
+        self.failures = self.failures.saturating_add(u32::from(failed));
+        self.slow = self.slow.saturating_add(u32::from(slow));
+        self.slow_failures = self.slow_failures.saturating_add(u32::from(failed && slow));
+    }
+
+    /// The sum of two counts.
+    pub(crate) const fn plus(self, other: WindowStats) -> WindowStats {
+        WindowStats {
+            calls: self.calls.saturating_add(other.calls),
+            failures: self.failures.saturating_add(other.failures),
+            slow: self.slow.saturating_add(other.slow),
+            slow_failures: self.slow_failures.saturating_add(other.slow_failures),
+        }
+    }
 }
 
 impl fmt::Display for WindowStats {
@@ -69,12 +97,51 @@ impl<const WORDS: usize> CountRing<WORDS> {
     }
 
     pub(crate) fn stats(&self) -> WindowStats {
+        let both = self
+            .failed
+            .iter()
+            .flatten()
+            .zip(self.slow.iter().flatten())
+            .fold(0u32, |acc, (f, s)| acc.saturating_add((f & s).count_ones()));
         WindowStats {
             calls: u32::from(self.len),
             failures: ones(&self.failed),
             slow: ones(&self.slow),
+            slow_failures: both,
         }
     }
+
+    /// How many calls the ring holds.
+    pub(crate) const fn len(&self) -> u16 {
+        self.len
+    }
+
+    /// The `i`-th oldest call held (failed, slow), for `i < len`, in a window of
+    /// `size` calls.
+    pub(crate) fn get(&self, size: u16, i: u16) -> Option<(bool, bool)> {
+        if i >= self.len || size == 0 {
+            return None;
+        }
+        // The oldest call sits `len` slots behind the next one to be written.
+        let oldest = u32::from(self.next)
+            .saturating_add(u32::from(size))
+            .saturating_sub(u32::from(self.len));
+        let slot = oldest
+            .saturating_add(u32::from(i))
+            .checked_rem(u32::from(size))?;
+        let slot = u16::try_from(slot).ok()?;
+        Some((bit(&self.failed, slot), bit(&self.slow, slot)))
+    }
+}
+
+fn bit(words: &[[u32; 2]], index: u16) -> bool {
+    let word = usize::from(index / 64);
+    let half = usize::from(index % 64 / 32);
+    let mask = 1u32.wrapping_shl(u32::from(index % 32));
+    words
+        .get(word)
+        .and_then(|w| w.get(half))
+        .is_some_and(|w| w & mask != 0)
 }
 
 fn set_bit(words: &mut [[u32; 2]], index: u16, value: bool) {
@@ -122,6 +189,7 @@ impl<const BUCKETS: usize> BucketRing<BUCKETS> {
                     calls: 0,
                     failures: 0,
                     slow: 0,
+                    slow_failures: 0,
                 },
             }; BUCKETS],
         }
@@ -161,10 +229,32 @@ impl<const BUCKETS: usize> BucketRing<BUCKETS> {
                     counts: WindowStats::default(),
                 };
             }
-            let c = &mut bucket.counts;
-            c.calls = c.calls.saturating_add(1);
-            c.failures = c.failures.saturating_add(u32::from(failed));
-            c.slow = c.slow.saturating_add(u32::from(slow));
+            bucket.counts.add(failed, slow);
+        }
+    }
+
+    /// The buckets holding calls, as (bucket number, counts), in ring order.
+    pub(crate) fn buckets(&self) -> impl Iterator<Item = (u64, WindowStats)> + '_ {
+        self.ring
+            .iter()
+            .filter(|b| b.counts.calls > 0)
+            .map(|b| (b.number, b.counts))
+    }
+
+    /// Puts `counts` in bucket `number` of a window of `buckets` buckets,
+    /// replacing what its slot held. False if the slot is outside the ring.
+    pub(crate) fn put(&mut self, number: u64, buckets: u16, counts: WindowStats) -> bool {
+        let n = u64::from(buckets).min(u64::try_from(BUCKETS).unwrap_or(u64::MAX));
+        let slot = number
+            .checked_rem(n)
+            .and_then(|i| usize::try_from(i).ok())
+            .and_then(|i| self.ring.get_mut(i));
+        match slot {
+            Some(bucket) => {
+                *bucket = Bucket { number, counts };
+                true
+            }
+            None => false,
         }
     }
 
@@ -177,11 +267,7 @@ impl<const BUCKETS: usize> BucketRing<BUCKETS> {
             .iter()
             .take(limit)
             .filter(|b| b.counts.calls > 0 && b.number >= oldest && b.number <= k)
-            .fold(WindowStats::default(), |acc, b| WindowStats {
-                calls: acc.calls.saturating_add(b.counts.calls),
-                failures: acc.failures.saturating_add(b.counts.failures),
-                slow: acc.slow.saturating_add(b.counts.slow),
-            })
+            .fold(WindowStats::default(), |acc, b| acc.plus(b.counts))
     }
 }
 
@@ -200,9 +286,12 @@ mod tests {
             WindowStats {
                 calls: 100,
                 failures: 10,
-                slow: 50
+                slow: 50,
+                slow_failures: 5,
             }
         );
+        assert_eq!(ring.get(100, 0), Some((true, true)));
+        assert_eq!(ring.get(100, 99), Some((false, false)));
         for _ in 0..10 {
             ring.push(100, false, false);
         }

@@ -1,0 +1,94 @@
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+//! The breaker's events as tracing events, read back through a small capturing
+//! subscriber: call not permitted, outcome ignored, failure rate and slow-call
+//! rate exceeded, reset.
+#![cfg(feature = "tracing")]
+
+use core::time::Duration;
+use std::sync::{Arc, Mutex};
+
+use retry_core::{BreakerConfig, CallOutcome, ManualState, Rate};
+use retry_tokio::retry_shared::{Breaker, Gate};
+use retry_tokio::SharedBreaker;
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Metadata, Subscriber};
+
+/// Every event's message.
+#[derive(Clone, Default)]
+struct Messages(Arc<Mutex<Vec<String>>>);
+
+struct Message<'a>(&'a mut String);
+
+impl Visit for Message<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn core::fmt::Debug) {
+        if field.name() == "message" {
+            *self.0 = format!("{value:?}");
+        }
+    }
+}
+
+impl Subscriber for Messages {
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        Id::from_u64(1)
+    }
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+    fn event(&self, event: &Event<'_>) {
+        let mut text = String::new();
+        event.record(&mut Message(&mut text));
+        self.0.lock().unwrap().push(text);
+    }
+    fn enter(&self, _: &Id) {}
+    fn exit(&self, _: &Id) {}
+}
+
+#[test]
+fn the_breaker_events_reach_tracing() {
+    let messages = Messages::default();
+    let seen = messages.clone();
+    tracing::subscriber::with_default(messages, || {
+        let config = BreakerConfig::builder()
+            .failure_threshold(None)
+            .failure_rate(Rate::from_percent(50))
+            .slow_call_rate(Rate::from_percent(50))
+            .slow_call_duration(Duration::from_secs(1))
+            .count_window(2)
+            .minimum_calls(2)
+            .build()
+            .unwrap();
+        let breaker = SharedBreaker::new(config).unwrap();
+        let t = std::time::Instant::now();
+        breaker.force(ManualState::MetricsOnly, t).unwrap();
+        for outcome in [
+            CallOutcome::failure(Duration::from_secs(2)),
+            CallOutcome::failure(Duration::from_secs(2)),
+        ] {
+            let Gate::Admitted(permit) = breaker.request(t) else {
+                panic!("metrics-only admits")
+            };
+            breaker.record(permit, outcome, t);
+        }
+        let Gate::Admitted(permit) = breaker.request(t) else {
+            panic!("metrics-only admits")
+        };
+        breaker.force(ManualState::ForcedOpen, t).unwrap();
+        breaker.record(permit, CallOutcome::success(Duration::ZERO), t); // ignored
+        assert!(matches!(breaker.request(t), Gate::Rejected { until: None }));
+        let _ = breaker.reset(t);
+    });
+    let seen = seen.0.lock().unwrap();
+    for wanted in [
+        "circuit breaker: failure rate exceeded",
+        "circuit breaker: slow-call rate exceeded",
+        "circuit breaker: outcome ignored",
+        "circuit breaker: call not permitted",
+        "circuit breaker reset",
+        "circuit breaker changed state",
+    ] {
+        assert!(seen.iter().any(|m| m == wanted), "{wanted} not in {seen:?}");
+    }
+}

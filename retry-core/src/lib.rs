@@ -18,14 +18,18 @@ extern crate std;
 // server hints and the headers that carry them (hint/), classification
 // (classify/), and policies as data (settings/). Beside them: the clock-free
 // time every machine counts in (time.rs) and the glue between the retry machine
-// and the shared breaker and budget (compose.rs).
+// and the shared breaker and budget (compose.rs), and the error a snapshot that
+// cannot be restored is refused with (snapshot.rs). The hedge machine, with its
+// policy, latency histogram, simulator and glue, has its own folder (hedge/).
 mod breaker;
 mod budget;
 mod classify;
 mod compose;
+mod hedge;
 mod hint;
 mod retry;
 mod settings;
+mod snapshot;
 mod time;
 
 // The public modules `config` and `duration_text` live in settings/. The root
@@ -35,15 +39,16 @@ mod time;
 pub use settings::{config, duration_text};
 
 pub use breaker::{
-    Admission, BreakerConfig, BreakerConfigBuilder, BreakerError, BreakerInput, BreakerOutput,
-    BreakerRow, BreakerSimulation, BreakerState, BreakerStep, BreakerTimeline, CallOutcome,
-    CircuitBreaker, ManualState, Permit, Rate, RejectReason, Transition, TransitionCause, Window,
-    WindowStats,
+    Admission, BreakerConfig, BreakerConfigBuilder, BreakerError, BreakerInput, BreakerMetrics,
+    BreakerOutput, BreakerRow, BreakerSimulation, BreakerSnapshot, BreakerState, BreakerStep,
+    BreakerTimeline, CallOutcome, CircuitBreaker, Exceeded, HalfOpenTimeout, HalfOpenVerdict,
+    Ignored, ManualState, Permit, Rate, RateReading, Recorded, RejectReason, Transition,
+    TransitionCause, Window, WindowStats,
 };
 pub use budget::{
     AttemptKind, AwsQuotaBuilder, BudgetConfig, BudgetError, BudgetEvent, BudgetInput,
-    BudgetOutput, BudgetStep, BudgetTimeline, FinagleBudgetBuilder, Requirement, RetryBudget,
-    RetryKind, Tokens, Withdrawal,
+    BudgetOutput, BudgetSnapshot, BudgetStep, BudgetTimeline, FinagleBudgetBuilder, Requirement,
+    RetryBudget, RetryKind, Tokens, Withdrawal,
 };
 pub use classify::{
     may_replay, may_retry_connection_error, pushback_failure, ChildHint, ErrorCodeSet,
@@ -60,6 +65,12 @@ pub use config::{ConfigError, Curve, PolicyOverride, RetryAfter};
 #[cfg(feature = "serde")]
 #[doc(no_inline)]
 pub use duration_text::{parse_duration, BareNumber, DurationParseError, DurationText};
+pub use hedge::{
+    feed_hedge_budget, hedge_breaker_outcome, hedge_rejection, Copies, CopiesIter, HedgeAction,
+    HedgeDelay, HedgeEvent, HedgeMachine, HedgeMisuse, HedgeMode, HedgePhase, HedgePolicy,
+    HedgePolicyBuilder, HedgePolicyError, HedgeSimulation, HedgeStep, HedgeTimeline,
+    LatencyHistogram, WaitReason, MAX_COPIES,
+};
 pub use hint::{
     format_http_date, parse_grpc_pushback, parse_http_date, parse_retry_after,
     parse_retry_after_at, parse_retry_after_ms, retry_after_from_headers,
@@ -69,8 +80,9 @@ pub use hint::{
 pub use retry::{
     attempt_timed_out, jitter_draw, total_sleep, Action, Backoff, CircuitOpen, DelayList, Event,
     GiveUp, GiveUpReason, HintMode, Jitter, Misuse, Outcome, Phase, PolicyError, Resolution,
-    RetryError, RetryMachine, RetryPolicy, RetryPolicyBuilder, Scripted, Simulation, SleepReason,
-    Step, Success, Timeline,
+    RetryError, RetryMachine, RetryPolicy, RetryPolicyBuilder, RetrySnapshot, Scripted, Simulation,
+    SleepReason, Step, Success, Timeline,
 };
 pub use settings::{seed_from_name, Preset, PresetError};
+pub use snapshot::SnapshotError;
 pub use time::{DisplayDuration, Instant};

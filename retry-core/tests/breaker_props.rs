@@ -15,6 +15,11 @@ use retry_core::{
 const CASES: u64 = 10_000;
 
 /// The breaker type every property drives: up to 128 calls or 8 buckets.
+///
+/// The configs and operator moves here are the original ones (consecutive
+/// half-open verdict, no half-open maximum wait, the four manual states of the
+/// first release); `retry-model`'s breaker model covers the later ones (rates
+/// verdict, maximum wait, open for / until, half-open now, ensure, reset).
 type Breaker = CircuitBreaker<2, 8>;
 
 #[derive(Clone, Copy, Debug)]
@@ -216,6 +221,7 @@ impl Model {
             calls: in_window.len() as u32,
             failures: in_window.iter().filter(|(_, f, _)| *f).count() as u32,
             slow: in_window.iter().filter(|(_, _, s)| *s).count() as u32,
+            slow_failures: in_window.iter().filter(|(_, f, s)| *f && *s).count() as u32,
         }
     }
 
@@ -369,15 +375,18 @@ impl Model {
         }
     }
 
+    /// An operator's move: always carried out for these targets, the state the
+    /// breaker is in included (it is entered afresh).
     fn force(&mut self, target: ManualState, now: Instant) -> Option<Transition> {
-        if self.state == target.state() {
-            return None;
-        }
         self.reopens = 0;
         match target {
             ManualState::Closed | ManualState::MetricsOnly => self.clean(),
             ManualState::ForcedOpen => self.epoch = self.epoch.wrapping_add(1),
             ManualState::Disabled => {}
+            // Not generated here; retry-model's breaker model covers them.
+            ManualState::OpenFor(_) | ManualState::OpenUntil(_) | ManualState::HalfOpen => {
+                return None
+            }
         }
         Some(self.go(target.state(), now, TransitionCause::Manual))
     }
@@ -421,7 +430,7 @@ impl Run {
                     self.permits.push((permit, shadow));
                     Seen::Admitted { probe, transition }
                 }
-                Admission::Rejected { until, reason } => Seen::Rejected { until, reason },
+                Admission::Rejected { until, reason, .. } => Seen::Rejected { until, reason },
             },
             Op::Record {
                 index,
@@ -436,7 +445,7 @@ impl Run {
                     success,
                     duration: Duration::from_millis(took_ms),
                 };
-                Seen::Changed(self.breaker.record(permit, outcome, now))
+                Seen::Changed(self.breaker.record(permit, outcome, now).transition)
             }
             Op::Release { index } => {
                 if self.permits.is_empty() {
@@ -540,8 +549,17 @@ fn rejections_are_not_calls(case: Case) -> bool {
         let seen = run.step(op);
         match seen {
             Seen::Rejected { until, .. } => {
-                // Nothing at all changed, and "until" is in the future.
-                if run.breaker != before.0 || run.breaker.stats(run.now) != before.1 {
+                // Nothing changed but the count of rejected calls, and "until"
+                // is in the future.
+                let b = &run.breaker;
+                let same = b.state() == before.0.state()
+                    && b.epoch() == before.0.epoch()
+                    && b.open_until() == before.0.open_until()
+                    && b.probes_in_flight() == before.0.probes_in_flight()
+                    && b.probe_successes() == before.0.probe_successes()
+                    && b.consecutive_failures() == before.0.consecutive_failures()
+                    && b.rejected_calls() == before.0.rejected_calls() + 1;
+                if !same || run.breaker.stats(run.now) != before.1 {
                     return false;
                 }
                 if until.is_some_and(|u| u <= run.now) {

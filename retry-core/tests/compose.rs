@@ -155,7 +155,7 @@ fn call_through_breaker(
                         Event::Failed(Failure::retryable())
                     };
                     let outcome = breaker_outcome(e, took).unwrap();
-                    if let Some(t) = breaker.record(permit, outcome, now) {
+                    if let Some(t) = breaker.record(permit, outcome, now).transition {
                         rows.push(format!("{now:>8}   breaker: {t}"));
                     }
                     e
@@ -305,6 +305,9 @@ fn an_abandoned_probe_frees_its_slot_early_and_reopens_the_breaker_late() {
     };
     let dropped = t + Duration::from_secs(2);
     let outcome = abandoned_outcome(t, dropped, None, slow).expect("a slow failure");
-    let transition = breaker.record(permit, outcome, dropped).expect("re-opens");
+    let transition = breaker
+        .record(permit, outcome, dropped)
+        .transition
+        .expect("re-opens");
     assert_eq!(transition.to, BreakerState::Open);
 }

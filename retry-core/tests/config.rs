@@ -1045,3 +1045,25 @@ fn reading_never_panics() {
         .tests(10_000)
         .quickcheck(prop as fn(WeirdJson, SmallPolicy) -> bool);
 }
+
+#[test]
+fn unlimited_attempts_in_configs() {
+    let p = toml_policy("max_attempts = \"unlimited\"\nbudget = \"2m\"");
+    assert!(p.attempts_are_unlimited());
+    let p = json_policy(r#"{ "max_retries": "unlimited" }"#);
+    assert!(p.attempts_are_unlimited());
+    let text = serde_json::to_string(&p).unwrap();
+    assert!(text.contains(r#""max_attempts":"unlimited""#), "{text}");
+    assert_eq!(json_policy(&text), p);
+    let err = json_err(r#"{ "max_attempts": "many" }"#);
+    assert!(
+        err.starts_with("max_attempts: expected a whole number or \"unlimited\""),
+        "{err}"
+    );
+    // An override can make a bounded policy unlimited.
+    let over: PolicyOverride = toml::from_str("max_attempts = \"unlimited\"").unwrap();
+    assert!(over
+        .apply(&RetryPolicy::default())
+        .unwrap()
+        .attempts_are_unlimited());
+}

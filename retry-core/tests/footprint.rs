@@ -209,3 +209,79 @@ fn sizes_are_small() {
     assert!(size_of::<RetryMachine>() <= 256);
     assert!(size_of::<CircuitBreaker>() <= 256);
 }
+
+#[test]
+fn the_hedge_machine_never_allocates() {
+    use retry_core::{
+        feed_hedge_budget, HedgeMode, HedgePolicy, HedgeSimulation, HedgeTimeline, LatencyHistogram,
+    };
+    let ms = Duration::from_millis;
+    let policies: Vec<HedgePolicy> = [HedgeMode::Latency, HedgeMode::Fallback, HedgeMode::Parallel]
+        .into_iter()
+        .flat_map(|mode| {
+            [false, true].map(|budget| {
+                HedgePolicy::builder()
+                    .max_attempts(4)
+                    .max_in_flight(3)
+                    .mode(mode)
+                    .adaptive_delay(95.0, 5, ms(40))
+                    .jitter(Jitter::Spread(0.1))
+                    .timeout(ms(900))
+                    .use_retry_budget(budget)
+                    .build()
+                    .unwrap()
+            })
+        })
+        .collect();
+    let script = [
+        Scripted::succeed().after(ms(500)),
+        Scripted::fail(Failure::retryable().with_hint(Hint::Pushback(ms(30)))).after(ms(10)),
+        Scripted::fail(Failure::retryable()).after(ms(20)),
+        Scripted::succeed().after(ms(15)),
+    ];
+    let count = allocations(|| {
+        let mut latencies = LatencyHistogram::new();
+        for i in 0..2_000u64 {
+            latencies.record(Duration::from_micros(i * 37 % 90_000));
+        }
+        let _ = latencies.percentile(99.0);
+        let mut budget = RetryBudget::new(BudgetConfig::aws_standard());
+        for policy in &policies {
+            let mut steps = 0;
+            for step in HedgeSimulation::with_latencies(policy, 3, &latencies, &script) {
+                let _ = feed_hedge_budget(&mut budget, step.event, step.action, step.at);
+                if let retry_core::HedgeAction::Done { latency, .. } = step.action {
+                    latencies.record(latency);
+                }
+                steps += 1;
+            }
+            assert!(steps > 0);
+            let mut sink = Sink(0);
+            write!(
+                sink,
+                "{}",
+                HedgeTimeline::new(policy, 3, &script).latencies(&latencies)
+            )
+            .unwrap();
+            assert!(sink.0 > 0);
+        }
+    });
+    assert_eq!(count, 0, "the hedge machine allocated {count} times");
+}
+
+#[test]
+fn hedge_sizes_are_small() {
+    use retry_core::{HedgeAction, HedgeEvent, HedgeMachine, HedgePolicy, LatencyHistogram};
+    let sizes = [
+        ("HedgePolicy", size_of::<HedgePolicy>()),
+        ("HedgeMachine", size_of::<HedgeMachine>()),
+        ("HedgeAction", size_of::<HedgeAction>()),
+        ("HedgeEvent", size_of::<HedgeEvent>()),
+        ("LatencyHistogram", size_of::<LatencyHistogram>()),
+    ];
+    for (name, size) in sizes {
+        println!("size_of {name}: {size} bytes");
+    }
+    assert!(size_of::<HedgeMachine>() <= 384);
+    assert!(size_of::<LatencyHistogram>() <= 272);
+}

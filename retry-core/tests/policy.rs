@@ -255,3 +255,68 @@ fn millisecond_rounding_is_exact_at_the_far_end() {
         .unwrap();
     assert_eq!(below.delay(1, 0), Duration::from_millis(1));
 }
+
+#[test]
+fn unlimited_attempts_end_only_on_something_else() {
+    use retry_core::{Action, Event, Failure, GiveUpReason, Instant, RetryMachine};
+    let p = RetryPolicy::builder()
+        .unlimited_attempts()
+        .backoff(Backoff::constant(Duration::from_millis(10)))
+        .jitter(Jitter::None)
+        .budget(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    assert!(p.attempts_are_unlimited());
+    assert_eq!(p.max_attempts(), RetryPolicy::UNLIMITED_ATTEMPTS);
+    assert_eq!(p.to_string().split(',').next(), Some("unlimited attempts"));
+    assert!(RetryPolicy::builder()
+        .max_attempts(u32::MAX)
+        .build()
+        .unwrap()
+        .attempts_are_unlimited());
+    assert!(!RetryPolicy::default().attempts_are_unlimited());
+    assert_eq!(
+        RetryPolicy::builder()
+            .unlimited_attempts()
+            .max_retries(3)
+            .build()
+            .unwrap_err(),
+        PolicyError::BothAttemptCounts
+    );
+    // Every failure is retried; the 60 s budget is what ends the call, after
+    // 6 000 attempts 10 ms apart.
+    let mut m = RetryMachine::new(&p, 1);
+    let mut now = Instant::ORIGIN;
+    let mut action = m.poll(Event::Start, now);
+    loop {
+        match action {
+            Action::Attempt { .. } => action = m.poll(Event::Failed(Failure::retryable()), now),
+            Action::Sleep { until, .. } => {
+                now = until;
+                action = m.poll(Event::Woke, now);
+            }
+            Action::GiveUp(g) => {
+                assert_eq!(g.reason, GiveUpReason::Budget);
+                assert_eq!(g.attempts, 6_000);
+                break;
+            }
+            other => panic!("unexpected {other}"),
+        }
+    }
+    // The same policy without a budget still retries past any small count.
+    let endless = p.to_builder().budget(None).build().unwrap();
+    let mut m = RetryMachine::new(&endless, 1);
+    let mut now = Instant::ORIGIN;
+    let mut action = m.poll(Event::Start, now);
+    for _ in 0..20_000 {
+        action = match action {
+            Action::Attempt { .. } => m.poll(Event::Failed(Failure::retryable()), now),
+            Action::Sleep { until, .. } => {
+                now = until;
+                m.poll(Event::Woke, now)
+            }
+            other => panic!("an unlimited policy stopped: {other}"),
+        };
+    }
+    assert!(m.attempts() >= 10_000);
+}

@@ -554,3 +554,127 @@ fn random_event_streams_never_break_the_machine() {
     }
     check(prop as fn(P, u64, Vec<(u8, u64)>) -> Result<(), String>);
 }
+
+/// The interval a jitter kind documents for base delay `d` (already capped), in
+/// nanoseconds and closed at both ends, restated from the table on [`Jitter`]:
+/// `add(f)`'s open top is one nanosecond below `d + f·d`; the capping kinds stay
+/// at or below `cap`. `f·d` is rounded down, as documented.
+fn documented_interval(
+    kind: Jitter,
+    d: Duration,
+    initial: Duration,
+    previous: Duration,
+    cap: Duration,
+) -> (u128, u128) {
+    let n = d.as_nanos();
+    let cap = cap.as_nanos();
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let part = |f: f64| (n as f64 * f) as u128;
+    match kind {
+        Jitter::None => (n, n),
+        Jitter::Full => (0, n),
+        Jitter::Equal => (n / 2, n),
+        Jitter::Decorrelated => {
+            let lo = initial.as_nanos();
+            let hi = (previous.as_nanos() * 3).max(lo);
+            (lo.min(cap), hi.min(cap))
+        }
+        Jitter::Subtract(f) => (n - part(f), n),
+        Jitter::Add(f) => (n, (n + part(f)).saturating_sub(1).max(n)),
+        Jitter::Spread(f) => ((n.saturating_sub(part(f))).min(cap), (n + part(f)).min(cap)),
+    }
+}
+
+/// Every curve delay, for every jitter kind, policy and seed, is a multiple of
+/// the policy's resolution and inside its kind's documented interval (both ends
+/// raised to `min_delay`, which floors every delay after jitter). The one case
+/// where both cannot hold, an interval that contains no multiple of the
+/// resolution at all (an unjittered 1.5 ms under millisecond resolution), gets
+/// the multiple nearest the interval, within `min_delay` and the cap.
+#[test]
+fn every_delay_is_a_multiple_of_the_resolution_inside_its_kinds_interval() {
+    fn prop(p: P, retry: u32, seed: u64) -> Result<(), String> {
+        let policy = &p.0;
+        let retry = retry % 40 + 1;
+        let delay = policy.delay(retry, seed).as_nanos();
+        let base = policy.capped_delay(retry);
+        let initial = policy.backoff().initial();
+        let cap = policy.max_delay();
+        let (lo, hi) = documented_interval(policy.jitter(), base, initial, initial, cap);
+        let floor = policy.min_delay().as_nanos();
+        // A delay is a Duration: nothing past `Duration::MAX` is a result.
+        let top = Duration::MAX.as_nanos();
+        let (lo, hi) = (lo.max(floor).min(top), hi.max(floor).min(top));
+        let step: u128 = match policy.resolution() {
+            Resolution::Millis => 1_000_000,
+            Resolution::Nanos => 1,
+        };
+        let holds_a_multiple = lo.div_ceil(step) * step <= hi;
+        let context = || {
+            format!(
+                "{policy}: retry {retry}, seed {seed}: delay {delay} ns, interval [{lo}, {hi}] ns"
+            )
+        };
+        if holds_a_multiple {
+            if delay % step != 0 {
+                return Err(format!("not a multiple of {step} ns: {}", context()));
+            }
+            if delay < lo || delay > hi {
+                return Err(format!("outside the interval: {}", context()));
+            }
+        } else {
+            let ceiling = cap.as_nanos().max(hi);
+            if delay < floor || delay > ceiling {
+                return Err(format!("outside [min_delay, cap]: {}", context()));
+            }
+            let near = delay + step > lo && delay < hi + step;
+            if !near {
+                return Err(format!(
+                    "not the multiple nearest the interval: {}",
+                    context()
+                ));
+            }
+            let clamped = delay == floor || delay == ceiling;
+            if delay % step != 0 && !clamped {
+                return Err(format!("not a multiple of {step} ns: {}", context()));
+            }
+        }
+        Ok(())
+    }
+    check(prop as fn(P, u32, u64) -> Result<(), String>);
+}
+
+/// The two cases that broke the rule: additive jitter rounded up onto its
+/// excluded top, and a cap that undid the rounding of an additive delay.
+#[test]
+fn additive_jitter_rounds_within_its_interval() {
+    let capped = RetryPolicy::builder()
+        .backoff(Backoff::constant(Duration::from_millis(300)))
+        .max_delay(Duration::from_millis(300))
+        .jitter(Jitter::Add(0.5))
+        .build()
+        .unwrap();
+    let d = capped.delay(1, 11);
+    assert_eq!(d.subsec_nanos() % 1_000_000, 0, "{d:?} is not whole ms");
+    assert!(d >= Duration::from_millis(300) && d < Duration::from_millis(450));
+    // add(0.1) on 1 s: [1 s, 1.1 s); 1.1 s itself is never a result.
+    let top = RetryPolicy::builder()
+        .backoff(Backoff::constant(Duration::from_secs(1)))
+        .max_delay(Duration::from_secs(1))
+        .jitter(Jitter::Add(0.1))
+        .build()
+        .unwrap();
+    let mut seen_top = false;
+    for seed in 0..20_000 {
+        let d = top.delay(1, seed);
+        assert!(
+            d >= Duration::from_secs(1) && d < Duration::from_millis(1100),
+            "seed {seed}: {d:?}"
+        );
+        seen_top |= d == Duration::from_millis(1099);
+    }
+    assert!(
+        seen_top,
+        "the top whole millisecond inside the interval is reachable"
+    );
+}

@@ -101,7 +101,10 @@ impl<M: RawMutex, const WORDS: usize, const BUCKETS: usize> SharedBreaker<M, WOR
     /// maintenance switch).
     ///
     /// # Errors
-    /// [`BreakerError::IllegalTransition`] when the breaker is already there.
+    /// [`BreakerError`] when the core breaker refuses the move (one its table
+    /// forbids, or an open period that is empty or already over); see
+    /// [`CircuitBreaker::force`](retry_core::CircuitBreaker::force), which
+    /// re-enters the state the breaker is already in.
     pub fn force(&self, target: ManualState) -> Result<Transition, BreakerError> {
         let forced = with(&self.inner, |b| {
             let (_, now) = boot_now();

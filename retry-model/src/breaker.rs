@@ -1,21 +1,25 @@
 //! The circuit breaker against a reference model.
 //!
 //! Drives a [`CircuitBreaker`] with an arbitrary config and an arbitrary list of
-//! requests, outcomes, releases, operator changes and clock moves. The model
+//! requests, outcomes, releases, operator actions (force, ensure, reset, open for
+//! a duration or until an instant, half-open now) and clock moves. The model
 //! restates the breaker's rules plainly: it keeps every recorded call and counts
-//! its own count and time windows, applies the threshold and rate rules, the
-//! half-open probes and the operator's changes, computes each open duration from
-//! the curve and the jitter formulas itself, and holds every transition to the
-//! transition table written out here. It reads the config only through its
-//! getters; the breaker's window, curve and table code is never called.
+//! its own count and time windows, applies the threshold and rate rules (and
+//! reports the rates an outcome pushes over their thresholds), the half-open
+//! probes under both verdicts (consecutive, and rates over a number of probes)
+//! and the half-open maximum wait, the operator's actions and the count of
+//! rejected calls, computes each open duration from the curve and the jitter
+//! formulas itself, and holds every transition to the transition table written
+//! out here. It reads the config only through its getters; the breaker's window,
+//! curve and table code is never called.
 
 use core::time::Duration;
 
 use arbitrary::Unstructured;
 use retry_core::{
     jitter_draw, Admission, Backoff, BreakerConfig, BreakerState, CallOutcome, CircuitBreaker,
-    Instant, Jitter, ManualState, Permit, Rate, RejectReason, Transition, TransitionCause, Window,
-    WindowStats,
+    Exceeded, HalfOpenTimeout, HalfOpenVerdict, Ignored, Instant, Jitter, ManualState, Permit,
+    Rate, RateReading, Recorded, RejectReason, Transition, TransitionCause, Window, WindowStats,
 };
 
 use crate::shared::{ensure, rarely, Violation};
@@ -103,6 +107,23 @@ fn breaker_config(u: &mut Unstructured<'_>) -> arbitrary::Result<Result<BreakerC
         .seed(u.arbitrary()?)
         .half_open_permits(permits)
         .success_threshold(small(u, 4)?)
+        .half_open_verdict(if rarely(u, 3)? {
+            HalfOpenVerdict::Rates {
+                probes: u.int_in_range(0..=6)?,
+            }
+        } else {
+            HalfOpenVerdict::Consecutive
+        })
+        .max_half_open_wait(match u.int_in_range(0..=3u8)? {
+            0 | 1 => None,
+            2 => Some(Duration::from_millis(u.int_in_range(0..=3_000)?)),
+            _ => Some(u.arbitrary()?),
+        })
+        .on_half_open_timeout(if u.arbitrary()? {
+            HalfOpenTimeout::Close
+        } else {
+            HalfOpenTimeout::Reopen
+        })
         .build();
     Ok(built.map_err(|_| ()))
 }
@@ -133,9 +154,20 @@ enum Seen {
     Rejected {
         until: Option<Instant>,
         reason: RejectReason,
+        transition: Option<Transition>,
     },
+    Recorded(Recorded),
     Changed(Option<Transition>),
     Refused,
+}
+
+/// A half-open period as the model keeps it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Probes {
+    in_flight: u32,
+    admitted: u32,
+    reported: WindowStats,
+    deadline: Option<Instant>,
 }
 
 /// The breaker's rules restated plainly, with every recorded call kept in a
@@ -145,13 +177,22 @@ struct BreakerModel {
     config: BreakerConfig,
     state: BreakerState,
     open_until: Instant,
-    in_flight: u32,
-    successes: u32,
+    probes: Probes,
     streak: u32,
     reopens: u32,
     epoch: u32,
+    rejected: u64,
     history: [Call; BREAKER_STEPS],
     recorded: usize,
+}
+
+/// `count` of `calls` in basis points, rounded down.
+fn basis_points(count: u32, calls: u32) -> u16 {
+    let bp = u64::from(count)
+        .saturating_mul(10_000)
+        .checked_div(u64::from(calls))
+        .unwrap_or(0);
+    u16::try_from(bp.min(10_000)).unwrap_or(10_000)
 }
 
 impl BreakerModel {
@@ -160,11 +201,11 @@ impl BreakerModel {
             config,
             state: BreakerState::Closed,
             open_until: Instant::ORIGIN,
-            in_flight: 0,
-            successes: 0,
+            probes: Probes::default(),
             streak: 0,
             reopens: 0,
             epoch: 0,
+            rejected: 0,
             history: [Call::default(); BREAKER_STEPS],
             recorded: 0,
         }
@@ -182,6 +223,9 @@ impl BreakerModel {
             stats.calls = stats.calls.saturating_add(1);
             stats.failures = stats.failures.saturating_add(u32::from(c.failed));
             stats.slow = stats.slow.saturating_add(u32::from(c.slow));
+            stats.slow_failures = stats
+                .slow_failures
+                .saturating_add(u32::from(c.slow && c.failed));
         };
         match self.config.window() {
             None => {}
@@ -216,6 +260,27 @@ impl BreakerModel {
                 >= u128::from(rate.basis_points()).saturating_mul(u128::from(calls))
     }
 
+    /// Whether `rate` is judged and reached over `w`.
+    fn judged(&self, rate: Option<Rate>, count: u32, w: &WindowStats) -> bool {
+        rate.is_some_and(|r| {
+            w.calls >= self.config.minimum_calls() && Self::reached(r, count, w.calls)
+        })
+    }
+
+    /// What the dashboard should read at `now`.
+    fn reading(&self, count: u32, w: &WindowStats) -> RateReading {
+        if self.config.window().is_none() {
+            RateReading::NoWindow
+        } else if w.calls == 0 || w.calls < self.config.minimum_calls() {
+            RateReading::NotEnoughCalls {
+                calls: w.calls,
+                minimum: self.config.minimum_calls(),
+            }
+        } else {
+            RateReading::Measured(Rate::from_basis_points(basis_points(count, w.calls)))
+        }
+    }
+
     fn go(&mut self, to: BreakerState, at: Instant, cause: TransitionCause) -> Transition {
         let from = self.state;
         self.state = to;
@@ -235,52 +300,115 @@ impl BreakerModel {
         self.go(BreakerState::Open, now, cause)
     }
 
+    fn half_open(&mut self, now: Instant, cause: TransitionCause) -> Transition {
+        self.probes = Probes {
+            deadline: self
+                .config
+                .max_half_open_wait()
+                .and_then(|w| now.checked_add(w)),
+            ..Probes::default()
+        };
+        self.go(BreakerState::HalfOpen, now, cause)
+    }
+
     fn clean(&mut self) {
         self.recorded = 0;
         self.streak = 0;
         self.reopens = 0;
     }
 
-    fn request(&mut self, now: Instant) -> Seen {
-        let admit = |epoch, probe, transition| Seen::Admitted {
-            ticket: Ticket { epoch, probe },
+    fn reject(
+        &mut self,
+        until: Option<Instant>,
+        reason: RejectReason,
+        transition: Option<Transition>,
+    ) -> Seen {
+        self.rejected = self.rejected.saturating_add(1);
+        Seen::Rejected {
+            until,
+            reason,
             transition,
+        }
+    }
+
+    fn admit(&self, probe: bool, transition: Option<Transition>) -> Seen {
+        Seen::Admitted {
+            ticket: Ticket {
+                epoch: self.epoch,
+                probe,
+            },
+            transition,
+        }
+    }
+
+    fn probe(&mut self, now: Instant, transition: Option<Transition>) -> Seen {
+        let room = match self.config.half_open_verdict() {
+            HalfOpenVerdict::Consecutive => true,
+            HalfOpenVerdict::Rates { probes } => self.probes.admitted < probes,
         };
+        if room && self.probes.in_flight < self.config.half_open_permits() {
+            self.probes.in_flight = self.probes.in_flight.saturating_add(1);
+            self.probes.admitted = self.probes.admitted.saturating_add(1);
+            self.admit(true, transition)
+        } else {
+            let until = self.probes.deadline.filter(|d| *d > now);
+            self.reject(until, RejectReason::ProbesBusy, transition)
+        }
+    }
+
+    fn request(&mut self, now: Instant) -> Seen {
         match self.state {
             BreakerState::Closed | BreakerState::Disabled | BreakerState::MetricsOnly => {
-                admit(self.epoch, false, None)
+                self.admit(false, None)
             }
-            BreakerState::ForcedOpen => Seen::Rejected {
-                until: None,
-                reason: RejectReason::ForcedOpen,
-            },
-            BreakerState::Open if now < self.open_until => Seen::Rejected {
-                until: Some(self.open_until),
-                reason: RejectReason::Open,
-            },
+            BreakerState::ForcedOpen => self.reject(None, RejectReason::ForcedOpen, None),
+            BreakerState::Open if now < self.open_until => {
+                self.reject(Some(self.open_until), RejectReason::Open, None)
+            }
             BreakerState::Open => {
-                let t = self.go(BreakerState::HalfOpen, now, TransitionCause::OpenElapsed);
-                self.in_flight = 1;
-                self.successes = 0;
-                admit(self.epoch, true, Some(t))
+                let t = self.half_open(now, TransitionCause::OpenElapsed);
+                self.probe(now, Some(t))
             }
-            BreakerState::HalfOpen if self.in_flight < self.config.half_open_permits() => {
-                self.in_flight = self.in_flight.saturating_add(1);
-                admit(self.epoch, true, None)
-            }
-            BreakerState::HalfOpen => Seen::Rejected {
-                until: None,
-                reason: RejectReason::ProbesBusy,
+            BreakerState::HalfOpen => match self.probes.deadline {
+                Some(d) if now >= d => match self.config.half_open_timeout() {
+                    HalfOpenTimeout::Reopen => {
+                        let t = self.open(now, TransitionCause::HalfOpenTimeout);
+                        // Re-opened at the last instant there is: no later time to name.
+                        let until = Some(self.open_until).filter(|u| *u > now);
+                        self.reject(until, RejectReason::Open, Some(t))
+                    }
+                    HalfOpenTimeout::Close => {
+                        self.clean();
+                        let t =
+                            self.go(BreakerState::Closed, now, TransitionCause::HalfOpenTimeout);
+                        self.admit(false, Some(t))
+                    }
+                },
+                _ => self.probe(now, None),
             },
         }
     }
 
-    fn record(&mut self, ticket: Ticket, outcome: CallOutcome, now: Instant) -> Option<Transition> {
+    fn record(&mut self, ticket: Ticket, outcome: CallOutcome, now: Instant) -> Recorded {
         let late = ticket.epoch != self.epoch;
         let failed = !outcome.success;
         let slow = outcome.duration > self.config.slow_call_duration();
+        let ignored = |why| Recorded {
+            transition: None,
+            ignored: Some(why),
+            exceeded: Exceeded::NONE,
+        };
+        let plain = |transition, exceeded| Recorded {
+            transition,
+            ignored: None,
+            exceeded,
+        };
         match self.state {
+            BreakerState::Open => ignored(Ignored::Open),
+            BreakerState::ForcedOpen => ignored(Ignored::ForcedOpen),
+            BreakerState::Disabled => ignored(Ignored::Disabled),
             BreakerState::Closed | BreakerState::MetricsOnly => {
+                let before = self.window(now);
                 if self.config.window().is_some() {
                     // Time going backwards lands in the newest bucket written.
                     let newest = self.calls().iter().map(|c| c.at).max().unwrap_or(0);
@@ -300,76 +428,164 @@ impl BreakerModel {
                         0
                     };
                 }
+                let after = self.window(now);
+                let fr = self.config.failure_rate();
+                let sr = self.config.slow_call_rate();
+                let exceeded = Exceeded {
+                    failure_rate: (self.judged(fr, after.failures, &after)
+                        && !self.judged(fr, before.failures, &before))
+                    .then(|| self.reading(after.failures, &after).rate())
+                    .flatten(),
+                    slow_call_rate: (self.judged(sr, after.slow, &after)
+                        && !self.judged(sr, before.slow, &before))
+                    .then(|| self.reading(after.slow, &after).rate())
+                    .flatten(),
+                };
                 if late || self.state == BreakerState::MetricsOnly {
-                    return None;
+                    return plain(None, exceeded);
                 }
                 if self
                     .config
                     .failure_threshold()
                     .is_some_and(|n| self.streak >= n)
                 {
-                    return Some(self.open(now, TransitionCause::ConsecutiveFailures));
+                    return plain(
+                        Some(self.open(now, TransitionCause::ConsecutiveFailures)),
+                        exceeded,
+                    );
                 }
-                let w = self.window(now);
-                if w.calls < self.config.minimum_calls() {
-                    return None;
+                if self.judged(fr, after.failures, &after) {
+                    return plain(Some(self.open(now, TransitionCause::FailureRate)), exceeded);
                 }
-                if self
-                    .config
-                    .failure_rate()
-                    .is_some_and(|r| Self::reached(r, w.failures, w.calls))
-                {
-                    return Some(self.open(now, TransitionCause::FailureRate));
+                if self.judged(sr, after.slow, &after) {
+                    return plain(
+                        Some(self.open(now, TransitionCause::SlowCallRate)),
+                        exceeded,
+                    );
                 }
-                if self
-                    .config
-                    .slow_call_rate()
-                    .is_some_and(|r| Self::reached(r, w.slow, w.calls))
-                {
-                    return Some(self.open(now, TransitionCause::SlowCallRate));
-                }
-                None
+                plain(None, exceeded)
             }
-            BreakerState::HalfOpen if !late && ticket.probe => {
-                if failed || (slow && self.config.slow_call_rate().is_some()) {
-                    return Some(self.open(now, TransitionCause::ProbeFailed));
+            BreakerState::HalfOpen if late || !ticket.probe => ignored(Ignored::Late),
+            BreakerState::HalfOpen => match self.config.half_open_verdict() {
+                HalfOpenVerdict::Consecutive => {
+                    if failed || (slow && self.config.slow_call_rate().is_some()) {
+                        let t = self.open(now, TransitionCause::ProbeFailed);
+                        return plain(Some(t), Exceeded::NONE);
+                    }
+                    self.probes.reported.calls = self.probes.reported.calls.saturating_add(1);
+                    self.probes.reported.slow =
+                        self.probes.reported.slow.saturating_add(u32::from(slow));
+                    if self.probes.reported.calls >= self.config.success_threshold() {
+                        self.clean();
+                        let t =
+                            self.go(BreakerState::Closed, now, TransitionCause::ProbesSucceeded);
+                        return plain(Some(t), Exceeded::NONE);
+                    }
+                    self.probes.in_flight = self.probes.in_flight.saturating_sub(1);
+                    plain(None, Exceeded::NONE)
                 }
-                self.successes = self.successes.saturating_add(1);
-                self.in_flight = self.in_flight.saturating_sub(1);
-                if self.successes >= self.config.success_threshold() {
-                    self.clean();
-                    return Some(self.go(
-                        BreakerState::Closed,
-                        now,
-                        TransitionCause::ProbesSucceeded,
-                    ));
+                HalfOpenVerdict::Rates { probes } => {
+                    let r = &mut self.probes.reported;
+                    r.calls = r.calls.saturating_add(1);
+                    r.failures = r.failures.saturating_add(u32::from(failed));
+                    r.slow = r.slow.saturating_add(u32::from(slow));
+                    r.slow_failures = r.slow_failures.saturating_add(u32::from(slow && failed));
+                    self.probes.in_flight = self.probes.in_flight.saturating_sub(1);
+                    let r = self.probes.reported;
+                    if r.calls < probes {
+                        return plain(None, Exceeded::NONE);
+                    }
+                    let over = |rate: Option<Rate>, count: u32| {
+                        rate.filter(|x| Self::reached(*x, count, r.calls))
+                            .map(|_| Rate::from_basis_points(basis_points(count, r.calls)))
+                    };
+                    let exceeded = Exceeded {
+                        failure_rate: over(self.config.failure_rate(), r.failures),
+                        slow_call_rate: over(self.config.slow_call_rate(), r.slow),
+                    };
+                    let t = if exceeded.failure_rate.is_some() {
+                        self.open(now, TransitionCause::FailureRate)
+                    } else if exceeded.slow_call_rate.is_some() {
+                        self.open(now, TransitionCause::SlowCallRate)
+                    } else {
+                        self.clean();
+                        self.go(BreakerState::Closed, now, TransitionCause::ProbesSucceeded)
+                    };
+                    plain(Some(t), exceeded)
                 }
-                None
-            }
-            _ => None,
+            },
         }
     }
 
     fn release(&mut self, ticket: Ticket) {
         if self.state == BreakerState::HalfOpen && ticket.probe && ticket.epoch == self.epoch {
-            self.in_flight = self.in_flight.saturating_sub(1);
+            self.probes.in_flight = self.probes.in_flight.saturating_sub(1);
+            self.probes.admitted = self.probes.admitted.saturating_sub(1);
+        }
+    }
+
+    /// Whether `target` is a request the breaker refuses whatever its state.
+    fn invalid(target: ManualState, now: Instant) -> bool {
+        match target {
+            ManualState::OpenFor(d) => d.is_zero(),
+            ManualState::OpenUntil(t) => t <= now,
+            _ => false,
         }
     }
 
     fn force(&mut self, target: ManualState, now: Instant) -> Seen {
-        if self.state == forced_state(target) {
+        if !may_force(self.state, target) || Self::invalid(target, now) {
             return Seen::Refused;
         }
         self.reopens = 0;
-        match target {
-            ManualState::Closed | ManualState::MetricsOnly => self.clean(),
-            ManualState::ForcedOpen => self.epoch = self.epoch.wrapping_add(1),
-            ManualState::Disabled => {}
+        let cause = TransitionCause::Manual;
+        let t = match target {
+            ManualState::Closed | ManualState::MetricsOnly => {
+                self.clean();
+                self.go(forced_state(target), now, cause)
+            }
+            ManualState::Disabled => self.go(forced_state(target), now, cause),
+            ManualState::ForcedOpen => {
+                self.epoch = self.epoch.wrapping_add(1);
+                self.go(forced_state(target), now, cause)
+            }
+            ManualState::OpenFor(d) => {
+                self.epoch = self.epoch.wrapping_add(1);
+                self.streak = 0;
+                self.open_until = now.saturating_add(d);
+                self.go(BreakerState::Open, now, cause)
+            }
+            ManualState::OpenUntil(until) => {
+                self.epoch = self.epoch.wrapping_add(1);
+                self.streak = 0;
+                self.open_until = until;
+                self.go(BreakerState::Open, now, cause)
+            }
+            ManualState::HalfOpen => {
+                self.epoch = self.epoch.wrapping_add(1);
+                self.streak = 0;
+                self.half_open(now, cause)
+            }
+        };
+        Seen::Changed(Some(t))
+    }
+
+    fn ensure(&mut self, target: ManualState, now: Instant) -> Seen {
+        if Self::invalid(target, now) {
+            return Seen::Refused;
         }
+        if self.state == forced_state(target) {
+            return Seen::Changed(None);
+        }
+        self.force(target, now)
+    }
+
+    fn reset(&mut self, now: Instant) -> Seen {
+        self.clean();
         Seen::Changed(Some(self.go(
-            forced_state(target),
+            BreakerState::Closed,
             now,
-            TransitionCause::Manual,
+            TransitionCause::Reset,
         )))
     }
 }
@@ -384,9 +600,12 @@ const STATES: [BreakerState; 6] = [
     BreakerState::MetricsOnly,
 ];
 
-/// Every state an operator may ask for.
-const MANUAL: [ManualState; 4] = [
+/// One of every kind of state an operator may ask for.
+const MANUAL: [ManualState; 7] = [
     ManualState::Closed,
+    ManualState::OpenFor(Duration::from_secs(1)),
+    ManualState::OpenUntil(Instant::MAX),
+    ManualState::HalfOpen,
     ManualState::ForcedOpen,
     ManualState::Disabled,
     ManualState::MetricsOnly,
@@ -396,6 +615,8 @@ const MANUAL: [ManualState; 4] = [
 fn forced_state(target: ManualState) -> BreakerState {
     match target {
         ManualState::Closed => BreakerState::Closed,
+        ManualState::OpenFor(_) | ManualState::OpenUntil(_) => BreakerState::Open,
+        ManualState::HalfOpen => BreakerState::HalfOpen,
         ManualState::ForcedOpen => BreakerState::ForcedOpen,
         ManualState::Disabled => BreakerState::Disabled,
         ManualState::MetricsOnly => BreakerState::MetricsOnly,
@@ -403,7 +624,8 @@ fn forced_state(target: ManualState) -> BreakerState {
 }
 
 /// The breaker's own moves: a closed breaker trips open, an open one lets a
-/// probe through (half-open), and the probes either close it or open it again.
+/// probe through (half-open), and the probes (or the half-open maximum wait)
+/// either close it or open it again.
 fn moves_automatically(from: BreakerState, to: BreakerState) -> bool {
     matches!(
         (from, to),
@@ -414,19 +636,27 @@ fn moves_automatically(from: BreakerState, to: BreakerState) -> bool {
     )
 }
 
-/// An operator may ask for any state that can be asked for, from anywhere but
-/// that state itself.
+/// An operator may ask for any state from anywhere, the state the breaker is in
+/// included, except half-open from closed, and open or half-open from
+/// metrics-only.
 fn may_force(from: BreakerState, to: ManualState) -> bool {
-    from != forced_state(to)
+    !matches!(
+        (from, forced_state(to)),
+        (BreakerState::Closed, BreakerState::HalfOpen)
+            | (
+                BreakerState::MetricsOnly,
+                BreakerState::Open | BreakerState::HalfOpen
+            )
+    )
 }
 
 fn transition_is_legal(t: &Transition) -> bool {
-    if t.cause == TransitionCause::Manual {
-        MANUAL
+    match t.cause {
+        TransitionCause::Manual => MANUAL
             .into_iter()
-            .any(|m| forced_state(m) == t.to && may_force(t.from, m))
-    } else {
-        moves_automatically(t.from, t.to)
+            .any(|m| forced_state(m) == t.to && may_force(t.from, m)),
+        TransitionCause::Reset => t.to == BreakerState::Closed,
+        _ => moves_automatically(t.from, t.to),
     }
 }
 
@@ -606,11 +836,45 @@ fn open_duration(config: &BreakerConfig, reopen: u32) -> Duration {
     duration_of(out)
 }
 
+/// An operator's target drawn from the input: every kind, with durations and
+/// instants around `now` (zero and past ones included, which are refused).
+fn manual_target(u: &mut Unstructured<'_>, now: Instant) -> ManualState {
+    let ms = |u: &mut Unstructured<'_>| {
+        Duration::from_millis(match u.int_in_range(0..=3u8).unwrap_or(0) {
+            0 => 0,
+            1 => 500,
+            2 => 5_000,
+            _ => u64::from(u.arbitrary::<u16>().unwrap_or(0)),
+        })
+    };
+    match u.int_in_range(0..=6u8).unwrap_or(0) {
+        0 => ManualState::Closed,
+        1 => ManualState::ForcedOpen,
+        2 => ManualState::Disabled,
+        3 => ManualState::MetricsOnly,
+        4 => ManualState::OpenFor(ms(u)),
+        5 => {
+            let d = ms(u);
+            ManualState::OpenUntil(if u.arbitrary().unwrap_or(true) {
+                now.saturating_add(d)
+            } else {
+                now.saturating_sub(d)
+            })
+        }
+        _ => ManualState::HalfOpen,
+    }
+}
+
 /// Drives a [`CircuitBreaker`] with an arbitrary config and an arbitrary list
-/// of requests, outcomes, releases, operator changes and clock moves, against
-/// the reference model. Checks: no panic; every answer, state and window count
-/// equals the model's; never more probes in flight than permits; rejections
-/// change nothing and name a future time; every transition is in the table.
+/// of requests, outcomes, releases, operator actions and clock moves, against
+/// the reference model. Checks: no panic; every answer (admissions, rejections
+/// with their times and transitions, what each outcome did, operator answers),
+/// state, epoch, window count, count of rejected calls and dashboard reading
+/// equals the model's; never more probes in flight than permits (nor, under the
+/// rates verdict, more probes admitted than it judges); a rejection changes only
+/// the count of rejected calls unless it reports a transition, and names a
+/// future time; a refused operator request changes nothing; every transition is
+/// in the table and stamped with now.
 ///
 /// # Errors
 /// The first [`Violation`].
@@ -645,7 +909,7 @@ pub fn check(data: &[u8]) -> Result<(), Violation> {
         if u.is_empty() {
             break;
         }
-        let Ok(op) = u.int_in_range(0..=99u8) else {
+        let Ok(op) = u.int_in_range(0..=104u8) else {
             break;
         };
         let slot: usize = u
@@ -685,20 +949,36 @@ pub fn check(data: &[u8]) -> Result<(), Violation> {
                         *free = Some((permit, ticket));
                         Seen::Admitted { ticket, transition }
                     }
-                    Admission::Rejected { until, reason } => {
-                        ensure(
-                            breaker == before,
-                            TARGET,
-                            step,
-                            "a rejection changed the breaker",
-                        )?;
+                    Admission::Rejected {
+                        until,
+                        reason,
+                        transition,
+                    } => {
+                        if transition.is_none() {
+                            ensure(
+                                breaker.rejected_calls()
+                                    == before.rejected_calls().saturating_add(1)
+                                    && breaker.state() == before.state()
+                                    && breaker.epoch() == before.epoch()
+                                    && breaker.stats(now) == before.stats(now)
+                                    && breaker.probes_in_flight() == before.probes_in_flight()
+                                    && breaker.probes_admitted() == before.probes_admitted(),
+                                TARGET,
+                                step,
+                                "a rejection changed the breaker beyond its count",
+                            )?;
+                        }
                         ensure(
                             until.is_none_or(|t| t > now),
                             TARGET,
                             step,
                             "a rejection's time is not after now",
                         )?;
-                        Seen::Rejected { until, reason }
+                        Seen::Rejected {
+                            until,
+                            reason,
+                            transition,
+                        }
                     }
                 };
                 (seen, expected)
@@ -719,9 +999,9 @@ pub fn check(data: &[u8]) -> Result<(), Violation> {
                     success,
                     duration: took,
                 };
-                let expected = Seen::Changed(model.record(ticket, outcome, now));
+                let expected = Seen::Recorded(model.record(ticket, outcome, now));
                 (
-                    Seen::Changed(breaker.record(permit, outcome, now)),
+                    Seen::Recorded(breaker.record(permit, outcome, now)),
                     expected,
                 )
             }
@@ -734,25 +1014,35 @@ pub fn check(data: &[u8]) -> Result<(), Violation> {
                 (Seen::Nothing, Seen::Nothing)
             }
             _ => {
-                let target = match u.int_in_range(0..=3u8).unwrap_or(0) {
-                    0 => ManualState::Closed,
-                    1 => ManualState::ForcedOpen,
-                    2 => ManualState::Disabled,
-                    _ => ManualState::MetricsOnly,
+                let target = manual_target(&mut u, now);
+                let (expected, result) = match op {
+                    96..=98 => (
+                        model.force(target, now),
+                        breaker.force(target, now).map(Some),
+                    ),
+                    99..=102 => (model.ensure(target, now), breaker.ensure(target, now)),
+                    _ => (model.reset(now), Ok(Some(breaker.reset(now)))),
                 };
-                let expected = model.force(target, now);
-                let seen = match breaker.force(target, now) {
-                    Ok(t) => Seen::Changed(Some(t)),
+                let seen = match result {
+                    Ok(t) => Seen::Changed(t),
                     Err(_) => {
                         ensure(
                             breaker == before,
                             TARGET,
                             step,
-                            "a refused force changed the breaker",
+                            "a refused operator request changed the breaker",
                         )?;
                         Seen::Refused
                     }
                 };
+                if seen == Seen::Changed(None) {
+                    ensure(
+                        breaker == before,
+                        TARGET,
+                        step,
+                        "an operator request for the current state changed the breaker",
+                    )?;
+                }
                 (seen, expected)
             }
         };
@@ -762,12 +1052,14 @@ pub fn check(data: &[u8]) -> Result<(), Violation> {
             step,
             "the answer differs from the reference model",
         )?;
-        if let Seen::Admitted {
-            transition: Some(t),
-            ..
-        }
-        | Seen::Changed(Some(t)) = seen
-        {
+        let transition = match seen {
+            Seen::Admitted { transition, .. }
+            | Seen::Rejected { transition, .. }
+            | Seen::Changed(transition) => transition,
+            Seen::Recorded(r) => r.transition,
+            Seen::Nothing | Seen::Refused => None,
+        };
+        if let Some(t) = transition {
             ensure(
                 transition_is_legal(&t),
                 TARGET,
@@ -800,11 +1092,38 @@ pub fn check(data: &[u8]) -> Result<(), Violation> {
             "reopens differ from the model",
         )?;
         ensure(
-            breaker.stats(now) == model.window(now),
+            breaker.rejected_calls() == model.rejected,
+            TARGET,
+            step,
+            "rejected calls differ from the model",
+        )?;
+        let window = model.window(now);
+        ensure(
+            breaker.stats(now) == window,
             TARGET,
             step,
             "window differs from the model",
         )?;
+        let metrics = breaker.metrics(now);
+        ensure(
+            metrics.failure_rate == model.reading(window.failures, &window)
+                && metrics.slow_call_rate == model.reading(window.slow, &window)
+                && metrics.window.slow_successes()
+                    == window.slow.saturating_sub(window.slow_failures)
+                && metrics.rejected == model.rejected
+                && metrics.state == model.state,
+            TARGET,
+            step,
+            "the dashboard's readings differ from the model",
+        )?;
+        if model.state == BreakerState::Open {
+            ensure(
+                breaker.open_until() == Some(model.open_until),
+                TARGET,
+                step,
+                "open until differs from the model",
+            )?;
+        }
         let in_flight = breaker.probes_in_flight();
         ensure(
             in_flight <= config.half_open_permits(),
@@ -812,6 +1131,14 @@ pub fn check(data: &[u8]) -> Result<(), Violation> {
             step,
             "more probes in flight than permits",
         )?;
+        if let HalfOpenVerdict::Rates { probes } = config.half_open_verdict() {
+            ensure(
+                breaker.probes_admitted() <= probes,
+                TARGET,
+                step,
+                "more probes admitted than the rates verdict judges",
+            )?;
+        }
         let held = permits
             .iter()
             .flatten()
@@ -825,10 +1152,18 @@ pub fn check(data: &[u8]) -> Result<(), Violation> {
                 "probes in flight differ from the probe permits held",
             )?;
             ensure(
-                breaker.probe_successes() == model.successes,
+                breaker.probe_successes()
+                    == model
+                        .probes
+                        .reported
+                        .calls
+                        .saturating_sub(model.probes.reported.failures)
+                    && breaker.probes_admitted() == model.probes.admitted
+                    && breaker.probe_results() == model.probes.reported
+                    && breaker.half_open_until() == model.probes.deadline,
                 TARGET,
                 step,
-                "probe successes differ from the model",
+                "half-open probes differ from the model",
             )?;
         }
     }

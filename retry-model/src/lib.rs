@@ -32,11 +32,13 @@
 
 pub mod breaker;
 pub mod budget;
+pub mod hedge;
 pub mod policy_config;
 pub mod retry_after;
 pub mod retry_machine;
 pub mod sets;
 mod shared;
+pub mod snapshot;
 
 pub use shared::Violation;
 
@@ -45,11 +47,13 @@ pub type Check = fn(&[u8]) -> Result<(), Violation>;
 
 /// Every fuzz target by name (the name of its binary in `fuzz/` and of its
 /// corpus directory `fuzz/corpus/<name>/`), with its check.
-pub const TARGETS: [(&str, Check); 6] = [
+pub const TARGETS: [(&str, Check); 8] = [
     (retry_machine::TARGET, retry_machine::check),
     (breaker::TARGET, breaker::check),
     (budget::TARGET, budget::check),
     (retry_after::TARGET, retry_after::check),
     (sets::TARGET, sets::check),
     (policy_config::TARGET, policy_config::check),
+    (hedge::TARGET, hedge::check),
+    (snapshot::TARGET, snapshot::check),
 ];

@@ -600,6 +600,21 @@ impl MachineModel {
                             "delay outside its bounds",
                         )?;
                         ensure(reasons.allows(reason), TARGET, step, "wrong sleep reason")?;
+                        // Millisecond resolution: a curve delay is a whole
+                        // millisecond, unless the policy's own bounds hold none
+                        // (then it is one of them).
+                        let p = &self.policy;
+                        ensure(
+                            reason != SleepReason::Curve
+                                || p.resolution() != Resolution::Millis
+                                || matches!(p.hints(), HintMode::AtLeast { .. })
+                                || delay.subsec_nanos() % 1_000_000 == 0
+                                || delay == p.min_delay()
+                                || delay == p.max_delay(),
+                            TARGET,
+                            step,
+                            "a curve delay that is not a whole millisecond",
+                        )?;
                         ensure(
                             sleep_fits(until, delay),
                             TARGET,

@@ -9,10 +9,12 @@ use std::time::Instant;
 
 use retry_core::{
     abandoned_outcome, breaker_outcome, rejection, Admission, BreakerConfig, BreakerError,
-    BreakerState, CallOutcome, CircuitBreaker, Event, ManualState, Permit, Transition,
+    BreakerMetrics, BreakerSnapshot, BreakerState, CallOutcome, CircuitBreaker, Event, ManualState,
+    Permit, SnapshotError, Transition,
 };
 
 use crate::observe;
+use crate::saved::Saved;
 use crate::time::{since, Clock, Origin};
 
 /// What a driver asks of a circuit breaker: may an attempt start, and how did it
@@ -207,17 +209,54 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
         Ok(SharedBreaker::from_breaker(CircuitBreaker::new(config)?))
     }
 
-    /// Shares an existing breaker (one restored from a snapshot, say).
+    /// Shares an existing breaker (one started in another state with
+    /// [`CircuitBreaker::starting_in`], or restored with
+    /// [`CircuitBreaker::restore`]). Its clock starts at its first use: a
+    /// restored breaker's instants are read as time since then (use
+    /// [`SharedBreaker::restore`] to resume one saved with
+    /// [`SharedBreaker::save`] where it left off).
     #[must_use]
     pub fn from_breaker(breaker: CircuitBreaker<WORDS, BUCKETS>) -> Self {
+        SharedBreaker::with_origin(breaker, Origin::default())
+    }
+
+    fn with_origin(breaker: CircuitBreaker<WORDS, BUCKETS>, origin: Origin) -> Self {
         SharedBreaker {
             slow_call_duration: breaker.config().slow_call_duration(),
-            inner: Arc::new(Mutex::new(BreakerCell {
-                breaker,
-                origin: Origin::default(),
-            })),
+            inner: Arc::new(Mutex::new(BreakerCell { breaker, origin })),
             on_transition: None,
         }
+    }
+
+    /// The breaker's state at `now` as a [`Saved`] snapshot: what
+    /// [`SharedBreaker::restore`] resumes from, here or in another process.
+    #[must_use]
+    pub fn save(&self, now: Instant) -> Saved<BreakerSnapshot<WORDS, BUCKETS>> {
+        let mut cell = self.lock();
+        let at = cell.origin.at(now);
+        Saved {
+            snapshot: cell.breaker.snapshot(),
+            at,
+        }
+    }
+
+    /// A shared breaker resumed at `now` from `saved`: checked and rebuilt by
+    /// [`CircuitBreaker::restore`], with its clock set so that the moment it was
+    /// saved is `now` (an open breaker stays open for what was left of its
+    /// period). Permits handed out before the save are not part of it.
+    ///
+    /// # Errors
+    /// The [`SnapshotError`] naming the field a corrupt or inconsistent snapshot
+    /// gets wrong.
+    pub fn restore(
+        saved: &Saved<BreakerSnapshot<WORDS, BUCKETS>>,
+        now: Instant,
+    ) -> Result<Self, SnapshotError> {
+        let breaker = CircuitBreaker::restore(&saved.snapshot)?;
+        Ok(SharedBreaker::with_origin(
+            breaker,
+            Origin::resumed(saved.at, now),
+        ))
     }
 
     /// Calls `hook` with every state change made through this handle and the
@@ -241,13 +280,25 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
         self.lock().breaker.clone()
     }
 
-    /// An operator moves the breaker to `target` at `now` (the transition is
-    /// reported like any other). An async caller passes
-    /// `tokio::time::Instant::now().into_std()`.
+    /// What a dashboard shows at `now` (see [`CircuitBreaker::metrics`]): the
+    /// state, the window's rates (or that there are not enough calls yet to
+    /// judge them), slow successes and slow failures, the rejected calls.
+    #[must_use]
+    pub fn metrics(&self, now: Instant) -> BreakerMetrics {
+        let mut cell = self.lock();
+        let at = cell.origin.at(now);
+        cell.breaker.metrics(at)
+    }
+
+    /// An operator moves the breaker to `target` at `now`, re-entering the state
+    /// it is already in (an open period starts afresh, a closed window is
+    /// cleaned); see [`CircuitBreaker::force`]. The transition is reported like
+    /// any other. An async caller passes `tokio::time::Instant::now().into_std()`.
     ///
     /// # Errors
-    /// [`BreakerError::IllegalTransition`] for a transition the breaker's table
-    /// does not allow (the state it is already in); the breaker is unchanged.
+    /// [`BreakerError`] for a move the breaker's table forbids (closed to
+    /// half-open, metrics-only to open or half-open), or an open period that is
+    /// empty or already over; the breaker is unchanged.
     pub fn force(&self, target: ManualState, now: Instant) -> Result<Transition, BreakerError> {
         let transition = {
             let mut cell = self.lock();
@@ -256,6 +307,39 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
         };
         self.tell(Some(transition));
         Ok(transition)
+    }
+
+    /// An operator asks for `target` at `now`, leaving a breaker already in that
+    /// state alone (`Ok(None)`); see [`CircuitBreaker::ensure`].
+    ///
+    /// # Errors
+    /// As [`SharedBreaker::force`].
+    pub fn ensure(
+        &self,
+        target: ManualState,
+        now: Instant,
+    ) -> Result<Option<Transition>, BreakerError> {
+        let transition = {
+            let mut cell = self.lock();
+            let at = cell.origin.at(now);
+            cell.breaker.ensure(target, at)?
+        };
+        self.tell(transition);
+        Ok(transition)
+    }
+
+    /// An operator resets the breaker at `now`: closed with a clean window, from
+    /// any state (see [`CircuitBreaker::reset`]). Reported as a transition with
+    /// the cause `breaker.reset`, and with the `tracing` feature as a reset
+    /// event.
+    pub fn reset(&self, now: Instant) -> Transition {
+        let transition = {
+            let mut cell = self.lock();
+            let at = cell.origin.at(now);
+            cell.breaker.reset(at)
+        };
+        self.tell(Some(transition));
+        transition
     }
 
     fn tell(&self, transition: Option<Transition>) {
@@ -281,14 +365,28 @@ impl<const WORDS: usize, const BUCKETS: usize> Breaker for SharedBreaker<WORDS, 
             let at = cell.origin.at(now);
             let admission = cell.breaker.request(at);
             match (rejection(&admission), admission) {
-                (Some(Event::Rejected { until }), _) => {
+                (
+                    Some(Event::Rejected { until }),
+                    Admission::Rejected {
+                        reason, transition, ..
+                    },
+                ) => {
+                    observe::call_rejected(reason);
                     let until = until.and_then(|u| cell.origin.instant(u));
-                    (Gate::Rejected { until }, None)
+                    (Gate::Rejected { until }, transition)
                 }
                 (_, Admission::Admitted { permit, transition }) => {
                     (Gate::Admitted(permit), transition)
                 }
-                (_, Admission::Rejected { .. }) => (Gate::Rejected { until: None }, None),
+                (
+                    _,
+                    Admission::Rejected {
+                        reason, transition, ..
+                    },
+                ) => {
+                    observe::call_rejected(reason);
+                    (Gate::Rejected { until: None }, transition)
+                }
             }
         };
         self.tell(transition);
@@ -302,7 +400,8 @@ impl<const WORDS: usize, const BUCKETS: usize> Breaker for SharedBreaker<WORDS, 
             cell.breaker.record(permit, outcome, at)
         };
         observe::breaker_call(outcome.duration);
-        self.tell(transition);
+        observe::recorded(&transition);
+        self.tell(transition.transition);
     }
 
     fn release(&self, permit: Permit, now: Instant) {

@@ -5,13 +5,17 @@ use core::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
-use retry_core::{feed_budget, Action, BudgetConfig, Event, RetryBudget, RetryMachine, Tokens};
+use retry_core::{
+    feed_budget, feed_hedge_budget, Action, BudgetConfig, BudgetSnapshot, Event, HedgeAction,
+    HedgeEvent, RetryBudget, RetryMachine, SnapshotError, Tokens,
+};
 
+use crate::saved::Saved;
 use crate::time::Origin;
 
 /// What a driver asks of a retry budget: it feeds the budget every step of a call
-/// and, when the retry machine asks to withdraw a retry, takes the budget's
-/// answer. [`SharedBudget`] implements it; a budget kept elsewhere (one shared by
+/// (of a retry machine, or of a hedge machine) and, when the machine asks to
+/// withdraw a retry, takes the budget's answer. [`SharedBudget`] implements it; a budget kept elsewhere (one shared by
 /// a fleet through a store, say) implements it to plug into both adapters.
 ///
 /// Implementations must not block for long (they are called from async tasks); a
@@ -30,6 +34,18 @@ pub trait Budget: Send + Sync + fmt::Debug {
         action: Action,
         now: Instant,
     ) -> Option<Event>;
+
+    /// Tells the budget about one step of a hedged call: the `event` sent to a
+    /// hedge machine and the `action` it answered, at `now` (as
+    /// [`retry_core::feed_hedge_budget`] reads them). Returns the event to send
+    /// back when the action is [`HedgeAction::Withdraw`] ([`HedgeEvent::Granted`]
+    /// or [`HedgeEvent::Refused`]), and `None` otherwise.
+    fn feed_hedge(
+        &self,
+        event: HedgeEvent,
+        action: HedgeAction,
+        now: Instant,
+    ) -> Option<HedgeEvent>;
 }
 
 impl<B: Budget + ?Sized> Budget for Arc<B> {
@@ -41,6 +57,15 @@ impl<B: Budget + ?Sized> Budget for Arc<B> {
         now: Instant,
     ) -> Option<Event> {
         (**self).feed(machine, event, action, now)
+    }
+
+    fn feed_hedge(
+        &self,
+        event: HedgeEvent,
+        action: HedgeAction,
+        now: Instant,
+    ) -> Option<HedgeEvent> {
+        (**self).feed_hedge(event, action, now)
     }
 }
 
@@ -89,15 +114,48 @@ impl SharedBudget {
         SharedBudget::from_budget(RetryBudget::new(config))
     }
 
-    /// Shares an existing budget (one restored from a snapshot, say).
+    /// Shares an existing budget (one restored with [`RetryBudget::restore`],
+    /// say). Its clock starts at its first use (use [`SharedBudget::restore`] to
+    /// resume one saved with [`SharedBudget::save`] where it left off).
     #[must_use]
     pub fn from_budget(budget: RetryBudget) -> SharedBudget {
+        SharedBudget::with_origin(budget, Origin::default())
+    }
+
+    fn with_origin(budget: RetryBudget, origin: Origin) -> SharedBudget {
         SharedBudget {
-            inner: Arc::new(Mutex::new(BudgetCell {
-                budget,
-                origin: Origin::default(),
-            })),
+            inner: Arc::new(Mutex::new(BudgetCell { budget, origin })),
         }
+    }
+
+    /// The budget's state at `now` as a [`Saved`] snapshot: what
+    /// [`SharedBudget::restore`] resumes from, here or in another process.
+    #[must_use]
+    pub fn save(&self, now: Instant) -> Saved<BudgetSnapshot> {
+        let mut cell = self.lock();
+        let at = cell.origin.at(now);
+        Saved {
+            snapshot: cell.budget.snapshot(),
+            at,
+        }
+    }
+
+    /// A shared budget resumed at `now` from `saved` (checked and rebuilt by
+    /// [`RetryBudget::restore`]), its clock set so that the moment it was saved
+    /// is `now`: the deposits and withdrawals of a Finagle window age from there.
+    ///
+    /// # Errors
+    /// The [`SnapshotError`] naming the field a corrupt or inconsistent snapshot
+    /// gets wrong.
+    pub fn restore(
+        saved: &Saved<BudgetSnapshot>,
+        now: Instant,
+    ) -> Result<SharedBudget, SnapshotError> {
+        let budget = RetryBudget::restore(&saved.snapshot)?;
+        Ok(SharedBudget::with_origin(
+            budget,
+            Origin::resumed(saved.at, now),
+        ))
     }
 
     /// The tokens in the bucket as of the latest step it was told.
@@ -130,6 +188,17 @@ impl Budget for SharedBudget {
         let mut cell = self.lock();
         let at = cell.origin.at(now);
         feed_budget(&mut cell.budget, machine, event, action, at)
+    }
+
+    fn feed_hedge(
+        &self,
+        event: HedgeEvent,
+        action: HedgeAction,
+        now: Instant,
+    ) -> Option<HedgeEvent> {
+        let mut cell = self.lock();
+        let at = cell.origin.at(now);
+        feed_hedge_budget(&mut cell.budget, event, action, at)
     }
 }
 

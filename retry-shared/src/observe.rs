@@ -8,7 +8,7 @@
 
 use core::time::Duration;
 
-use retry_core::{Event, FailureKind, GiveUp, SleepReason, Transition};
+use retry_core::{Event, FailureKind, GiveUp, Recorded, RejectReason, SleepReason, Transition};
 
 /// Whether anything is observed: without either feature, the driver skips the
 /// bookkeeping that only feeds traces and metrics.
@@ -16,7 +16,7 @@ pub(crate) const ENABLED: bool = cfg!(any(feature = "tracing", feature = "metric
 
 /// Every metric the adapters record, with its unit and what it counts, as
 /// [`describe_metrics`] registers them: (name, unit, description).
-pub const METRICS: [(&str, &str, &str); 4] = [
+pub const METRICS: [(&str, &str, &str); 5] = [
     (
         "retry.attempt.total",
         "count",
@@ -39,6 +39,11 @@ pub const METRICS: [(&str, &str, &str); 4] = [
         "milliseconds",
         "How long the calls a circuit breaker admitted ran",
     ),
+    (
+        "circuit_breaker.call.rejected.total",
+        "count",
+        "Calls a circuit breaker did not permit, by reason (open, probes busy, forced open)",
+    ),
 ];
 
 /// Registers the description and unit of every metric the adapters record (see
@@ -49,11 +54,12 @@ pub fn describe_metrics() {
     #[cfg(feature = "metrics")]
     {
         use metrics::Unit;
-        let [attempts, delays, changes, durations] = METRICS;
+        let [attempts, delays, changes, durations, rejected] = METRICS;
         metrics::describe_counter!(attempts.0, Unit::Count, attempts.2);
         metrics::describe_histogram!(delays.0, Unit::Milliseconds, delays.2);
         metrics::describe_counter!(changes.0, Unit::Count, changes.2);
         metrics::describe_histogram!(durations.0, Unit::Milliseconds, durations.2);
+        metrics::describe_counter!(rejected.0, Unit::Count, rejected.2);
     }
 }
 
@@ -144,6 +150,10 @@ pub(crate) fn gave_up(give_up: &GiveUp, elapsed: Duration) {
 #[inline]
 pub(crate) fn transition(transition: &Transition) {
     #[cfg(feature = "tracing")]
+    if transition.cause == retry_core::TransitionCause::Reset {
+        tracing::info!(from = transition.from.name(), "circuit breaker reset");
+    }
+    #[cfg(feature = "tracing")]
     tracing::info!(
         from = transition.from.name(),
         to = transition.to.name(),
@@ -157,6 +167,47 @@ pub(crate) fn transition(transition: &Transition) {
         "to" => transition.to.name()
     )
     .increment(1);
+}
+
+/// The breaker did not permit a call (`circuit_breaker.call.rejected.total`, by
+/// reason).
+#[inline]
+pub(crate) fn call_rejected(reason: RejectReason) {
+    #[cfg(feature = "tracing")]
+    tracing::debug!(
+        reason = reason.code(),
+        "circuit breaker: call not permitted"
+    );
+    #[cfg(feature = "metrics")]
+    metrics::with_recorder(|r| {
+        r.register_counter(keys::rejected(reason), &keys::METADATA)
+            .increment(1);
+    });
+}
+
+/// What the breaker made of an outcome: ignored, or a rate over its threshold.
+#[inline]
+pub(crate) fn recorded(recorded: &Recorded) {
+    #[cfg(not(feature = "tracing"))]
+    let _ = recorded;
+    #[cfg(feature = "tracing")]
+    {
+        if let Some(why) = recorded.ignored {
+            tracing::debug!(reason = why.code(), "circuit breaker: outcome ignored");
+        }
+        if let Some(rate) = recorded.exceeded.failure_rate {
+            tracing::warn!(
+                rate_basis_points = rate.basis_points(),
+                "circuit breaker: failure rate exceeded"
+            );
+        }
+        if let Some(rate) = recorded.exceeded.slow_call_rate {
+            tracing::warn!(
+                rate_basis_points = rate.basis_points(),
+                "circuit breaker: slow-call rate exceeded"
+            );
+        }
+    }
 }
 
 /// A call the breaker admitted ran for `took`.
@@ -232,6 +283,20 @@ mod keys {
 
     pub(super) static CALL_DURATION: Key =
         Key::from_static_name("circuit_breaker.call.duration_ms");
+
+    labelled!("circuit_breaker.call.rejected.total", "reason":
+        "breaker.open" => REJECTED_OPEN,
+        "breaker.probes_busy" => REJECTED_PROBES_BUSY,
+        "breaker.forced_open" => REJECTED_FORCED_OPEN,
+    );
+
+    pub(super) fn rejected(reason: retry_core::RejectReason) -> &'static Key {
+        match reason {
+            retry_core::RejectReason::Open => &REJECTED_OPEN,
+            retry_core::RejectReason::ProbesBusy => &REJECTED_PROBES_BUSY,
+            retry_core::RejectReason::ForcedOpen => &REJECTED_FORCED_OPEN,
+        }
+    }
 
     pub(super) fn attempt(outcome: &str) -> Option<&'static Key> {
         Some(match outcome {

@@ -32,22 +32,43 @@ pub enum Slept {
     Cancelled,
 }
 
-/// The time base of a shared machine: the moment it was first used. Calls that
-/// start at different moments, on any thread or task, agree on its clock.
+/// The time base of a shared machine: the moment it was first used, and the
+/// point of the machine's clock that moment is (zero for a new machine; the point
+/// a snapshot was taken at for a restored one, so that the time between saving
+/// and restoring counts as none). Calls that start at different moments, on any
+/// thread or task, agree on its clock.
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Origin(Option<Instant>);
+pub(crate) struct Origin {
+    start: Option<Instant>,
+    offset: retry_core::Instant,
+}
 
 impl Origin {
+    /// The clock of a machine restored at `now` from a snapshot taken at `at` on
+    /// its own clock: `now` is `at`.
+    pub(crate) fn resumed(at: retry_core::Instant, now: Instant) -> Origin {
+        Origin {
+            start: Some(now),
+            offset: at,
+        }
+    }
+
     /// `now` on the shared clock (fixing the origin at the first use).
     pub(crate) fn at(&mut self, now: Instant) -> retry_core::Instant {
-        let origin = *self.0.get_or_insert(now);
-        retry_core::Instant::from_duration(now.saturating_duration_since(origin))
+        let origin = *self.start.get_or_insert(now);
+        self.offset
+            .saturating_add(now.saturating_duration_since(origin))
     }
 
     /// The instant of a point on the shared clock (`None` before the first use,
     /// or past what `Instant` can represent).
     pub(crate) fn instant(self, at: retry_core::Instant) -> Option<Instant> {
-        self.0?.checked_add(at.as_duration())
+        let start = self.start?;
+        if at >= self.offset {
+            start.checked_add(at.saturating_duration_since(self.offset))
+        } else {
+            start.checked_sub(self.offset.saturating_duration_since(at))
+        }
     }
 }
 

@@ -102,3 +102,85 @@ fn a_waiting_call_probes_once_the_breaker_half_opens() {
         Some(SleepReason::Curve)
     );
 }
+
+/// A breaker and a budget saved in one "process" (one clock) and resumed in
+/// another (a clock that starts afresh): the open breaker turns calls away for
+/// exactly what was left of its open period, then probes and closes; the budget
+/// resumes with the tokens it had.
+#[cfg(feature = "serde")]
+#[test]
+fn a_saved_breaker_and_budget_resume_in_another_process() {
+    use retry_core::{BreakerSnapshot, BudgetConfig, BudgetSnapshot, ManualState, Tokens};
+    use retry_std::retry_shared::Saved;
+    use retry_std::Clock;
+    use retry_std::SharedBudget;
+
+    let first = ManualClock::new();
+    let breaker =
+        SharedBreaker::new(BreakerConfig::basic(2, Duration::from_secs(5), 1).unwrap()).unwrap();
+    let budget = SharedBudget::new(BudgetConfig::aws_standard());
+    let retry = Retry::<&str>::new(
+        RetryPolicy::builder()
+            .max_attempts(3)
+            .backoff(Backoff::constant(Duration::from_millis(100)))
+            .jitter(Jitter::None)
+            .use_retry_budget(true)
+            .build()
+            .unwrap(),
+    )
+    .clock(first.clone())
+    .sleeper(first.sleeper())
+    .breaker(breaker.clone())
+    .budget(budget.clone());
+    let _ = retry.call(|_| Err::<(), _>("down"));
+    assert_eq!(breaker.state(), BreakerState::Open);
+    assert_eq!(budget.tokens(), Tokens::from_whole(490)); // two retries, 5 tokens each
+    first.advance(Duration::from_secs(1));
+    let breaker_text = serde_json::to_string(&breaker.save(first.now())).unwrap();
+    let budget_text = serde_json::to_string(&budget.save(first.now())).unwrap();
+
+    // Another process: its own clock, its own origin.
+    let second = ManualClock::new();
+    second.advance(Duration::from_secs(3_600));
+    let saved: Saved<BreakerSnapshot> = serde_json::from_str(&breaker_text).unwrap();
+    let resumed = SharedBreaker::restore(&saved, second.now()).unwrap();
+    let saved: Saved<BudgetSnapshot> = serde_json::from_str(&budget_text).unwrap();
+    let resumed_budget = SharedBudget::restore(&saved, second.now()).unwrap();
+    assert_eq!(resumed.state(), BreakerState::Open);
+    assert_eq!(resumed_budget.tokens(), Tokens::from_whole(490));
+    let retry = Retry::<&str>::new(policy(3, CircuitOpen::GiveUp))
+        .clock(second.clone())
+        .sleeper(second.sleeper())
+        .breaker(resumed.clone());
+    // Opened at 0.1 s for 5 s; saved at 1.2 s (a second sleep of 0.1 s, a
+    // rejected third attempt, 1 s more): 3.9 s left.
+    let err = retry
+        .call(|_| -> Result<(), &str> { panic!("must not run") })
+        .unwrap_err();
+    assert_eq!(
+        err.reason(),
+        GiveUpReason::CircuitOpen {
+            wait: Some(Duration::from_millis(3_900))
+        }
+    );
+    assert_eq!(resumed.metrics(second.now()).rejected, 2);
+    second.advance(Duration::from_millis(3_900));
+    assert_eq!(retry.call(|_| Ok::<_, &str>(7)).unwrap().value, 7);
+    assert_eq!(resumed.state(), BreakerState::Closed);
+    // The operator's levers on the shared breaker.
+    assert_eq!(
+        resumed.ensure(ManualState::Closed, second.now()).unwrap(),
+        None
+    );
+    let t = resumed.reset(second.now());
+    assert_eq!(t.cause.code(), "breaker.reset");
+    // A corrupt snapshot is a typed error naming the field.
+    let bad = breaker_text.replace("\"version\":1", "\"version\":7");
+    let saved: Saved<BreakerSnapshot> = serde_json::from_str(&bad).unwrap();
+    assert_eq!(
+        SharedBreaker::restore(&saved, second.now())
+            .unwrap_err()
+            .field(),
+        "version"
+    );
+}

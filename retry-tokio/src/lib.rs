@@ -13,10 +13,13 @@
 //!   shared by many tasks, and by blocking threads using `retry-std` in the same
 //!   program (they are the same types). Their time is `std::time::Instant`; this
 //!   crate converts tokio's with `into_std`, which keeps paused time consistent.
+//! - [`Hedge`]: send extra copies of a slow idempotent call and keep the first
+//!   good answer; the copies run concurrently in the calling task.
 //! - [`RetryStreamExt`]: map a stream through a retried operation with bounded
 //!   concurrency.
-//! - `tower` feature: [`tower::RetryLayer`] and [`tower::BreakerLayer`], which
-//!   judge errors and responses alike (a client's 503 is an `Ok` response).
+//! - `tower` feature: [`tower::RetryLayer`], [`tower::HedgeLayer`] and
+//!   [`tower::BreakerLayer`]; the retry and breaker layers judge errors and
+//!   responses alike (a client's 503 is an `Ok` response).
 //! - `http` feature: [`http`] classifies responses in one line.
 //! - `reqwest` feature: [`reqwest`] sends a request and judges the outcome
 //!   (status, retry headers, transport errors by method) in one call.
@@ -75,6 +78,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 
+mod hedge;
 mod retry;
 mod stream;
 
@@ -87,6 +91,7 @@ pub mod reqwest;
 #[cfg(feature = "tower")]
 pub mod tower;
 
+pub use hedge::{CopyContext, Hedge, Hedged};
 pub use retry::{retry, AttemptContext, Retry};
 pub use retry_core::{RetryError, Success};
 pub use retry_shared::{

@@ -351,6 +351,20 @@ impl<E> Retry<E> {
     }
 }
 
+impl AttemptContext {
+    /// What a recreated request is told about a hedged copy: its number as the
+    /// attempt (the first copy is attempt 1), no deadline of its own.
+    #[cfg(feature = "tower")]
+    pub(crate) fn for_copy(copy: &crate::CopyContext) -> AttemptContext {
+        AttemptContext {
+            attempt: copy.copy(),
+            deadline: None,
+            replays_non_idempotent: copy.replays_non_idempotent(),
+            cancel: copy.cancel_token().cloned(),
+        }
+    }
+}
+
 /// What attempt `attempt` is told about itself.
 pub(crate) fn context(attempt: &retry_shared::Attempt, cancel: Cancel<'_>) -> AttemptContext {
     AttemptContext {

@@ -1,5 +1,6 @@
 //! Tower middleware (feature `tower`): [`RetryLayer`] retries a service's calls
-//! under a [`Retry`], and [`BreakerLayer`] puts a [`SharedBreaker`](crate::SharedBreaker)
+//! under a [`Retry`], [`HedgeLayer`] hedges them under a [`Hedge`](crate::Hedge)
+//! (in `tower/hedge.rs`), and [`BreakerLayer`] puts a [`SharedBreaker`](crate::SharedBreaker)
 //! (or any other [`Breaker`]) in front of a service, failing fast with
 //! [`BreakerServiceError::CircuitOpen`] while it is open.
 //!
@@ -25,12 +26,17 @@ use tower::{Layer, Service};
 use crate::retry::{context, run_attempt, sleep_until, Cancel, Retry, TokioClock};
 use crate::AttemptContext;
 
+mod hedge;
+
+pub use hedge::{HedgeLayer, HedgeService};
+
 /// A boxed, sendable future, as the services here return.
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-/// How a [`RetryService`] makes a fresh request for each attempt from the
-/// original one, knowing which attempt it is for (to stamp a retry count, say:
-/// see `RetryCountHeader` with the `http` feature).
+/// How a [`RetryService`] (or a [`HedgeService`]) makes a fresh request for each
+/// attempt from the original one, knowing which attempt it is for (to stamp a
+/// retry count, say: see `RetryCountHeader` with the `http` feature). A hedged
+/// copy is told its copy number as the attempt, with no deadline.
 pub trait Recreate<Req> {
     /// The request for the attempt `attempt` describes.
     fn recreate(&self, original: &Req, attempt: &AttemptContext) -> Req;

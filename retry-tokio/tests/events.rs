@@ -1,42 +1,34 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
-//! The tracing events, read back through a small in-memory subscriber: an
-//! ended attempt carries its failure's kind, durations are fixed-precision
-//! milliseconds, and a sleep says why it is as long as it is.
+//! The breaker's events as tracing events, read back through a small capturing
+//! subscriber: call not permitted, outcome ignored, failure rate and slow-call
+//! rate exceeded, reset.
 #![cfg(feature = "tracing")]
 
-use core::fmt;
 use core::time::Duration;
 use std::sync::{Arc, Mutex};
 
-use retry_core::{Backoff, Failure, FailureKind, Jitter, Resolution, RetryPolicy};
-use retry_tokio::Retry;
+use retry_core::{BreakerConfig, CallOutcome, ManualState, Rate};
+use retry_tokio::retry_shared::{Breaker, Gate};
+use retry_tokio::SharedBreaker;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
 
-/// Every event: its fields as (name, value as text).
-type Events = Arc<Mutex<Vec<Vec<(String, String)>>>>;
+/// Every event's message.
+#[derive(Clone, Default)]
+struct Messages(Arc<Mutex<Vec<String>>>);
 
-#[derive(Default)]
-struct Memory {
-    events: Events,
-}
+struct Message<'a>(&'a mut String);
 
-struct Fields(Vec<(String, String)>);
-
-impl Visit for Fields {
-    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        self.0.push((field.name().to_owned(), format!("{value:?}")));
-    }
-    fn record_f64(&mut self, field: &Field, value: f64) {
-        self.0.push((field.name().to_owned(), value.to_string()));
-    }
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.push((field.name().to_owned(), value.to_owned()));
+impl Visit for Message<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn core::fmt::Debug) {
+        if field.name() == "message" {
+            *self.0 = format!("{value:?}");
+        }
     }
 }
 
-impl Subscriber for Memory {
+impl Subscriber for Messages {
     fn enabled(&self, _: &Metadata<'_>) -> bool {
         true
     }
@@ -46,91 +38,57 @@ impl Subscriber for Memory {
     fn record(&self, _: &Id, _: &Record<'_>) {}
     fn record_follows_from(&self, _: &Id, _: &Id) {}
     fn event(&self, event: &Event<'_>) {
-        let mut fields = Fields(Vec::new());
-        event.record(&mut fields);
-        self.events.lock().unwrap().push(fields.0);
+        let mut text = String::new();
+        event.record(&mut Message(&mut text));
+        self.0.lock().unwrap().push(text);
     }
     fn enter(&self, _: &Id) {}
     fn exit(&self, _: &Id) {}
 }
 
-fn field<'a>(event: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    event
-        .iter()
-        .find(|(n, _)| n == name)
-        .map(|(_, v)| v.as_str())
-}
-
 #[test]
-fn attempt_events_carry_the_failure_kind_and_whole_microsecond_milliseconds() {
-    let subscriber = Memory::default();
-    let events = Arc::clone(&subscriber.events);
-    tracing::subscriber::with_default(subscriber, || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
+fn the_breaker_events_reach_tracing() {
+    let messages = Messages::default();
+    let seen = messages.clone();
+    tracing::subscriber::with_default(messages, || {
+        let config = BreakerConfig::builder()
+            .failure_threshold(None)
+            .failure_rate(Rate::from_percent(50))
+            .slow_call_rate(Rate::from_percent(50))
+            .slow_call_duration(Duration::from_secs(1))
+            .count_window(2)
+            .minimum_calls(2)
             .build()
-            .unwrap()
-            .block_on(async {
-                let policy = RetryPolicy::builder()
-                    .max_attempts(4)
-                    .backoff(Backoff::constant(Duration::from_nanos(333_634_999)))
-                    .jitter(Jitter::None)
-                    .resolution(Resolution::Nanos)
-                    .attempt_timeout(Duration::from_secs(5))
-                    .build()
-                    .unwrap();
-                let _ = Retry::<Failure>::new(policy)
-                    .classify(|f| *f)
-                    .call(|ctx| async move {
-                        match ctx.attempt() {
-                            1 => Err::<(), _>(
-                                Failure::retryable().with_kind(FailureKind::Status(503)),
-                            ),
-                            2 => Err(Failure::retryable().with_kind(FailureKind::Connection)),
-                            3 => core::future::pending().await,
-                            _ => Err(Failure::retry_after(Duration::from_millis(1500))),
-                        }
-                    })
-                    .await;
-            });
+            .unwrap();
+        let breaker = SharedBreaker::new(config).unwrap();
+        let t = std::time::Instant::now();
+        breaker.force(ManualState::MetricsOnly, t).unwrap();
+        for outcome in [
+            CallOutcome::failure(Duration::from_secs(2)),
+            CallOutcome::failure(Duration::from_secs(2)),
+        ] {
+            let Gate::Admitted(permit) = breaker.request(t) else {
+                panic!("metrics-only admits")
+            };
+            breaker.record(permit, outcome, t);
+        }
+        let Gate::Admitted(permit) = breaker.request(t) else {
+            panic!("metrics-only admits")
+        };
+        breaker.force(ManualState::ForcedOpen, t).unwrap();
+        breaker.record(permit, CallOutcome::success(Duration::ZERO), t); // ignored
+        assert!(matches!(breaker.request(t), Gate::Rejected { until: None }));
+        let _ = breaker.reset(t);
     });
-    let events = events.lock().unwrap();
-    let ended: Vec<(Option<&str>, Option<&str>)> = events
-        .iter()
-        .filter(|e| field(e, "message") == Some("attempt ended"))
-        .map(|e| (field(e, "outcome"), field(e, "failure")))
-        .collect();
-    assert_eq!(
-        ended,
-        [
-            (Some("failure"), Some("status 503")),
-            (Some("failure"), Some("connection")),
-            (Some("failure"), Some("timeout")),
-            (Some("exhausted"), Some("error")),
-        ]
-    );
-    let sleeps: Vec<(Option<&str>, Option<&str>)> = events
-        .iter()
-        .filter(|e| field(e, "message") == Some("sleeping before the next attempt"))
-        .map(|e| (field(e, "delay_ms"), field(e, "reason")))
-        .collect();
-    assert_eq!(
-        sleeps,
-        [
-            (Some("333.634"), Some("curve")),
-            (Some("333.634"), Some("curve")),
-            (Some("333.634"), Some("curve")),
-        ]
-    );
-    let gave_up = events
-        .iter()
-        .find(|e| field(e, "message") == Some("giving up"))
-        .unwrap();
-    // Three sleeps and one 5 s timeout, in milliseconds to the microsecond
-    // (the sleeps end on tokio's millisecond ticks, so it is not their sum).
-    let elapsed = field(gave_up, "elapsed_ms").unwrap();
-    let (whole, fraction) = elapsed.split_once('.').unwrap_or((elapsed, ""));
-    assert!(whole.parse::<u64>().unwrap() > 6000, "{elapsed}");
-    assert!(fraction.len() <= 3, "{elapsed}");
+    let seen = seen.0.lock().unwrap();
+    for wanted in [
+        "circuit breaker: failure rate exceeded",
+        "circuit breaker: slow-call rate exceeded",
+        "circuit breaker: outcome ignored",
+        "circuit breaker: call not permitted",
+        "circuit breaker reset",
+        "circuit breaker changed state",
+    ] {
+        assert!(seen.iter().any(|m| m == wanted), "{wanted} not in {seen:?}");
+    }
 }

@@ -192,7 +192,8 @@ fn every_metric_has_a_description_and_a_unit() {
             "retry.attempt.total",
             "retry.attempt.delay_ms",
             "circuit_breaker.state_change.total",
-            "circuit_breaker.call.duration_ms"
+            "circuit_breaker.call.duration_ms",
+            "circuit_breaker.call.rejected.total"
         ]
     );
     for (name, unit, text) in described.iter() {
@@ -345,4 +346,48 @@ fn durations_are_whole_microseconds_of_a_millisecond() {
         .collect();
     assert_eq!(delays, [333.634]);
     assert_eq!(delays[0].to_string(), "333.634");
+}
+
+#[test]
+fn rejected_calls_are_counted_by_reason() {
+    let recorder = Memory::default();
+    let log = Arc::clone(&recorder.log);
+    metrics::with_local_recorder(&recorder, || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let policy = RetryPolicy::builder()
+                .max_attempts(1)
+                .jitter(Jitter::None)
+                .build()
+                .unwrap();
+            let breaker: SharedBreaker =
+                SharedBreaker::new(BreakerConfig::basic(1, Duration::from_secs(9), 1).unwrap())
+                    .unwrap();
+            let retry = Retry::<()>::new(policy).breaker(breaker.clone());
+            let _ = retry.call(|_ctx| async { Err::<(), ()>(()) }).await; // trips
+            for _ in 0..3 {
+                let _ = retry.call(|_ctx| async { Ok::<_, ()>(()) }).await;
+            }
+            let now = tokio::time::Instant::now().into_std();
+            breaker
+                .force(retry_core::ManualState::ForcedOpen, now)
+                .unwrap();
+            let _ = retry.call(|_ctx| async { Ok::<_, ()>(()) }).await;
+            assert_eq!(breaker.metrics(now).rejected, 4);
+        });
+    });
+    let log = log.lock().unwrap();
+    let count = |reason: &str| {
+        log.iter()
+            .filter(|(n, l, _)| {
+                n == "circuit_breaker.call.rejected.total" && *l == labels(&[("reason", reason)])
+            })
+            .count()
+    };
+    assert_eq!(count("breaker.open"), 3);
+    assert_eq!(count("breaker.forced_open"), 1);
 }

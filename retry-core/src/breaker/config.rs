@@ -3,6 +3,7 @@
 //! [`BreakerConfigBuilder`].
 
 use core::fmt;
+use core::num::NonZeroU64;
 use core::time::Duration;
 
 use super::BreakerError;
@@ -102,13 +103,72 @@ impl fmt::Display for Window {
     }
 }
 
+/// How a half-open breaker's probes decide between closing and re-opening.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum HalfOpenVerdict {
+    /// At most `half_open_permits` probes at a time; any failed probe (or slow one,
+    /// when the slow-call rule is on) re-opens the breaker, and
+    /// `success_threshold` good probes in a row close it.
+    #[default]
+    Consecutive,
+    /// `probes` probes in all (at most `half_open_permits` of them at a time; a
+    /// released probe gives its place back); once every one of them has reported,
+    /// their failure rate and slow-call rate are held to the closed state's
+    /// thresholds: either rate at or above its threshold re-opens the breaker,
+    /// otherwise it closes. Needs a failure-rate or slow-call-rate rule.
+    Rates {
+        /// How many probes are judged together.
+        probes: u32,
+    },
+}
+
+impl fmt::Display for HalfOpenVerdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HalfOpenVerdict::Consecutive => f.write_str("consecutive"),
+            HalfOpenVerdict::Rates { probes } => write!(f, "rates over {probes} probe(s)"),
+        }
+    }
+}
+
+/// What a half-open breaker does when its maximum wait
+/// ([`BreakerConfigBuilder::max_half_open_wait`]) passes before its probes have
+/// decided.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum HalfOpenTimeout {
+    /// Open again, for the next open duration of the curve.
+    #[default]
+    Reopen,
+    /// Close, with a clean window.
+    Close,
+}
+
+impl fmt::Display for HalfOpenTimeout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            HalfOpenTimeout::Reopen => "re-open",
+            HalfOpenTimeout::Close => "close",
+        })
+    }
+}
+
 /// A validated breaker config. Build one with [`BreakerConfig::builder`], or
 /// [`BreakerConfig::basic`] for the plain consecutive-failure rule.
 ///
 /// Defaults: trip at 5 consecutive failures, no rate rules and no window, rates
 /// judged from 10 calls on, calls slower than 60 s count as slow, open for a
 /// constant 30 s (capped at 5 min, no jitter, seed 0), 1 half-open probe at a
-/// time, 1 successful probe closes.
+/// time, 1 successful probe closes ([`HalfOpenVerdict::Consecutive`]), no
+/// maximum wait in half-open (re-open when one is set and passes).
+///
+/// # `minimum_calls` and a count window
+/// A `minimum_calls` above a count window's size is refused
+/// ([`BreakerError::MinimumAboveWindow`]) rather than cut down to the window:
+/// the window could never hold that many calls, so the config asks for a rate
+/// rule that could never fire, and saying so beats quietly judging from fewer
+/// calls than written. Set `minimum_calls` to the window's size to judge once
+/// the window is full. (A time window holds any number of calls: any minimum
+/// goes.)
 ///
 /// ```
 /// use core::time::Duration;
@@ -143,6 +203,13 @@ pub struct BreakerConfig {
     seed: u64,
     half_open_permits: u32,
     success_threshold: u32,
+    /// The rates verdict's number of probes; 0 for the consecutive verdict
+    /// (kept as a plain count so that the config stays within 160 bytes).
+    rates_over_probes: u32,
+    /// The half-open maximum wait in nanoseconds, if any (a plain count for
+    /// the same reason; waits past 584 years saturate).
+    max_half_open_wait: Option<NonZeroU64>,
+    half_open_timeout: HalfOpenTimeout,
 }
 
 impl Default for BreakerConfig {
@@ -160,6 +227,9 @@ impl Default for BreakerConfig {
             seed: 0,
             half_open_permits: 1,
             success_threshold: 1,
+            rates_over_probes: 0,
+            max_half_open_wait: None,
+            half_open_timeout: HalfOpenTimeout::Reopen,
         }
     }
 }
@@ -169,12 +239,18 @@ impl BreakerConfig {
     pub fn builder() -> BreakerConfigBuilder {
         BreakerConfigBuilder {
             config: BreakerConfig::default(),
+            zero_probes: false,
+            zero_wait: false,
         }
     }
 
     /// A builder starting from this config, to derive a variant of it.
     pub fn to_builder(&self) -> BreakerConfigBuilder {
-        BreakerConfigBuilder { config: *self }
+        BreakerConfigBuilder {
+            config: *self,
+            zero_probes: false,
+            zero_wait: false,
+        }
     }
 
     /// The TypeScript package's rule, exactly: closed → open at
@@ -269,10 +345,32 @@ impl BreakerConfig {
     pub const fn half_open_permits(&self) -> u32 {
         self.half_open_permits
     }
-    /// How many consecutive successful probes close a half-open breaker.
+    /// How many consecutive successful probes close a half-open breaker (under
+    /// [`HalfOpenVerdict::Consecutive`]).
     #[must_use]
     pub const fn success_threshold(&self) -> u32 {
         self.success_threshold
+    }
+    /// How half-open probes decide.
+    #[must_use]
+    pub const fn half_open_verdict(&self) -> HalfOpenVerdict {
+        match self.rates_over_probes {
+            0 => HalfOpenVerdict::Consecutive,
+            probes => HalfOpenVerdict::Rates { probes },
+        }
+    }
+    /// The longest a breaker stays half-open before deciding on its own, if set.
+    #[must_use]
+    pub const fn max_half_open_wait(&self) -> Option<Duration> {
+        match self.max_half_open_wait {
+            Some(nanos) => Some(Duration::from_nanos(nanos.get())),
+            None => None,
+        }
+    }
+    /// What a half-open breaker does when its maximum wait passes.
+    #[must_use]
+    pub const fn half_open_timeout(&self) -> HalfOpenTimeout {
+        self.half_open_timeout
     }
 
     /// How long the breaker stays open the `reopen`-th time in a row (1-based; 0
@@ -395,6 +493,12 @@ impl BreakerConfig {
                 field: "success_threshold",
             });
         }
+        if self.rates_over_probes > 0
+            && self.failure_rate.is_none()
+            && self.slow_call_rate.is_none()
+        {
+            return Err(BreakerError::VerdictWithoutRate);
+        }
         Ok(())
     }
 
@@ -462,7 +566,23 @@ impl fmt::Display for BreakerConfig {
         } else {
             write!(f, "; half-open probes {}", self.half_open_permits)?;
         }
-        write!(f, ", close after {} success(es)", self.success_threshold)
+        match self.half_open_verdict() {
+            HalfOpenVerdict::Consecutive => {
+                write!(f, ", close after {} success(es)", self.success_threshold)?;
+            }
+            HalfOpenVerdict::Rates { probes } => {
+                write!(f, ", judged by rates over {probes} probe(s)")?;
+            }
+        }
+        if let Some(wait) = self.max_half_open_wait() {
+            write!(
+                f,
+                ", {} after {} half-open",
+                self.half_open_timeout,
+                D(wait)
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -471,6 +591,10 @@ impl fmt::Display for BreakerConfig {
 #[must_use]
 pub struct BreakerConfigBuilder {
     config: BreakerConfig,
+    /// `half_open_verdict(Rates { probes: 0 })` was asked for.
+    zero_probes: bool,
+    /// `max_half_open_wait(Duration::ZERO)` was asked for.
+    zero_wait: bool,
 }
 
 impl BreakerConfigBuilder {
@@ -544,9 +668,45 @@ impl BreakerConfigBuilder {
         self.config.half_open_permits = n;
         self
     }
-    /// How many consecutive successful probes close a half-open breaker.
+    /// How many consecutive successful probes close a half-open breaker (under
+    /// [`HalfOpenVerdict::Consecutive`]).
     pub fn success_threshold(mut self, n: u32) -> Self {
         self.config.success_threshold = n;
+        self
+    }
+    /// How half-open probes decide (default [`HalfOpenVerdict::Consecutive`]).
+    pub fn half_open_verdict(mut self, verdict: HalfOpenVerdict) -> Self {
+        match verdict {
+            HalfOpenVerdict::Consecutive => {
+                self.zero_probes = false;
+                self.config.rates_over_probes = 0;
+            }
+            HalfOpenVerdict::Rates { probes } => {
+                // Zero probes could never judge: refused by `build`.
+                self.zero_probes = probes == 0;
+                self.config.rates_over_probes = probes;
+            }
+        }
+        self
+    }
+    /// The longest a breaker stays half-open, or `None` for no limit (the
+    /// default). Once it has passed, the first request decides as
+    /// [`on_half_open_timeout`](Self::on_half_open_timeout) says, and until then
+    /// a request rejected in half-open is told that time. A breaker whose probes
+    /// never report (a lost permit, a hung call) then cannot stay half-open for
+    /// ever.
+    pub fn max_half_open_wait(mut self, wait: impl Into<Option<Duration>>) -> Self {
+        let wait = wait.into();
+        // A zero wait is refused by `build`.
+        self.zero_wait = wait == Some(Duration::ZERO);
+        self.config.max_half_open_wait =
+            wait.and_then(|d| NonZeroU64::new(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)));
+        self
+    }
+    /// What a half-open breaker does when its maximum wait passes (default
+    /// [`HalfOpenTimeout::Reopen`]).
+    pub fn on_half_open_timeout(mut self, timeout: HalfOpenTimeout) -> Self {
+        self.config.half_open_timeout = timeout;
         self
     }
 
@@ -557,6 +717,16 @@ impl BreakerConfigBuilder {
     /// [`BreakerConfig::validate`]).
     pub fn build(self) -> Result<BreakerConfig, BreakerError> {
         self.config.validate()?;
+        if self.zero_probes {
+            return Err(BreakerError::Zero {
+                field: "half_open_verdict.probes",
+            });
+        }
+        if self.zero_wait {
+            return Err(BreakerError::ZeroDuration {
+                field: "max_half_open_wait",
+            });
+        }
         Ok(self.config)
     }
 }

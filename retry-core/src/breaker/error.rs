@@ -1,11 +1,11 @@
 //! [`BreakerError`]: an invalid breaker config, a window too big for its storage,
-//! or a manual transition the table forbids.
+//! or an operator's request the breaker refuses.
 
 use core::fmt;
 use core::time::Duration;
 
 use super::BreakerState;
-use crate::{DisplayDuration as D, PolicyError};
+use crate::{DisplayDuration as D, Instant, PolicyError};
 
 /// Why a breaker config, a breaker or a manual transition was refused. Every
 /// variant names the field it is about ([`BreakerError::field`]) and has a stable
@@ -86,6 +86,19 @@ pub enum BreakerError {
         /// The requested state.
         to: BreakerState,
     },
+    /// [`HalfOpenVerdict::Rates`](crate::HalfOpenVerdict::Rates) was chosen
+    /// without a failure-rate or slow-call-rate rule to judge the probes by.
+    VerdictWithoutRate,
+    /// An operator asked to open the breaker until an instant that is not after
+    /// `now`; the breaker is unchanged.
+    NotAfterNow {
+        /// The field (`open_until`).
+        field: &'static str,
+        /// The instant asked for.
+        until: Instant,
+        /// The time of the request.
+        now: Instant,
+    },
 }
 
 impl BreakerError {
@@ -99,11 +112,13 @@ impl BreakerError {
             | BreakerError::RateOutOfRange { field, .. }
             | BreakerError::MissingWindow { field }
             | BreakerError::InvalidCurve { field, .. }
-            | BreakerError::WindowTooLarge { field, .. } => field,
+            | BreakerError::WindowTooLarge { field, .. }
+            | BreakerError::NotAfterNow { field, .. } => field,
             BreakerError::MinimumAboveWindow { .. } => "minimum_calls",
             BreakerError::NoTripRule => "failure_threshold",
             BreakerError::MaxBelowInitial { .. } => "max_open_duration",
             BreakerError::IllegalTransition { .. } => "state",
+            BreakerError::VerdictWithoutRate => "half_open_verdict",
         }
     }
 
@@ -121,6 +136,8 @@ impl BreakerError {
             BreakerError::InvalidCurve { .. } => "breaker.invalid_curve",
             BreakerError::WindowTooLarge { .. } => "breaker.window_too_large",
             BreakerError::IllegalTransition { .. } => "breaker.illegal_transition",
+            BreakerError::VerdictWithoutRate => "breaker.verdict_without_rate",
+            BreakerError::NotAfterNow { .. } => "breaker.not_after_now",
         }
     }
 }
@@ -144,7 +161,7 @@ impl fmt::Display for BreakerError {
             }
             BreakerError::MinimumAboveWindow { minimum, calls } => write!(
                 f,
-                "minimum_calls: {minimum} is above the window's {calls} calls, so no rate could be judged"
+                "minimum_calls: {minimum} is above the window's {calls} calls, so no rate could be judged (set it to at most {calls})"
             ),
             BreakerError::NoTripRule => f.write_str(
                 "failure_threshold: no trip rule is set (consecutive failures, failure rate or slow-call rate)",
@@ -167,6 +184,13 @@ impl fmt::Display for BreakerError {
             BreakerError::IllegalTransition { from, to } => {
                 write!(f, "state: no manual transition from {from} to {to}; nothing changed")
             }
+            BreakerError::VerdictWithoutRate => f.write_str(
+                "half_open_verdict: judging probes by rates needs a failure_rate or slow_call_rate rule",
+            ),
+            BreakerError::NotAfterNow { field, until, now } => write!(
+                f,
+                "{field}: {until} is not after now ({now}); nothing changed"
+            ),
         }
     }
 }

@@ -2,10 +2,11 @@
 //! machine, with fixed-size windows and no clock.
 //!
 //! This file holds the machine, its states and its answers. Beside it: the
-//! configuration and its builder (`config.rs`), the errors a bad configuration is
-//! refused with (`error.rs`), the count and time windows that outcomes are
-//! recorded in (`window.rs`), and the scripted simulator with its printable
-//! timeline (`sim.rs`).
+//! configuration and its builder (`config.rs`), the errors a bad configuration or
+//! an operator's request is refused with (`error.rs`), what an outcome did and
+//! the dashboard's readings (`report.rs`), the count and time windows that
+//! outcomes are recorded in (`window.rs`), the scripted simulator with its
+//! printable timeline (`sim.rs`), and the versioned snapshot (`snapshot.rs`).
 
 use core::fmt;
 use core::time::Duration;
@@ -14,14 +15,20 @@ use crate::Instant;
 
 mod config;
 mod error;
+mod report;
 mod sim;
+mod snapshot;
 mod window;
 
-pub use config::{BreakerConfig, BreakerConfigBuilder, Rate, Window};
+pub use config::{
+    BreakerConfig, BreakerConfigBuilder, HalfOpenTimeout, HalfOpenVerdict, Rate, Window,
+};
 pub use error::BreakerError;
+pub use report::{BreakerMetrics, Exceeded, Ignored, RateReading, Recorded};
 pub use sim::{
     BreakerInput, BreakerOutput, BreakerRow, BreakerSimulation, BreakerStep, BreakerTimeline,
 };
+pub use snapshot::BreakerSnapshot;
 pub use window::WindowStats;
 
 use window::{BucketRing, CountRing};
@@ -103,7 +110,8 @@ impl BreakerState {
     }
 
     /// Whether an operator may move the breaker from `self` to `to` with
-    /// [`CircuitBreaker::force`].
+    /// [`CircuitBreaker::force`] (or [`CircuitBreaker::ensure`], when it is not
+    /// already there).
     #[must_use]
     pub fn may_be_forced_to(self, to: ManualState) -> bool {
         self.cell(to.state()) & MANUAL != 0
@@ -123,24 +131,36 @@ const BOTH: u8 = AUTO | MANUAL;
 
 /// The legal transitions, `TRANSITIONS[from][to]` in the order of
 /// [`BreakerState::ALL`]: `AUTO` the breaker makes on its own, `MANUAL` an
-/// operator may ask for. Every manual request is legal except to the state the
-/// breaker is already in; nobody can force `Open` or `HalfOpen`.
+/// operator may ask for. An operator may re-enter any state (the diagonal), and
+/// go anywhere but from closed to half-open and from metrics-only to open or
+/// half-open (a breaker that only watches is never made to reject by its own
+/// probes; force it open instead).
 #[rustfmt::skip]
 const TRANSITIONS: [[u8; 6]; 6] = [
-    //               closed  open  half-open  forced-open  disabled  metrics-only
-    /* closed */     [NO,     AUTO, NO,        MANUAL,      MANUAL,   MANUAL],
-    /* open */       [MANUAL, NO,   AUTO,      MANUAL,      MANUAL,   MANUAL],
-    /* half-open */  [BOTH,   AUTO, NO,        MANUAL,      MANUAL,   MANUAL],
-    /* forced-open */[MANUAL, NO,   NO,        NO,          MANUAL,   MANUAL],
-    /* disabled */   [MANUAL, NO,   NO,        MANUAL,      NO,       MANUAL],
-    /* metrics-only*/[MANUAL, NO,   NO,        MANUAL,      MANUAL,   NO],
+    //               closed  open    half-open  forced-open  disabled  metrics-only
+    /* closed */     [MANUAL, BOTH,   NO,        MANUAL,      MANUAL,   MANUAL],
+    /* open */       [MANUAL, MANUAL, BOTH,      MANUAL,      MANUAL,   MANUAL],
+    /* half-open */  [BOTH,   BOTH,   MANUAL,    MANUAL,      MANUAL,   MANUAL],
+    /* forced-open */[MANUAL, MANUAL, MANUAL,    MANUAL,      MANUAL,   MANUAL],
+    /* disabled */   [MANUAL, MANUAL, MANUAL,    MANUAL,      MANUAL,   MANUAL],
+    /* metrics-only*/[MANUAL, NO,     NO,        MANUAL,      MANUAL,   MANUAL],
 ];
 
-/// The states an operator may put a breaker in with [`CircuitBreaker::force`].
+/// The states an operator may put a breaker in with [`CircuitBreaker::force`] or
+/// [`CircuitBreaker::ensure`], or start it in with
+/// [`CircuitBreaker::starting_in`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ManualState {
     /// Back to automatic control, closed with a clean window.
     Closed,
+    /// Open for this long from now (a deploy of the dependency, say); then
+    /// half-open as after any open period. Must not be zero.
+    OpenFor(Duration),
+    /// Open until this instant; then half-open as after any open period. Must be
+    /// after `now`.
+    OpenUntil(Instant),
+    /// Half-open now: probes decide, as after an open period.
+    HalfOpen,
     /// Reject every call until told otherwise.
     ForcedOpen,
     /// Admit every call, record nothing.
@@ -155,6 +175,8 @@ impl ManualState {
     pub const fn state(self) -> BreakerState {
         match self {
             ManualState::Closed => BreakerState::Closed,
+            ManualState::OpenFor(_) | ManualState::OpenUntil(_) => BreakerState::Open,
+            ManualState::HalfOpen => BreakerState::HalfOpen,
             ManualState::ForcedOpen => BreakerState::ForcedOpen,
             ManualState::Disabled => BreakerState::Disabled,
             ManualState::MetricsOnly => BreakerState::MetricsOnly,
@@ -164,7 +186,11 @@ impl ManualState {
 
 impl fmt::Display for ManualState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.state(), f)
+        match self {
+            ManualState::OpenFor(d) => write!(f, "open for {}", crate::DisplayDuration(*d)),
+            ManualState::OpenUntil(t) => write!(f, "open until {t}"),
+            other => fmt::Display::fmt(&other.state(), f),
+        }
     }
 }
 
@@ -174,18 +200,24 @@ impl fmt::Display for ManualState {
 pub enum TransitionCause {
     /// The consecutive-failure rule tripped.
     ConsecutiveFailures,
-    /// The failure-rate rule tripped.
+    /// The failure-rate rule tripped (over the window, or over the probes under
+    /// [`HalfOpenVerdict::Rates`]).
     FailureRate,
-    /// The slow-call-rate rule tripped.
+    /// The slow-call-rate rule tripped (over the window, or over the probes).
     SlowCallRate,
     /// The open duration passed and a request arrived.
     OpenElapsed,
-    /// Enough consecutive probes succeeded.
+    /// The probes passed: enough consecutive good ones, or rates below their
+    /// thresholds under [`HalfOpenVerdict::Rates`].
     ProbesSucceeded,
     /// A probe failed (or was slow, when the slow-call rule is on).
     ProbeFailed,
+    /// The maximum wait in half-open passed before the probes decided.
+    HalfOpenTimeout,
     /// An operator asked for it.
     Manual,
+    /// An operator reset the breaker ([`CircuitBreaker::reset`]).
+    Reset,
 }
 
 impl TransitionCause {
@@ -199,7 +231,9 @@ impl TransitionCause {
             TransitionCause::OpenElapsed => "breaker.open_elapsed",
             TransitionCause::ProbesSucceeded => "breaker.probes_succeeded",
             TransitionCause::ProbeFailed => "breaker.probe_failed",
+            TransitionCause::HalfOpenTimeout => "breaker.half_open_timeout",
             TransitionCause::Manual => "breaker.manual",
+            TransitionCause::Reset => "breaker.reset",
         }
     }
 }
@@ -213,7 +247,9 @@ impl fmt::Display for TransitionCause {
             TransitionCause::OpenElapsed => "open duration elapsed",
             TransitionCause::ProbesSucceeded => "probes succeeded",
             TransitionCause::ProbeFailed => "probe failed",
+            TransitionCause::HalfOpenTimeout => "half-open wait passed",
             TransitionCause::Manual => "manual",
+            TransitionCause::Reset => "reset",
         })
     }
 }
@@ -327,15 +363,21 @@ pub enum Admission {
         /// The state change this request caused, if any.
         transition: Option<Transition>,
     },
-    /// Do not run the call. Ask again at `until` if it is set; if it is `None`
-    /// the breaker will admit only after some other input (a probe's outcome or
-    /// release, or an operator's [`CircuitBreaker::force`]). `until` is always
-    /// after the `now` of the request. A rejection changes nothing.
+    /// Do not run the call. Ask again at `until` if it is set: the end of the
+    /// open period, or, in half-open with a maximum wait, the moment the breaker
+    /// decides on its own. If it is `None` the breaker will admit only after some
+    /// other input (a probe's outcome or release, or an operator's
+    /// [`CircuitBreaker::force`]). `until` is always after the `now` of the
+    /// request. A rejection changes nothing but the count of rejected calls,
+    /// unless it reports a `transition`: a half-open breaker whose maximum wait
+    /// has passed re-opens on the request that finds it so (report it).
     Rejected {
-        /// When the breaker will next admit, if that is known.
+        /// When the breaker will next admit, or decide, if that is known.
         until: Option<Instant>,
         /// Why.
         reason: RejectReason,
+        /// The state change this request caused, if any (half-open → open).
+        transition: Option<Transition>,
     },
 }
 
@@ -376,11 +418,25 @@ impl CallOutcome {
     }
 }
 
+/// A half-open period's bookkeeping.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mode {
+pub(crate) struct Probing {
+    /// Probes admitted and not yet handed back.
+    pub(crate) in_flight: u32,
+    /// Probes admitted in this period and not released.
+    pub(crate) admitted: u32,
+    /// The probes that reported. Under the consecutive verdict every one was
+    /// good (a bad one ends the period), so their count is the streak.
+    pub(crate) results: WindowStats,
+    /// When the breaker decides on its own, if it has a maximum wait.
+    pub(crate) deadline: Option<Instant>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
     Closed,
     Open { until: Instant },
-    HalfOpen { in_flight: u32, successes: u32 },
+    HalfOpen(Probing),
     ForcedOpen,
     Disabled,
     MetricsOnly,
@@ -400,19 +456,24 @@ enum Mode {
 ///
 /// # States and transitions
 ///
-/// | from \ to | closed | open | half-open | forced-open | disabled | metrics-only |
+/// | from \\ to | closed | open | half-open | forced-open | disabled | metrics-only |
 /// |---|---|---|---|---|---|---|
-/// | closed | – | auto: a rule trips | – | manual | manual | manual |
-/// | open | manual | – | auto: next request after the open duration | manual | manual | manual |
-/// | half-open | auto: `success_threshold` good probes; manual | auto: a probe fails | – | manual | manual | manual |
-/// | forced-open | manual | – | – | – | manual | manual |
-/// | disabled | manual | – | – | manual | – | manual |
-/// | metrics-only | manual | – | – | manual | manual | – |
+/// | closed | manual | auto: a rule trips; manual | – | manual | manual | manual |
+/// | open | manual | manual | auto: next request after the open duration; manual | manual | manual | manual |
+/// | half-open | auto: the probes pass, or the maximum wait passes ([`HalfOpenTimeout::Close`]); manual | auto: a probe fails, the probes' rates fail, or the maximum wait passes; manual | manual | manual | manual | manual |
+/// | forced-open | manual | manual | manual | manual | manual | manual |
+/// | disabled | manual | manual | manual | manual | manual | manual |
+/// | metrics-only | manual | – | – | manual | manual | manual |
 ///
-/// Every entry into closed or metrics-only starts with a clean window and no
-/// failure streak; closing (and any manual change) restarts the growth of the
-/// open duration. Outcomes are judged only when recorded: a trip happens in
-/// [`record`](CircuitBreaker::record), never as time passes.
+/// Manual moves are [`force`](CircuitBreaker::force) (which re-enters the state
+/// the breaker is in, the diagonal), [`ensure`](CircuitBreaker::ensure) (which
+/// answers `None` for it instead) and [`reset`](CircuitBreaker::reset) (to closed
+/// from anywhere). Every entry into closed or metrics-only starts with a clean
+/// window and no failure streak; closing (and any manual change) restarts the
+/// growth of the open duration. Outcomes are judged only when recorded: a trip
+/// happens in [`record`](CircuitBreaker::record), never as time passes, and the
+/// timed moves (open to half-open, the half-open maximum wait) happen on the
+/// first request that finds their time passed.
 ///
 /// # Late outcomes
 /// A permit issued before the breaker last opened (its epoch is older) is late.
@@ -423,14 +484,16 @@ enum Mode {
 ///
 /// # Size
 /// Apart from its [`BreakerConfig`] (which carries a [`Backoff`](crate::Backoff)
-/// and a [`Jitter`](crate::Jitter) and takes 144 bytes on 64-bit targets), a
-/// breaker with a 100-call count window (`CircuitBreaker<2, 0>`) is 64 bytes:
-/// 32 for the two bit rings, 16 for the state, 16 for counters and ring cursors.
-/// Each further 64 calls of capacity add 16 bytes (`CircuitBreaker<16, 0>`,
-/// 1,024 calls, holds the 1,000-call windows Resilience4j users configure).
-/// Capacity costs no time: judging the rates reads only the words the window in
-/// use covers, so a 100-call window costs the same in any capacity, and a
-/// 1,000-call one reads 16 words per ring.
+/// and a [`Jitter`](crate::Jitter) and takes 160 bytes on 64-bit targets), a
+/// breaker with a 100-call count window (`CircuitBreaker<2, 0>`) is 96 bytes:
+/// 36 for the two bit rings and their cursors, 40 for the state (a half-open
+/// period keeps its probe counts and its deadline), 12 for the epoch and the
+/// counters, 8 for the count of rejected calls. Each further 64 calls of
+/// capacity add 16 bytes (`CircuitBreaker<16, 0>`, 1,024 calls, holds the
+/// 1,000-call windows Resilience4j users configure). Capacity costs no time:
+/// judging the rates reads only the words the window in use covers, so a
+/// 100-call window costs the same in any capacity, and a 1,000-call one reads 16
+/// words per ring.
 ///
 /// ```
 /// use core::time::Duration;
@@ -455,6 +518,7 @@ pub struct CircuitBreaker<const WORDS: usize = 2, const BUCKETS: usize = 0> {
     epoch: u32,
     reopens: u32,
     consecutive_failures: u32,
+    rejected: u64,
     calls: CountRing<WORDS>,
     buckets: BucketRing<BUCKETS>,
 }
@@ -471,6 +535,56 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// [`BreakerError::WindowTooLarge`] if the config's window does not fit this
     /// type's storage.
     pub fn new(config: BreakerConfig) -> Result<Self, BreakerError> {
+        Self::check_fits(&config)?;
+        Ok(CircuitBreaker {
+            config,
+            mode: Mode::Closed,
+            epoch: 0,
+            reopens: 0,
+            consecutive_failures: 0,
+            rejected: 0,
+            calls: CountRing::new(),
+            buckets: BucketRing::new(),
+        })
+    }
+
+    /// A breaker following `config` that starts in `initial` at `now`, as if an
+    /// operator had put a new breaker there (a breaker brought up open while its
+    /// dependency is known to be down, say). No transition is reported.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use retry_core::{Admission, BreakerConfig, BreakerState, CircuitBreaker, Instant, ManualState};
+    ///
+    /// let config = BreakerConfig::basic(3, Duration::from_secs(5), 1)?;
+    /// let t0 = Instant::from_secs(100);
+    /// let mut breaker =
+    ///     CircuitBreaker::<0, 0>::starting_in(config, ManualState::OpenFor(Duration::from_secs(30)), t0)?;
+    /// assert_eq!(breaker.state(), BreakerState::Open);
+    /// assert_eq!(breaker.open_until(), Some(Instant::from_secs(130)));
+    /// assert!(!breaker.request(t0).is_admitted());
+    /// # Ok::<(), retry_core::BreakerError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`CircuitBreaker::new`], and for an invalid `initial` as
+    /// [`CircuitBreaker::force`] (any state may be the first, half-open
+    /// included).
+    pub fn starting_in(
+        config: BreakerConfig,
+        initial: ManualState,
+        now: Instant,
+    ) -> Result<Self, BreakerError> {
+        let mut breaker = Self::new(config)?;
+        if initial != ManualState::Closed {
+            // A new breaker has no history to protect: any state may be the
+            // first, half-open included (the table forbids it from closed).
+            let _ = breaker.carry_out(initial, now)?;
+        }
+        Ok(breaker)
+    }
+
+    fn check_fits(config: &BreakerConfig) -> Result<(), BreakerError> {
         if let Some(calls) = config.window_calls() {
             if usize::from(calls) > Self::CALL_CAPACITY {
                 return Err(BreakerError::WindowTooLarge {
@@ -489,15 +603,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 });
             }
         }
-        Ok(CircuitBreaker {
-            config,
-            mode: Mode::Closed,
-            epoch: 0,
-            reopens: 0,
-            consecutive_failures: 0,
-            calls: CountRing::new(),
-            buckets: BucketRing::new(),
-        })
+        Ok(())
     }
 
     // ----- getters -----
@@ -509,13 +615,14 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     }
 
     /// The current state. An open breaker whose open duration has passed still
-    /// says `Open` until the next [`request`](CircuitBreaker::request).
+    /// says `Open` until the next [`request`](CircuitBreaker::request); so does a
+    /// half-open one whose maximum wait has passed say `HalfOpen`.
     #[must_use]
     pub const fn state(&self) -> BreakerState {
         match self.mode {
             Mode::Closed => BreakerState::Closed,
             Mode::Open { .. } => BreakerState::Open,
-            Mode::HalfOpen { .. } => BreakerState::HalfOpen,
+            Mode::HalfOpen(_) => BreakerState::HalfOpen,
             Mode::ForcedOpen => BreakerState::ForcedOpen,
             Mode::Disabled => BreakerState::Disabled,
             Mode::MetricsOnly => BreakerState::MetricsOnly,
@@ -531,13 +638,24 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         }
     }
 
+    /// When a half-open breaker decides on its own (`None` unless half-open with
+    /// a maximum wait).
+    #[must_use]
+    pub const fn half_open_until(&self) -> Option<Instant> {
+        match self.mode {
+            Mode::HalfOpen(p) => p.deadline,
+            _ => None,
+        }
+    }
+
     /// How many times in a row the breaker has opened since it last closed.
     #[must_use]
     pub const fn reopens(&self) -> u32 {
         self.reopens
     }
 
-    /// The current epoch: bumped each time the breaker opens or is forced open.
+    /// The current epoch: bumped each time the breaker opens, is forced open or
+    /// is sent to half-open by an operator.
     #[must_use]
     pub const fn epoch(&self) -> u32 {
         self.epoch
@@ -550,21 +668,54 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         self.consecutive_failures
     }
 
+    /// Calls rejected since the breaker was built.
+    #[must_use]
+    pub const fn rejected_calls(&self) -> u64 {
+        self.rejected
+    }
+
     /// Probes in flight (zero unless half-open).
     #[must_use]
     pub const fn probes_in_flight(&self) -> u32 {
         match self.mode {
-            Mode::HalfOpen { in_flight, .. } => in_flight,
+            Mode::HalfOpen(p) => p.in_flight,
             _ => 0,
         }
     }
 
-    /// Consecutive successful probes so far (zero unless half-open).
+    /// Probes that succeeded so far in this half-open period (zero unless
+    /// half-open). Under [`HalfOpenVerdict::Consecutive`] they are the good
+    /// probes in a row that `success_threshold` counts.
     #[must_use]
     pub const fn probe_successes(&self) -> u32 {
         match self.mode {
-            Mode::HalfOpen { successes, .. } => successes,
+            Mode::HalfOpen(p) => p.results.calls.saturating_sub(p.results.failures),
             _ => 0,
+        }
+    }
+
+    /// The probes admitted in this half-open period and not released (zero
+    /// unless half-open).
+    #[must_use]
+    pub const fn probes_admitted(&self) -> u32 {
+        match self.mode {
+            Mode::HalfOpen(p) => p.admitted,
+            _ => 0,
+        }
+    }
+
+    /// What the probes of this half-open period reported (all zero unless
+    /// half-open).
+    #[must_use]
+    pub const fn probe_results(&self) -> WindowStats {
+        match self.mode {
+            Mode::HalfOpen(p) => p.results,
+            _ => WindowStats {
+                calls: 0,
+                failures: 0,
+                slow: 0,
+                slow_failures: 0,
+            },
         }
     }
 
@@ -581,6 +732,53 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         }
     }
 
+    /// What a dashboard shows at `now`: the state, the window's counts with slow
+    /// successes and slow failures apart, the failure and slow-call rates (or
+    /// that there are not enough calls yet to judge them), the rejected calls,
+    /// and the half-open probes.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use retry_core::{Admission, BreakerConfig, CallOutcome, CircuitBreaker, Instant, Rate, RateReading};
+    ///
+    /// let config = BreakerConfig::builder()
+    ///     .failure_threshold(None)
+    ///     .failure_rate(Rate::from_percent(50))
+    ///     .count_window(10)
+    ///     .minimum_calls(4)
+    ///     .build()?;
+    /// let mut breaker = CircuitBreaker::<1, 0>::new(config)?;
+    /// let t = Instant::ORIGIN;
+    /// let Admission::Admitted { permit, .. } = breaker.request(t) else { unreachable!() };
+    /// let _ = breaker.record(permit, CallOutcome::failure(Duration::from_millis(5)), t);
+    /// let m = breaker.metrics(t);
+    /// assert_eq!(m.failure_rate, RateReading::NotEnoughCalls { calls: 1, minimum: 4 });
+    /// assert_eq!(m.failure_rate.to_string(), "not enough calls (1 of 4)");
+    /// # Ok::<(), retry_core::BreakerError>(())
+    /// ```
+    #[must_use]
+    pub fn metrics(&self, now: Instant) -> BreakerMetrics {
+        let window = self.stats(now);
+        let minimum = self.config.minimum_calls();
+        let reading = |count| {
+            if self.config.window().is_none() {
+                RateReading::NoWindow
+            } else {
+                RateReading::of(count, window.calls, minimum)
+            }
+        };
+        BreakerMetrics {
+            state: self.state(),
+            window,
+            failure_rate: reading(window.failures),
+            slow_call_rate: reading(window.slow),
+            rejected: self.rejected,
+            consecutive_failures: self.consecutive_failures,
+            probes_in_flight: self.probes_in_flight(),
+            probes: self.probe_results(),
+        }
+    }
+
     // ----- inputs -----
 
     /// Asks whether a call may run at `now`.
@@ -588,7 +786,13 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// Closed, disabled and metrics-only admit. Open rejects until its open
     /// duration has passed; the first request after that moves the breaker to
     /// half-open (reported in the admission) and is the first probe. Half-open
-    /// admits up to `half_open_permits` probes at a time. Forced-open rejects.
+    /// admits probes as its [`HalfOpenVerdict`] allows (at most
+    /// `half_open_permits` at a time; under the rates verdict, its number of
+    /// probes in all) and rejects the rest, telling them when it will decide on
+    /// its own if it has a maximum wait. The first request at or after that
+    /// moment makes the decision ([`HalfOpenTimeout`]): re-opened, the request is
+    /// rejected; closed, it is admitted. Forced-open rejects. Every rejection is
+    /// counted.
     ///
     /// The driver must run the call only if admitted, and then hand the permit back
     /// with [`record`](CircuitBreaker::record) or
@@ -599,139 +803,147 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 permit: self.permit(false),
                 transition: None,
             },
-            Mode::ForcedOpen => Admission::Rejected {
-                until: None,
-                reason: RejectReason::ForcedOpen,
-            },
-            Mode::Open { until } if now < until => Admission::Rejected {
-                until: Some(until),
-                reason: RejectReason::Open,
-            },
+            Mode::ForcedOpen => self.reject(None, RejectReason::ForcedOpen, None),
+            Mode::Open { until } if now < until => {
+                self.reject(Some(until), RejectReason::Open, None)
+            }
             Mode::Open { .. } => {
-                let transition = self.enter(
-                    Mode::HalfOpen {
-                        in_flight: 1,
-                        successes: 0,
-                    },
-                    now,
-                    TransitionCause::OpenElapsed,
-                );
-                Admission::Admitted {
-                    permit: self.permit(true),
-                    transition: Some(transition),
-                }
+                let transition = self.half_open(now, TransitionCause::OpenElapsed);
+                self.admit_probe(now, Some(transition))
             }
-            Mode::HalfOpen {
-                in_flight,
-                successes,
-            } => {
-                if in_flight < self.config.half_open_permits() {
-                    self.mode = Mode::HalfOpen {
-                        in_flight: in_flight.saturating_add(1),
-                        successes,
-                    };
-                    Admission::Admitted {
-                        permit: self.permit(true),
-                        transition: None,
+            Mode::HalfOpen(p) => match p.deadline {
+                Some(deadline) if now >= deadline => match self.config.half_open_timeout() {
+                    HalfOpenTimeout::Reopen => {
+                        let t = self.open(now, TransitionCause::HalfOpenTimeout);
+                        // At the end of time the open period cannot end after now.
+                        let until = self.open_until().filter(|u| *u > now);
+                        self.reject(until, RejectReason::Open, Some(t))
                     }
-                } else {
-                    Admission::Rejected {
-                        until: None,
-                        reason: RejectReason::ProbesBusy,
+                    HalfOpenTimeout::Close => {
+                        let t = self.close(Mode::Closed, now, TransitionCause::HalfOpenTimeout);
+                        Admission::Admitted {
+                            permit: self.permit(false),
+                            transition: Some(t),
+                        }
                     }
-                }
-            }
+                },
+                _ => self.admit_probe(now, None),
+            },
         }
     }
 
-    /// Hands back `permit` with the outcome of its call, at `now`. Returns the
-    /// state change it caused, if any; the driver reports it.
+    /// Hands back `permit` with the outcome of its call, at `now`. Returns what
+    /// the outcome did: the state change it caused (the driver reports it),
+    /// whether it was ignored, and the rates it pushed over their thresholds.
     ///
     /// Closed: the outcome enters the window and the failure streak, then the trip
     /// rules are judged (consecutive failures first, then the failure rate, then
     /// the slow-call rate, rates only once the window holds `minimum_calls`).
-    /// Half-open: a failed probe (or a slow one, when the slow-call rule is on)
-    /// re-opens the breaker; `success_threshold` good probes in a row close it.
-    /// Metrics-only records without judging; open, forced-open and disabled record
-    /// nothing. Late permits: see the type's docs.
-    #[must_use = "a transition must be reported"]
-    pub fn record(
-        &mut self,
-        permit: Permit,
-        outcome: CallOutcome,
-        now: Instant,
-    ) -> Option<Transition> {
+    /// Half-open, [`HalfOpenVerdict::Consecutive`]: a failed probe (or a slow one,
+    /// when the slow-call rule is on) re-opens the breaker; `success_threshold`
+    /// good probes in a row close it. [`HalfOpenVerdict::Rates`]: once every probe
+    /// has reported, the probes' failure rate and slow-call rate are held to the
+    /// closed thresholds: re-open if either is reached, close otherwise. An
+    /// outcome that arrives after a half-open breaker's maximum wait, but before
+    /// the request that would apply it, still counts. Metrics-only records
+    /// without judging; open, forced-open and disabled record nothing (the outcome
+    /// is [`Ignored`]). Late permits: see the type's docs.
+    pub fn record(&mut self, permit: Permit, outcome: CallOutcome, now: Instant) -> Recorded {
         let late = permit.epoch != self.epoch;
         let failed = !outcome.success;
         let slow = outcome.duration > self.config.slow_call_duration();
         match self.mode {
-            Mode::Open { .. } | Mode::ForcedOpen | Mode::Disabled => None,
+            Mode::Open { .. } => Recorded::ignored(Ignored::Open),
+            Mode::ForcedOpen => Recorded::ignored(Ignored::ForcedOpen),
+            Mode::Disabled => Recorded::ignored(Ignored::Disabled),
             Mode::MetricsOnly => {
-                self.push(failed, slow, now, late);
-                None
+                let exceeded = self.push(failed, slow, now, late);
+                Recorded {
+                    exceeded,
+                    ..Recorded::NOTHING
+                }
             }
             Mode::Closed => {
-                self.push(failed, slow, now, late);
-                if late {
-                    return None;
-                }
-                let cause = self.trip_cause(now)?;
-                Some(self.open(now, cause))
-            }
-            Mode::HalfOpen {
-                in_flight,
-                successes,
-            } => {
-                if late || !permit.probe {
-                    return None;
-                }
-                let bad = failed || (slow && self.config.slow_call_rate().is_some());
-                if bad {
-                    return Some(self.open(now, TransitionCause::ProbeFailed));
-                }
-                let successes = successes.saturating_add(1);
-                if successes >= self.config.success_threshold() {
-                    return Some(self.close(Mode::Closed, now, TransitionCause::ProbesSucceeded));
-                }
-                self.mode = Mode::HalfOpen {
-                    in_flight: in_flight.saturating_sub(1),
-                    successes,
+                let exceeded = self.push(failed, slow, now, late);
+                let transition = if late {
+                    None
+                } else {
+                    self.trip_cause(now).map(|cause| self.open(now, cause))
                 };
-                None
+                Recorded {
+                    transition,
+                    ignored: None,
+                    exceeded,
+                }
+            }
+            Mode::HalfOpen(p) => {
+                if late || !permit.probe {
+                    return Recorded::ignored(Ignored::Late);
+                }
+                match self.config.half_open_verdict() {
+                    HalfOpenVerdict::Consecutive => self.judge_probe(p, failed, slow, now),
+                    HalfOpenVerdict::Rates { probes } => {
+                        self.judge_probes(p, probes, failed, slow, now)
+                    }
+                }
             }
         }
     }
 
     /// Hands back `permit` for a call that never ran (cancelled before it
-    /// started, say). Nothing is recorded; a half-open probe frees its slot. A
-    /// release never changes the state, so it returns nothing; `now` is taken for
+    /// started, say). Nothing is recorded; a half-open probe frees its place (and,
+    /// under the rates verdict, its place among the probes judged). A release
+    /// never changes the state, so it returns nothing; `now` is taken for
     /// symmetry with the other inputs.
     pub fn release(&mut self, permit: Permit, now: Instant) {
         let _ = now;
         if permit.epoch != self.epoch || !permit.probe {
             return;
         }
-        if let Mode::HalfOpen {
-            in_flight,
-            successes,
-        } = self.mode
-        {
-            self.mode = Mode::HalfOpen {
-                in_flight: in_flight.saturating_sub(1),
-                successes,
-            };
+        if let Mode::HalfOpen(p) = self.mode {
+            self.mode = Mode::HalfOpen(Probing {
+                in_flight: p.in_flight.saturating_sub(1),
+                admitted: p.admitted.saturating_sub(1),
+                ..p
+            });
         }
     }
 
-    /// An operator moves the breaker to `target` at `now`.
+    /// An operator moves the breaker to `target` at `now`, even if it is there
+    /// already: the state is entered afresh (closed or metrics-only with a clean
+    /// window, open for the new period, half-open with no probes out, forced-open
+    /// with a new epoch). For a request that leaves a breaker already in the
+    /// target state alone, use [`ensure`](CircuitBreaker::ensure).
     ///
-    /// Forced-open bumps the epoch, so every permit in flight becomes late.
-    /// Closed and metrics-only start with a clean window. Every manual change
-    /// restarts the growth of the open duration.
+    /// Open (for a duration or until an instant), half-open and forced-open bump
+    /// the epoch, so every permit in flight becomes late. Closed and metrics-only
+    /// start with a clean window. Every manual change restarts the growth of the
+    /// open duration.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use retry_core::{BreakerConfig, BreakerState, CircuitBreaker, Instant, ManualState};
+    ///
+    /// let mut breaker = CircuitBreaker::<0, 0>::new(BreakerConfig::default())?;
+    /// let t = Instant::from_secs(10);
+    /// // A deploy of the dependency: hold calls back for two minutes.
+    /// let moved = breaker.force(ManualState::OpenFor(Duration::from_secs(120)), t)?;
+    /// assert_eq!((moved.from, moved.to), (BreakerState::Closed, BreakerState::Open));
+    /// assert_eq!(breaker.open_until(), Some(Instant::from_secs(130)));
+    /// // Asked again, it is entered afresh: open for another two minutes from now.
+    /// let again = breaker.force(ManualState::OpenFor(Duration::from_secs(120)), Instant::from_secs(20))?;
+    /// assert_eq!((again.from, again.to), (BreakerState::Open, BreakerState::Open));
+    /// assert_eq!(breaker.open_until(), Some(Instant::from_secs(140)));
+    /// # Ok::<(), retry_core::BreakerError>(())
+    /// ```
     ///
     /// # Errors
-    /// [`BreakerError::IllegalTransition`] when the table forbids it (a request
-    /// for the state the breaker is already in); nothing changes.
+    /// Nothing changes on an error:
+    /// [`BreakerError::IllegalTransition`] when the table forbids the move
+    /// (closed to half-open, metrics-only to open or half-open);
+    /// [`BreakerError::ZeroDuration`] for [`ManualState::OpenFor`] a zero
+    /// duration; [`BreakerError::NotAfterNow`] for [`ManualState::OpenUntil`] an
+    /// instant not after `now`.
     pub fn force(&mut self, target: ManualState, now: Instant) -> Result<Transition, BreakerError> {
         let from = self.state();
         if !from.may_be_forced_to(target) {
@@ -740,6 +952,27 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 to: target.state(),
             });
         }
+        self.carry_out(target, now)
+    }
+
+    /// Moves to `target` at `now` whatever the table says (the caller has
+    /// checked it), refusing only an invalid target.
+    fn carry_out(&mut self, target: ManualState, now: Instant) -> Result<Transition, BreakerError> {
+        let open_until = match target {
+            ManualState::OpenFor(d) if d.is_zero() => {
+                return Err(BreakerError::ZeroDuration { field: "open_for" })
+            }
+            ManualState::OpenFor(d) => Some(now.saturating_add(d)),
+            ManualState::OpenUntil(until) if until <= now => {
+                return Err(BreakerError::NotAfterNow {
+                    field: "open_until",
+                    until,
+                    now,
+                })
+            }
+            ManualState::OpenUntil(until) => Some(until),
+            _ => None,
+        };
         let cause = TransitionCause::Manual;
         self.reopens = 0;
         Ok(match target {
@@ -750,7 +983,70 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 self.epoch = self.epoch.wrapping_add(1);
                 self.enter(Mode::ForcedOpen, now, cause)
             }
+            ManualState::OpenFor(_) | ManualState::OpenUntil(_) => {
+                self.epoch = self.epoch.wrapping_add(1);
+                self.consecutive_failures = 0;
+                let until = open_until.unwrap_or(now);
+                self.enter(Mode::Open { until }, now, cause)
+            }
+            ManualState::HalfOpen => {
+                self.epoch = self.epoch.wrapping_add(1);
+                self.consecutive_failures = 0;
+                self.half_open(now, cause)
+            }
         })
+    }
+
+    /// An operator asks for `target` at `now`, leaving the breaker alone if it is
+    /// in that state already: then the answer is `Ok(None)` (an open breaker
+    /// asked to open keeps its period; a closed one keeps its window). Otherwise
+    /// as [`force`](CircuitBreaker::force).
+    ///
+    /// ```
+    /// use retry_core::{BreakerConfig, CircuitBreaker, Instant, ManualState};
+    ///
+    /// let mut breaker = CircuitBreaker::<0, 0>::new(BreakerConfig::default())?;
+    /// assert_eq!(breaker.ensure(ManualState::Closed, Instant::ORIGIN)?, None);
+    /// assert!(breaker.ensure(ManualState::ForcedOpen, Instant::ORIGIN)?.is_some());
+    /// assert_eq!(breaker.ensure(ManualState::ForcedOpen, Instant::ORIGIN)?, None);
+    /// # Ok::<(), retry_core::BreakerError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`force`](CircuitBreaker::force) (an invalid target is refused even
+    /// when the breaker is in its state).
+    pub fn ensure(
+        &mut self,
+        target: ManualState,
+        now: Instant,
+    ) -> Result<Option<Transition>, BreakerError> {
+        match target {
+            ManualState::OpenFor(d) if d.is_zero() => {
+                return Err(BreakerError::ZeroDuration { field: "open_for" })
+            }
+            ManualState::OpenUntil(until) if until <= now => {
+                return Err(BreakerError::NotAfterNow {
+                    field: "open_until",
+                    until,
+                    now,
+                })
+            }
+            _ => {}
+        }
+        if self.state() == target.state() {
+            return Ok(None);
+        }
+        self.force(target, now).map(Some)
+    }
+
+    /// An operator resets the breaker at `now`: closed, from any state (closed
+    /// included), with a clean window, no failure streak and the open duration's
+    /// growth restarted. The transition's cause is
+    /// [`TransitionCause::Reset`] (the adapters' "reset" event). The count of
+    /// rejected calls is kept (it only ever grows).
+    pub fn reset(&mut self, now: Instant) -> Transition {
+        self.reopens = 0;
+        self.close(Mode::Closed, now, TransitionCause::Reset)
     }
 
     // ----- internals -----
@@ -759,6 +1055,47 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         Permit {
             epoch: self.epoch,
             probe,
+        }
+    }
+
+    fn reject(
+        &mut self,
+        until: Option<Instant>,
+        reason: RejectReason,
+        transition: Option<Transition>,
+    ) -> Admission {
+        self.rejected = self.rejected.saturating_add(1);
+        Admission::Rejected {
+            until,
+            reason,
+            transition,
+        }
+    }
+
+    /// Admits a probe in half-open if a place is free, else rejects.
+    fn admit_probe(&mut self, now: Instant, transition: Option<Transition>) -> Admission {
+        let Mode::HalfOpen(p) = self.mode else {
+            return self.reject(None, RejectReason::ProbesBusy, transition);
+        };
+        let room = match self.config.half_open_verdict() {
+            HalfOpenVerdict::Consecutive => true,
+            HalfOpenVerdict::Rates { probes } => p.admitted < probes,
+        };
+        if room && p.in_flight < self.config.half_open_permits() {
+            self.mode = Mode::HalfOpen(Probing {
+                in_flight: p.in_flight.saturating_add(1),
+                admitted: p.admitted.saturating_add(1),
+                ..p
+            });
+            Admission::Admitted {
+                permit: self.permit(true),
+                transition,
+            }
+        } else {
+            // `until` is after `now`: a deadline at or before now was applied by
+            // the request before reaching here.
+            let until = p.deadline.filter(|d| *d > now);
+            self.reject(until, RejectReason::ProbesBusy, transition)
         }
     }
 
@@ -773,8 +1110,30 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         }
     }
 
-    /// Records one outcome in the window, and in the streak unless late.
-    fn push(&mut self, failed: bool, slow: bool, now: Instant, late: bool) {
+    /// Enters half-open with no probes out.
+    fn half_open(&mut self, now: Instant, cause: TransitionCause) -> Transition {
+        let deadline = self
+            .config
+            .max_half_open_wait()
+            .and_then(|wait| now.checked_add(wait));
+        let probing = Probing {
+            in_flight: 0,
+            admitted: 0,
+            results: WindowStats::default(),
+            deadline,
+        };
+        self.enter(Mode::HalfOpen(probing), now, cause)
+    }
+
+    /// Records one outcome in the window, and in the streak unless late. Returns
+    /// the rates this outcome brought to their thresholds.
+    fn push(&mut self, failed: bool, slow: bool, now: Instant, late: bool) -> Exceeded {
+        let rated = self.config.failure_rate().is_some() || self.config.slow_call_rate().is_some();
+        let before = if rated {
+            self.stats(now)
+        } else {
+            WindowStats::default()
+        };
         if let Some(calls) = self.config.window_calls() {
             self.calls.push(calls, failed, slow);
         } else if let Some((nanos, buckets)) = self.config.bucket_shape() {
@@ -786,6 +1145,23 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             } else {
                 0
             };
+        }
+        if !rated {
+            return Exceeded::NONE;
+        }
+        let after = self.stats(now);
+        let minimum = self.config.minimum_calls();
+        let crossed = |rate: Option<Rate>, count: fn(&WindowStats) -> u32| {
+            let rate = rate?;
+            let reached =
+                |w: &WindowStats| w.calls >= minimum && rate.is_reached(count(w), w.calls);
+            (reached(&after) && !reached(&before))
+                .then(|| RateReading::of(count(&after), after.calls, minimum).rate())
+                .flatten()
+        };
+        Exceeded {
+            failure_rate: crossed(self.config.failure_rate(), |w| w.failures),
+            slow_call_rate: crossed(self.config.slow_call_rate(), |w| w.slow),
         }
     }
 
@@ -816,6 +1192,74 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         None
     }
 
+    /// A probe's outcome under the consecutive verdict.
+    fn judge_probe(&mut self, p: Probing, failed: bool, slow: bool, now: Instant) -> Recorded {
+        let bad = failed || (slow && self.config.slow_call_rate().is_some());
+        if bad {
+            return Recorded {
+                transition: Some(self.open(now, TransitionCause::ProbeFailed)),
+                ..Recorded::NOTHING
+            };
+        }
+        let mut results = p.results;
+        results.add(failed, slow);
+        if results.calls >= self.config.success_threshold() {
+            let t = self.close(Mode::Closed, now, TransitionCause::ProbesSucceeded);
+            return Recorded {
+                transition: Some(t),
+                ..Recorded::NOTHING
+            };
+        }
+        self.mode = Mode::HalfOpen(Probing {
+            in_flight: p.in_flight.saturating_sub(1),
+            results,
+            ..p
+        });
+        Recorded::NOTHING
+    }
+
+    /// A probe's outcome under the rates verdict: the verdict once all have
+    /// reported.
+    fn judge_probes(
+        &mut self,
+        p: Probing,
+        probes: u32,
+        failed: bool,
+        slow: bool,
+        now: Instant,
+    ) -> Recorded {
+        let mut results = p.results;
+        results.add(failed, slow);
+        if results.calls < probes {
+            self.mode = Mode::HalfOpen(Probing {
+                in_flight: p.in_flight.saturating_sub(1),
+                results,
+                ..p
+            });
+            return Recorded::NOTHING;
+        }
+        let reached = |rate: Option<Rate>, count: u32| {
+            rate.filter(|r| r.is_reached(count, results.calls))
+                .and_then(|_| RateReading::of(count, results.calls, 1).rate())
+        };
+        let exceeded = Exceeded {
+            failure_rate: reached(self.config.failure_rate(), results.failures),
+            slow_call_rate: reached(self.config.slow_call_rate(), results.slow),
+        };
+        let transition = if exceeded.failure_rate.is_some() {
+            self.open(now, TransitionCause::FailureRate)
+        } else if exceeded.slow_call_rate.is_some() {
+            self.open(now, TransitionCause::SlowCallRate)
+        } else {
+            self.close(Mode::Closed, now, TransitionCause::ProbesSucceeded)
+        };
+        Recorded {
+            transition: Some(transition),
+            ignored: None,
+            exceeded,
+        }
+    }
+
     fn open(&mut self, now: Instant, cause: TransitionCause) -> Transition {
         self.reopens = self.reopens.saturating_add(1);
         self.epoch = self.epoch.wrapping_add(1);
@@ -839,10 +1283,12 @@ impl<const WORDS: usize, const BUCKETS: usize> fmt::Display for CircuitBreaker<W
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.mode {
             Mode::Open { until } => write!(f, "open until {until}"),
-            Mode::HalfOpen {
-                in_flight,
-                successes,
-            } => write!(f, "half-open ({in_flight} probing, {successes} good)"),
+            Mode::HalfOpen(p) => write!(
+                f,
+                "half-open ({} probing, {} good)",
+                p.in_flight,
+                p.results.calls.saturating_sub(p.results.failures)
+            ),
             _ => fmt::Display::fmt(&self.state(), f),
         }
     }
@@ -853,17 +1299,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn table_is_consistent_with_manual_states() {
+    fn table_matches_the_documented_manual_moves() {
+        use BreakerState as S;
+        let forbidden = [
+            (S::Closed, S::HalfOpen),
+            (S::MetricsOnly, S::Open),
+            (S::MetricsOnly, S::HalfOpen),
+        ];
         for from in BreakerState::ALL {
             for to in [
                 ManualState::Closed,
+                ManualState::OpenFor(Duration::from_secs(1)),
+                ManualState::OpenUntil(Instant::MAX),
+                ManualState::HalfOpen,
                 ManualState::ForcedOpen,
                 ManualState::Disabled,
                 ManualState::MetricsOnly,
             ] {
                 assert_eq!(
                     from.may_be_forced_to(to),
-                    from != to.state(),
+                    !forbidden.contains(&(from, to.state())),
                     "{from} -> {to}"
                 );
             }

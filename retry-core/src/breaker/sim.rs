@@ -7,8 +7,8 @@ use core::fmt;
 use core::time::Duration;
 
 use super::{
-    Admission, BreakerConfig, BreakerError, BreakerState, CallOutcome, CircuitBreaker, ManualState,
-    Permit, RejectReason, Transition, WindowStats,
+    Admission, BreakerConfig, BreakerError, BreakerMetrics, BreakerState, CallOutcome,
+    CircuitBreaker, ManualState, Permit, Recorded, RejectReason, Transition, WindowStats,
 };
 use crate::time::StackText;
 use crate::{DisplayDuration as D, Instant};
@@ -43,6 +43,11 @@ pub enum BreakerInput {
     },
     /// An operator forces a state ([`CircuitBreaker::force`]).
     Forced(ManualState),
+    /// An operator asks for a state, leaving the breaker alone if it is there
+    /// already ([`CircuitBreaker::ensure`]).
+    Ensured(ManualState),
+    /// An operator resets the breaker ([`CircuitBreaker::reset`]).
+    Reset,
 }
 
 impl fmt::Display for BreakerInput {
@@ -61,6 +66,8 @@ impl fmt::Display for BreakerInput {
                 fmt::write(&mut text, format_args!("call {call} released"))
             }
             BreakerInput::Forced(state) => fmt::write(&mut text, format_args!("force {state}")),
+            BreakerInput::Ensured(state) => fmt::write(&mut text, format_args!("ensure {state}")),
+            BreakerInput::Reset => fmt::write(&mut text, format_args!("reset")),
         }?;
         f.pad(text.as_str())
     }
@@ -116,6 +123,22 @@ impl BreakerStep {
             input: BreakerInput::Forced(state),
         }
     }
+    /// An operator asking for `state` at `at`, unless the breaker is there.
+    #[must_use]
+    pub const fn ensured(at: Duration, state: ManualState) -> BreakerStep {
+        BreakerStep {
+            at,
+            input: BreakerInput::Ensured(state),
+        }
+    }
+    /// An operator resetting the breaker at `at`.
+    #[must_use]
+    pub const fn reset(at: Duration) -> BreakerStep {
+        BreakerStep {
+            at,
+            input: BreakerInput::Reset,
+        }
+    }
 }
 
 /// What the breaker answered to one scripted input.
@@ -136,16 +159,18 @@ pub enum BreakerOutput {
         until: Option<Instant>,
         /// Why.
         reason: RejectReason,
-    },
-    /// The outcome was recorded.
-    Recorded {
-        /// The state change it caused, if any.
+        /// The state change the request caused, if any.
         transition: Option<Transition>,
     },
+    /// The outcome was handed back: what it did.
+    Recorded(Recorded),
     /// The permit was released.
     Released,
     /// The operator's request was carried out.
     Forced(Transition),
+    /// The operator's request was answered: `None` if the breaker was in that
+    /// state already.
+    Ensured(Option<Transition>),
     /// The operator's request was refused; nothing changed.
     Refused(BreakerError),
     /// The script named a call that is not in flight; nothing was sent.
@@ -172,19 +197,21 @@ impl fmt::Display for BreakerOutput {
                 }
                 then(f, transition)
             }
-            BreakerOutput::Rejected { until, reason } => {
+            BreakerOutput::Rejected {
+                until,
+                reason,
+                transition,
+            } => {
                 write!(f, "rejected ({reason})")?;
-                match until {
-                    Some(until) => write!(f, " until {until}"),
-                    None => Ok(()),
+                if let Some(until) = until {
+                    write!(f, " until {until}")?;
                 }
-            }
-            BreakerOutput::Recorded { transition } => {
-                f.write_str("recorded")?;
                 then(f, transition)
             }
+            BreakerOutput::Recorded(recorded) => write!(f, "{recorded}"),
             BreakerOutput::Released => f.write_str("released"),
-            BreakerOutput::Forced(t) => write!(f, "{t}"),
+            BreakerOutput::Forced(t) | BreakerOutput::Ensured(Some(t)) => write!(f, "{t}"),
+            BreakerOutput::Ensured(None) => f.write_str("already there"),
             BreakerOutput::Refused(e) => write!(f, "refused [{}]: {e}", e.code()),
             BreakerOutput::UnknownCall => f.write_str("no such call in flight"),
             BreakerOutput::Overflow { call } => {
@@ -214,6 +241,8 @@ pub struct BreakerRow {
     pub state: BreakerState,
     /// The window after the input.
     pub stats: WindowStats,
+    /// The dashboard's readings after the input.
+    pub metrics: BreakerMetrics,
 }
 
 /// Drives a [`CircuitBreaker`] through a script; an iterator of [`BreakerRow`]s,
@@ -252,13 +281,20 @@ impl<'s, const WORDS: usize, const BUCKETS: usize> BreakerSimulation<'s, WORDS, 
     /// # Errors
     /// As [`CircuitBreaker::new`].
     pub fn new(config: BreakerConfig, steps: &'s [BreakerStep]) -> Result<Self, BreakerError> {
-        Ok(BreakerSimulation {
-            breaker: CircuitBreaker::new(config)?,
+        Ok(Self::from_breaker(CircuitBreaker::new(config)?, steps))
+    }
+
+    /// A run of `breaker` as it stands (one started in another state, say)
+    /// through `steps`.
+    #[must_use]
+    pub fn from_breaker(breaker: CircuitBreaker<WORDS, BUCKETS>, steps: &'s [BreakerStep]) -> Self {
+        BreakerSimulation {
+            breaker,
             steps,
             next: 0,
             admitted: 0,
             slots: [const { None }; SLOTS],
-        })
+        }
     }
 
     /// The breaker as it stands.
@@ -299,14 +335,24 @@ impl<'s, const WORDS: usize, const BUCKETS: usize> BreakerSimulation<'s, WORDS, 
                         transition,
                     }
                 }
-                Admission::Rejected { until, reason } => BreakerOutput::Rejected { until, reason },
+                Admission::Rejected {
+                    until,
+                    reason,
+                    transition,
+                } => BreakerOutput::Rejected {
+                    until,
+                    reason,
+                    transition,
+                },
             },
             BreakerInput::Succeeded { call, took } | BreakerInput::Failed { call, took } => {
                 let success = matches!(input, BreakerInput::Succeeded { .. });
                 match self.take(call) {
-                    Some(permit) => BreakerOutput::Recorded {
-                        transition: self.breaker.record(permit, outcome(success, took), now),
-                    },
+                    Some(permit) => BreakerOutput::Recorded(self.breaker.record(
+                        permit,
+                        outcome(success, took),
+                        now,
+                    )),
                     None => BreakerOutput::UnknownCall,
                 }
             }
@@ -321,6 +367,11 @@ impl<'s, const WORDS: usize, const BUCKETS: usize> BreakerSimulation<'s, WORDS, 
                 Ok(t) => BreakerOutput::Forced(t),
                 Err(e) => BreakerOutput::Refused(e),
             },
+            BreakerInput::Ensured(state) => match self.breaker.ensure(state, now) {
+                Ok(t) => BreakerOutput::Ensured(t),
+                Err(e) => BreakerOutput::Refused(e),
+            },
+            BreakerInput::Reset => BreakerOutput::Forced(self.breaker.reset(now)),
         }
     }
 }
@@ -339,6 +390,7 @@ impl<const WORDS: usize, const BUCKETS: usize> Iterator for BreakerSimulation<'_
             output,
             state: self.breaker.state(),
             stats: self.breaker.stats(at),
+            metrics: self.breaker.metrics(at),
         })
     }
 }

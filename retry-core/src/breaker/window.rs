@@ -13,8 +13,36 @@ pub struct WindowStats {
     pub calls: u32,
     /// Of those, calls that failed.
     pub failures: u32,
-    /// Of those, calls slower than the slow-call duration.
+    /// Of those, calls slower than the slow-call duration (failed or not).
     pub slow: u32,
+    /// Of the slow calls, those that failed.
+    pub slow_failures: u32,
+}
+
+impl WindowStats {
+    /// Slow calls that succeeded (`slow - slow_failures`).
+    #[must_use]
+    pub const fn slow_successes(&self) -> u32 {
+        self.slow.saturating_sub(self.slow_failures)
+    }
+
+    /// One more call.
+    pub(crate) fn add(&mut self, failed: bool, slow: bool) {
+        self.calls = self.calls.saturating_add(1);
+        self.failures = self.failures.saturating_add(u32::from(failed));
+        self.slow = self.slow.saturating_add(u32::from(slow));
+        self.slow_failures = self.slow_failures.saturating_add(u32::from(failed && slow));
+    }
+
+    /// The sum of two counts.
+    pub(crate) const fn plus(self, other: WindowStats) -> WindowStats {
+        WindowStats {
+            calls: self.calls.saturating_add(other.calls),
+            failures: self.failures.saturating_add(other.failures),
+            slow: self.slow.saturating_add(other.slow),
+            slow_failures: self.slow_failures.saturating_add(other.slow_failures),
+        }
+    }
 }
 
 impl fmt::Display for WindowStats {
@@ -74,12 +102,59 @@ impl<const WORDS: usize> CountRing<WORDS> {
     pub(crate) fn stats(&self) -> WindowStats {
         // The window's calls sit in slots 0..len: only those words hold bits.
         let words = usize::from(self.len).div_ceil(64);
+        let failed = self.failed.get(..words).unwrap_or(&self.failed);
+        let slow = self.slow.get(..words).unwrap_or(&self.slow);
+        let (failures, slow_calls, slow_failures) =
+            failed
+                .iter()
+                .zip(slow)
+                .fold((0u32, 0u32, 0u32), |(f, s, b), (failed, slow)| {
+                    let (failed, slow) = (word(*failed), word(*slow));
+                    (
+                        f.saturating_add(failed.count_ones()),
+                        s.saturating_add(slow.count_ones()),
+                        b.saturating_add((failed & slow).count_ones()),
+                    )
+                });
         WindowStats {
             calls: u32::from(self.len),
-            failures: ones(self.failed.get(..words).unwrap_or(&self.failed)),
-            slow: ones(self.slow.get(..words).unwrap_or(&self.slow)),
+            failures,
+            slow: slow_calls,
+            slow_failures,
         }
     }
+
+    /// How many calls the ring holds.
+    pub(crate) const fn len(&self) -> u16 {
+        self.len
+    }
+
+    /// The `i`-th oldest call held (failed, slow), for `i < len`, in a window of
+    /// `size` calls.
+    pub(crate) fn get(&self, size: u16, i: u16) -> Option<(bool, bool)> {
+        if i >= self.len || size == 0 {
+            return None;
+        }
+        // The oldest call sits `len` slots behind the next one to be written.
+        let oldest = u32::from(self.next)
+            .saturating_add(u32::from(size))
+            .saturating_sub(u32::from(self.len));
+        let slot = oldest
+            .saturating_add(u32::from(i))
+            .checked_rem(u32::from(size))?;
+        let slot = u16::try_from(slot).ok()?;
+        Some((bit(&self.failed, slot), bit(&self.slow, slot)))
+    }
+}
+
+fn bit(words: &[[u32; 2]], index: u16) -> bool {
+    let word = usize::from(index / 64);
+    let half = usize::from(index % 64 / 32);
+    let mask = 1u32.wrapping_shl(u32::from(index % 32));
+    words
+        .get(word)
+        .and_then(|w| w.get(half))
+        .is_some_and(|w| w & mask != 0)
 }
 
 fn set_bit(words: &mut [[u32; 2]], index: u16, value: bool) {
@@ -95,12 +170,9 @@ fn set_bit(words: &mut [[u32; 2]], index: u16, value: bool) {
     }
 }
 
-/// The set bits of `words`, a 64-bit word at a time.
-fn ones(words: &[[u32; 2]]) -> u32 {
-    words.iter().fold(0u32, |acc, &[low, high]| {
-        let word = u64::from(low) | u64::from(high) << 32;
-        acc.saturating_add(word.count_ones())
-    })
+/// A 64-bit word of a ring from its two halves.
+fn word([low, high]: [u32; 2]) -> u64 {
+    u64::from(low) | u64::from(high) << 32
 }
 
 /// One bucket of a time window: its absolute bucket number and its counts.
@@ -128,6 +200,7 @@ impl<const BUCKETS: usize> BucketRing<BUCKETS> {
                     calls: 0,
                     failures: 0,
                     slow: 0,
+                    slow_failures: 0,
                 },
             }; BUCKETS],
         }
@@ -167,10 +240,32 @@ impl<const BUCKETS: usize> BucketRing<BUCKETS> {
                     counts: WindowStats::default(),
                 };
             }
-            let c = &mut bucket.counts;
-            c.calls = c.calls.saturating_add(1);
-            c.failures = c.failures.saturating_add(u32::from(failed));
-            c.slow = c.slow.saturating_add(u32::from(slow));
+            bucket.counts.add(failed, slow);
+        }
+    }
+
+    /// The buckets holding calls, as (bucket number, counts), in ring order.
+    pub(crate) fn buckets(&self) -> impl Iterator<Item = (u64, WindowStats)> + '_ {
+        self.ring
+            .iter()
+            .filter(|b| b.counts.calls > 0)
+            .map(|b| (b.number, b.counts))
+    }
+
+    /// Puts `counts` in bucket `number` of a window of `buckets` buckets,
+    /// replacing what its slot held. False if the slot is outside the ring.
+    pub(crate) fn put(&mut self, number: u64, buckets: u16, counts: WindowStats) -> bool {
+        let n = u64::from(buckets).min(u64::try_from(BUCKETS).unwrap_or(u64::MAX));
+        let slot = number
+            .checked_rem(n)
+            .and_then(|i| usize::try_from(i).ok())
+            .and_then(|i| self.ring.get_mut(i));
+        match slot {
+            Some(bucket) => {
+                *bucket = Bucket { number, counts };
+                true
+            }
+            None => false,
         }
     }
 
@@ -183,11 +278,7 @@ impl<const BUCKETS: usize> BucketRing<BUCKETS> {
             .iter()
             .take(limit)
             .filter(|b| b.counts.calls > 0 && b.number >= oldest && b.number <= k)
-            .fold(WindowStats::default(), |acc, b| WindowStats {
-                calls: acc.calls.saturating_add(b.counts.calls),
-                failures: acc.failures.saturating_add(b.counts.failures),
-                slow: acc.slow.saturating_add(b.counts.slow),
-            })
+            .fold(WindowStats::default(), |acc, b| acc.plus(b.counts))
     }
 }
 
@@ -206,9 +297,12 @@ mod tests {
             WindowStats {
                 calls: 100,
                 failures: 10,
-                slow: 50
+                slow: 50,
+                slow_failures: 5,
             }
         );
+        assert_eq!(ring.get(100, 0), Some((true, true)));
+        assert_eq!(ring.get(100, 99), Some((false, false)));
         for _ in 0..10 {
             ring.push(100, false, false);
         }
@@ -226,12 +320,14 @@ mod tests {
             let count = |every: u16| (first..=i).filter(|j| j % every == 0).count();
             let failures = u32::try_from(count(5)).unwrap();
             let slow = u32::try_from(count(7)).unwrap();
+            let slow_failures = u32::try_from(count(35)).unwrap();
             assert_eq!(
                 ring.stats(),
                 WindowStats {
                     calls: u32::from(i + 1).min(1000),
                     failures,
-                    slow
+                    slow,
+                    slow_failures,
                 },
                 "after call {i}"
             );

@@ -35,8 +35,8 @@ pub(super) struct GrpcConfig {
 pub(super) struct AwsConfig {
     /// All four in thousandths.
     pub(super) capacity: u64,
-    retry_cost: u64,
-    timeout_cost: u64,
+    pub(super) retry_cost: u64,
+    pub(super) timeout_cost: u64,
     pub(super) no_retry_increment: u64,
 }
 
@@ -51,10 +51,10 @@ impl AwsConfig {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) struct FinagleConfig {
-    window: Duration,
-    min_retries_per_sec: u32,
+    pub(super) window: Duration,
+    pub(super) min_retries_per_sec: u32,
     /// The fraction of requests that may be retried, in thousandths.
-    permille: u32,
+    pub(super) permille: u32,
     /// Derived: what a request deposits (thousandths of a token).
     pub(super) deposit: u64,
     /// Derived: what a retry costs.

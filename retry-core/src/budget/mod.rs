@@ -16,8 +16,8 @@
 //! This file holds the budget, the tokens it counts, and its inputs and answers.
 //! Beside it: the three configurations and their builders (`config.rs`), the
 //! errors a bad configuration is refused with (`error.rs`), Finagle's sliding
-//! window (`window.rs`), and the scripted driver with its printable timeline
-//! (`sim.rs`).
+//! window (`window.rs`), the scripted driver with its printable timeline
+//! (`sim.rs`), and the versioned snapshot (`snapshot.rs`).
 
 use core::fmt;
 
@@ -26,11 +26,13 @@ use crate::Instant;
 mod config;
 mod error;
 mod sim;
+mod snapshot;
 mod window;
 
 pub use config::{AwsQuotaBuilder, BudgetConfig, FinagleBudgetBuilder};
 pub use error::BudgetError;
 pub use sim::{BudgetEvent, BudgetInput, BudgetOutput, BudgetStep, BudgetTimeline};
+pub use snapshot::BudgetSnapshot;
 
 use config::{AwsConfig, FinagleConfig, GrpcConfig, Kind};
 use window::Window;

@@ -2,7 +2,7 @@
 //! and withdrawals are kept in until they age out.
 
 /// How many slices Finagle's window is cut into.
-const SLICES: usize = 10;
+pub(super) const SLICES: usize = 10;
 /// [`SLICES`] as the type slot numbers use.
 pub(super) const SLICES_U64: u64 = 10;
 /// The most a single Finagle slice can hold: deposits of 2^32 - 1 requests.
@@ -33,6 +33,26 @@ impl Window {
             }
             *net = net.saturating_add(amount).min(SLICE_CAP);
         }
+    }
+
+    /// Each slice as (the slot it holds, its net amount), in ring order.
+    pub(super) fn slices(&self) -> impl Iterator<Item = (u64, i64)> + '_ {
+        self.slot.iter().copied().zip(self.net.iter().copied())
+    }
+
+    /// A window from its slices in ring order: slice `i` must hold a slot `s`
+    /// with `s % 10 == i` (or be empty), and at most [`SLICE_CAP`]. `None` if not.
+    pub(super) fn from_slices(slices: &[(u64, i64); SLICES]) -> Option<Window> {
+        let mut window = Window::EMPTY;
+        for (i, &(slot, net)) in slices.iter().enumerate() {
+            let home = u64::try_from(i).ok()? == slot.checked_rem(SLICES_U64)?;
+            if (net != 0 && !home) || net > SLICE_CAP || (!home && slot != 0) {
+                return None;
+            }
+            *window.slot.get_mut(i)? = slot;
+            *window.net.get_mut(i)? = net;
+        }
+        Some(window)
     }
 
     /// The net amount of the slices still in the window at slot `now`.

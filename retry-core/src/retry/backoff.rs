@@ -86,8 +86,40 @@ impl Backoff {
         Backoff::Linear { initial, increment }
     }
 
-    /// An exponential curve. `factor` must be finite and >= 1; the policy builder
-    /// rejects anything else with [`PolicyError::InvalidFactor`].
+    /// An exponential curve: `initial × factor^(r − 1)` before retry `r`, so
+    /// `initial` is the delay before the first retry. `factor` must be finite and
+    /// at least 1; the policy builder rejects anything else with
+    /// [`PolicyError::InvalidFactor`].
+    ///
+    /// Formulas written as `base × 2^attempt` differ only in where they count
+    /// from; read off the delay before the first retry and pass that as
+    /// `initial`:
+    ///
+    /// | formula | first delay | curve |
+    /// |---|---|---|
+    /// | `base × 2^n`, `n` = 0 for the first retry | `base` | `exponential(base, 2.0)` |
+    /// | `base × 2^n`, `n` = 1 for the first retry (AWS's "exponential backoff and jitter", where `n` counts the retries) | `2 × base` | `exponential(2 * base, 2.0)` |
+    /// | `base × 2^n`, `n` = the number of the failed attempt (1 for the first) | `2 × base` | `exponential(2 * base, 2.0)` |
+    ///
+    /// AWS's `base` is thus the delay before the first retry divided by 2. Its
+    /// `min(cap, …)` is the policy's `max_delay`, and its "full jitter" is
+    /// [`Jitter::Full`](crate::Jitter::Full).
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use retry_core::Backoff;
+    ///
+    /// // sleep = base × 2^attempt with base = 100 ms, attempt = 1 for the first retry
+    /// let base = Duration::from_millis(100);
+    /// let aws = Backoff::exponential(base * 2, 2.0);
+    /// for retry in 1..=5u32 {
+    ///     assert_eq!(aws.delay(retry), base * 2u32.pow(retry));
+    /// }
+    /// // sleep = base × 2^n with n = 0 for the first retry
+    /// let zero_based = Backoff::exponential(base, 2.0);
+    /// assert_eq!(zero_based.delay(1), base);
+    /// assert_eq!(zero_based.delay(4), base * 8);
+    /// ```
     #[must_use]
     pub const fn exponential(initial: Duration, factor: f64) -> Backoff {
         Backoff::Exponential { initial, factor }

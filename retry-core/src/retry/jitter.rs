@@ -21,6 +21,14 @@ use super::nanos::{from_nanos, nanos};
 /// | `Subtract(f)` | `d −` uniform in `[0, f·d]` |
 /// | `Add(f)` | `d +` uniform in `[0, f·d)`: the only kind that may exceed the cap |
 /// | `Spread(f)` | `d × (1 +` uniform in `[−f, +f])`, then capped |
+///
+/// A policy then raises the result to its `min_delay` and rounds it to its
+/// [`Resolution`](crate::Resolution) *inside* the kind's interval (both ends
+/// raised to `min_delay`): under millisecond resolution the delay is the whole
+/// millisecond nearest the drawn value among those in the interval, so `add(0.1)`
+/// on 1 s gives at most 1.099 s, and a cap never undoes the rounding. Only an
+/// interval holding no whole millisecond at all (an unjittered 1.5 ms, say) gives
+/// the nearest whole millisecond outside it, still within `min_delay` and the cap.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub enum Jitter {
@@ -100,34 +108,66 @@ impl Jitter {
         previous: Duration,
         cap: Duration,
     ) -> Duration {
+        from_nanos(self.draw_within(d, draw, initial, previous, cap).0)
+    }
+
+    /// The jittered value in nanoseconds, with the closed interval it was drawn
+    /// from (the table's interval made exact on the nanosecond grid: the open
+    /// top of [`Jitter::Add`] becomes one nanosecond below it; the cap applied
+    /// where the kind applies it). `lo <= value <= hi` always.
+    pub(crate) fn draw_within(
+        &self,
+        d: Duration,
+        draw: u64,
+        initial: Duration,
+        previous: Duration,
+        cap: Duration,
+    ) -> (u128, u128, u128) {
         let n = nanos(d);
-        let out = match *self {
-            Jitter::None => n,
-            Jitter::Full => uniform_inclusive(n, draw),
-            Jitter::Equal => {
-                let half = n / 2;
-                half.saturating_add(uniform_inclusive(n.saturating_sub(half), draw))
-            }
+        // Uniform in `[lo, hi]` (`lo <= hi`), as (value, lo, hi).
+        let between = |lo: u128, hi: u128| {
+            (
+                lo.saturating_add(uniform_inclusive(hi.saturating_sub(lo), draw)),
+                lo,
+                hi,
+            )
+        };
+        match *self {
+            Jitter::None => (n, n, n),
+            Jitter::Full => between(0, n),
+            Jitter::Equal => between(n / 2, n),
             Jitter::Decorrelated => {
                 let lo = nanos(initial);
-                let hi = nanos(previous).saturating_mul(3);
-                let pick = if hi <= lo {
-                    lo
-                } else {
-                    lo.saturating_add(uniform_inclusive(hi.saturating_sub(lo), draw))
-                };
-                pick.min(nanos(cap))
+                let hi = nanos(previous).saturating_mul(3).max(lo);
+                let cap = nanos(cap);
+                let (value, lo, hi) = between(lo, hi);
+                (value.min(cap), lo.min(cap), hi.min(cap))
             }
-            Jitter::Subtract(f) => n.saturating_sub(uniform_inclusive(span(n, f), draw)),
-            Jitter::Add(f) => n.saturating_add(uniform_exclusive(span(n, f), draw)),
+            Jitter::Subtract(f) => {
+                // d minus up to f·d: the draw counts down from the top.
+                let s = span(n, f);
+                (
+                    n.saturating_sub(uniform_inclusive(s, draw)),
+                    n.saturating_sub(s),
+                    n,
+                )
+            }
+            // `[n, n + span)`: the top nanosecond below `n + span` (none when
+            // the span is zero).
+            Jitter::Add(f) => between(n, n.saturating_add(span(n, f).saturating_sub(1))),
             Jitter::Spread(f) => {
                 let s = span(n, f);
-                let offset = uniform_inclusive(s.saturating_mul(2), draw);
-                // n + (offset - s), never below zero, then capped.
-                n.saturating_add(offset).saturating_sub(s).min(nanos(cap))
+                let cap = nanos(cap);
+                // n + (offset - s) for an offset in [0, 2s], never below zero.
+                let (value, _, _) = between(0, s.saturating_mul(2));
+                let value = n.saturating_add(value).saturating_sub(s);
+                (
+                    value.min(cap),
+                    n.saturating_sub(s).min(cap),
+                    n.saturating_add(s).min(cap),
+                )
             }
-        };
-        from_nanos(out)
+        }
     }
 }
 
@@ -166,15 +206,6 @@ fn uniform_inclusive(x: u128, draw: u64) -> u128 {
     let hi = x >> shift;
     let pick = uniform_inclusive(hi, draw) << shift;
     pick.min(x)
-}
-
-/// Uniform in `[0, x)`; zero when `x` is zero.
-fn uniform_exclusive(x: u128, draw: u64) -> u128 {
-    if x == 0 {
-        0
-    } else {
-        uniform_inclusive(x.saturating_sub(1), draw)
-    }
 }
 
 /// SplitMix64's output function: a bijective 64-bit mixer with good avalanche.
@@ -260,7 +291,6 @@ mod tests {
             uniform_inclusive(u128::from(u64::MAX), u64::MAX),
             u128::from(u64::MAX)
         );
-        assert_eq!(uniform_exclusive(1, u64::MAX), 0);
         let huge = nanos(Duration::MAX);
         assert!(uniform_inclusive(huge, u64::MAX) <= huge);
         assert!(uniform_inclusive(huge, u64::MAX) > huge / 2);

@@ -330,8 +330,10 @@ pub struct Misuse {
     pub answer: Action,
 }
 
+/// The phase with what it waits for. `pub(super)` for the snapshot mapping
+/// (`snapshot.rs`), which is the only other reader.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum State {
+pub(super) enum State {
     Idle,
     Attempting {
         number: u32,
@@ -395,22 +397,22 @@ enum State {
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct RetryMachine {
-    policy: RetryPolicy,
-    seed: u64,
-    state: State,
+    pub(super) policy: RetryPolicy,
+    pub(super) seed: u64,
+    pub(super) state: State,
     /// When `Start` arrived: the origin of the budget.
-    start: Instant,
+    pub(super) start: Instant,
     /// The latest `now` accepted; earlier times are read as this one.
-    last_now: Instant,
+    pub(super) last_now: Instant,
     /// The attempt number where the curve (re)started (0, or the attempt a
     /// pushback followed).
-    curve_origin: u32,
+    pub(super) curve_origin: u32,
     /// The last curve delay (decorrelated jitter draws from it).
-    previous_delay: Duration,
+    pub(super) previous_delay: Duration,
     /// The number of the last attempt started (0 before the first).
-    last_attempt: u32,
+    pub(super) last_attempt: u32,
     /// The kind of the last failure, if any.
-    last_failure: Option<FailureKind>,
+    pub(super) last_failure: Option<FailureKind>,
 }
 
 impl RetryMachine {
@@ -721,7 +723,7 @@ impl RetryMachine {
             };
             return self.give_up(reason, number, kind);
         }
-        if number >= self.policy.max_attempts() {
+        if self.policy.is_last_attempt(number) {
             return self.give_up(final_reason, number, kind);
         }
         let (delay, reason) = self.next_delay(number, failure.hint());
@@ -827,9 +829,14 @@ impl RetryMachine {
                 let curve = policy.capped_delay(step);
                 let base = curve.max(honoured);
                 let ceiling = policy.max_delay().max(honoured);
-                let delay = policy
-                    .jittered(base, retry, self.seed, self.previous_delay, ceiling)
-                    .max(honoured);
+                let delay = policy.jittered(
+                    base,
+                    retry,
+                    self.seed,
+                    self.previous_delay,
+                    ceiling,
+                    honoured,
+                );
                 self.previous_delay = delay;
                 let reason = if honoured > curve {
                     SleepReason::Hint

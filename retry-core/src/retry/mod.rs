@@ -2,8 +2,9 @@
 //! delays, hint handling, time limits) and its builder, the [`Backoff`] curves,
 //! [`Jitter`] and its seeded generator, the [`RetryMachine`] that makes every
 //! decision, and the scripted [`Simulation`] that drives it in virtual time. Also
-//! the results a driver hands back ([`Success`], [`RetryError`]) and the error an
-//! invalid policy is refused with ([`PolicyError`]).
+//! the results a driver hands back ([`Success`], [`RetryError`]), the error an
+//! invalid policy is refused with ([`PolicyError`]), and the machine's versioned
+//! [`RetrySnapshot`].
 
 mod backoff;
 mod call;
@@ -15,6 +16,7 @@ mod machine;
 mod nanos;
 mod policy;
 mod sim;
+mod snapshot;
 
 pub use backoff::Backoff;
 pub use call::{RetryError, Success};
@@ -26,3 +28,4 @@ pub use jitter::{jitter_draw, Jitter};
 pub use machine::{Action, Event, GiveUp, GiveUpReason, Misuse, Phase, RetryMachine, SleepReason};
 pub use policy::{CircuitOpen, HintMode, Resolution, RetryPolicy, RetryPolicyBuilder};
 pub use sim::{total_sleep, Outcome, Scripted, Simulation, Step, Timeline};
+pub use snapshot::RetrySnapshot;

@@ -156,15 +156,32 @@ impl RetryPolicy {
         RetryPolicyBuilder::from_policy(*self)
     }
 
-    /// The most attempts, the first included (`max_retries + 1`).
+    /// The value of [`max_attempts`](RetryPolicy::max_attempts) that means no
+    /// limit on the number of attempts (`u32::MAX`).
+    pub const UNLIMITED_ATTEMPTS: u32 = u32::MAX;
+
+    /// The most attempts, the first included (`max_retries + 1`);
+    /// [`RetryPolicy::UNLIMITED_ATTEMPTS`] when there is no limit.
     #[must_use]
     pub const fn max_attempts(&self) -> u32 {
         self.max_attempts
     }
-    /// The most retries (`max_attempts - 1`).
+    /// The most retries (`max_attempts - 1`; `u32::MAX - 1` when unlimited).
     #[must_use]
     pub const fn max_retries(&self) -> u32 {
         self.max_attempts.saturating_sub(1)
+    }
+    /// Whether the number of attempts is unlimited: the call then ends only on
+    /// success, a permanent failure, cancellation, a refusal of the shared retry
+    /// budget, an open circuit (when the policy gives up on those), or the total
+    /// time budget when one is set. Attempt numbers stop growing at `u32::MAX`.
+    #[must_use]
+    pub const fn attempts_are_unlimited(&self) -> bool {
+        self.max_attempts == RetryPolicy::UNLIMITED_ATTEMPTS
+    }
+    /// Whether attempt `number` is the last one the policy allows.
+    pub(crate) const fn is_last_attempt(&self, number: u32) -> bool {
+        !self.attempts_are_unlimited() && number >= self.max_attempts
     }
     /// The backoff curve.
     #[must_use]
@@ -297,12 +314,27 @@ impl RetryPolicy {
         previous: Duration,
     ) -> (Duration, Duration) {
         let capped = self.capped_delay(step);
-        let delay = self.jittered(capped, retry, seed, previous, self.max_delay);
+        let delay = self.jittered(
+            capped,
+            retry,
+            seed,
+            previous,
+            self.max_delay,
+            Duration::ZERO,
+        );
         (delay, capped)
     }
 
-    /// Jitters `base`, then rounds and bounds it. `cap` is the ceiling the capping
-    /// kinds respect (the policy's `max_delay`, or a larger honoured hint).
+    /// Jitters `base`, then bounds and rounds it. `cap` is the ceiling the capping
+    /// kinds respect (the policy's `max_delay`, or a larger honoured hint); `floor`
+    /// is a lower bound on top of `min_delay` (an honoured hint, or zero).
+    ///
+    /// The result lies in the kind's interval (see [`Jitter`]) with both ends
+    /// raised to the floor. Under millisecond resolution it is the whole
+    /// millisecond nearest the jittered value *within* that interval; only an
+    /// interval that holds no whole millisecond at all (narrower than one, as an
+    /// unjittered 1.5 ms) gives the nearest whole millisecond instead, kept within
+    /// the floor and the cap.
     pub(crate) fn jittered(
         &self,
         base: Duration,
@@ -310,6 +342,7 @@ impl RetryPolicy {
         seed: u64,
         previous: Duration,
         cap: Duration,
+        floor: Duration,
     ) -> Duration {
         // No randomness to draw for unjittered policies.
         let draw = match self.jitter {
@@ -317,14 +350,26 @@ impl RetryPolicy {
             _ => jitter_draw(seed, retry, base),
         };
         let initial = self.backoff.initial();
-        let jittered = self.jitter.apply(base, draw, initial, previous, cap);
-        // The ceiling: the cap, except that additive jitter may exceed it by its fraction.
-        let upper = if self.jitter.may_exceed_cap() {
-            jittered.max(cap)
-        } else {
-            cap
-        };
-        bounded(self.round(jittered), self.min_delay, upper)
+        let (jittered, lo, hi) = self.jitter.draw_within(base, draw, initial, previous, cap);
+        let floor = nanos(floor.max(self.min_delay));
+        // Only durations are results: nothing past `Duration::MAX`.
+        let top = nanos(Duration::MAX);
+        let (lo, hi) = (lo.max(floor).min(top), hi.max(floor).min(top));
+        let value = jittered.max(lo).min(hi);
+        match self.resolution {
+            Resolution::Nanos => from_nanos(value),
+            Resolution::Millis => {
+                match whole_millis_within(from_nanos(value), from_nanos(lo), from_nanos(hi)) {
+                    Some(d) => d,
+                    None => {
+                        // No whole millisecond inside: the nearest one, within the
+                        // floor and the cap (additive jitter's top included).
+                        let nearest = nanos(self.round(from_nanos(value)));
+                        from_nanos(nearest.max(floor).min(nanos(cap).max(hi)))
+                    }
+                }
+            }
+        }
     }
 
     /// Rounds to the policy's resolution.
@@ -351,6 +396,42 @@ impl RetryPolicy {
     }
 }
 
+/// The whole millisecond nearest `value` (halves rounding up) among those in
+/// `[lo, hi]` (`lo <= value <= hi`), or `None` if there is none. Works on the
+/// seconds and the sub-second nanoseconds apart, so no wide division is needed.
+fn whole_millis_within(value: Duration, lo: Duration, hi: Duration) -> Option<Duration> {
+    let first = ceil_millis(lo)?;
+    let last = floor_millis(hi);
+    if first > last {
+        return None;
+    }
+    Some(round_millis(value).max(first).min(last))
+}
+
+const NANOS_PER_MS: u32 = 1_000_000;
+
+fn floor_millis(d: Duration) -> Duration {
+    let sub = d.subsec_nanos();
+    Duration::new(d.as_secs(), sub.saturating_sub(sub % NANOS_PER_MS))
+}
+
+/// `None` past [`Duration::MAX`].
+fn ceil_millis(d: Duration) -> Option<Duration> {
+    if d.subsec_nanos() % NANOS_PER_MS == 0 {
+        Some(d)
+    } else {
+        floor_millis(d).checked_add(Duration::from_millis(1))
+    }
+}
+
+fn round_millis(d: Duration) -> Duration {
+    if d.subsec_nanos() % NANOS_PER_MS >= NANOS_PER_MS / 2 {
+        ceil_millis(d).unwrap_or_else(|| floor_millis(d))
+    } else {
+        floor_millis(d)
+    }
+}
+
 /// `d` floored at `lo` and then capped at `hi` (total even if `lo > hi`).
 pub(crate) fn bounded(d: Duration, lo: Duration, hi: Duration) -> Duration {
     d.max(lo).min(hi)
@@ -359,10 +440,14 @@ pub(crate) fn bounded(d: Duration, lo: Duration, hi: Duration) -> Duration {
 impl fmt::Display for RetryPolicy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use crate::time::DisplayDuration as D;
+        if self.attempts_are_unlimited() {
+            f.write_str("unlimited attempts")?;
+        } else {
+            write!(f, "{} attempt(s)", self.max_attempts)?;
+        }
         write!(
             f,
-            "{} attempt(s), {}, delays in [{}, {}], jitter {}",
-            self.max_attempts,
+            ", {}, delays in [{}, {}], jitter {}",
             self.backoff,
             D(self.min_delay),
             D(self.max_delay),
@@ -421,15 +506,40 @@ impl RetryPolicyBuilder {
         }
     }
 
-    /// The most attempts, the first included (SPEC 1). `1` disables retrying.
+    /// The most attempts, the first included. `1` disables retrying;
+    /// `u32::MAX` ([`RetryPolicy::UNLIMITED_ATTEMPTS`]) is no limit, as
+    /// [`unlimited_attempts`](RetryPolicyBuilder::unlimited_attempts).
     pub fn max_attempts(mut self, n: u32) -> Self {
         self.attempts = Some(n);
         self
     }
-    /// The most retries after the first attempt (SPEC 1): `n` allows `n + 1`
-    /// attempts (saturating at `u32::MAX`). `0` disables retrying.
+    /// The most retries after the first attempt: `n` allows `n + 1` attempts
+    /// (`u32::MAX` and `u32::MAX - 1` are no limit). `0` disables retrying.
     pub fn max_retries(mut self, n: u32) -> Self {
         self.retries = Some(n);
+        self
+    }
+    /// No limit on the number of attempts: the call retries until it succeeds or
+    /// something else ends it (a permanent failure, cancellation, the total time
+    /// budget or the shared retry budget when set). It is an attempt count like
+    /// [`max_attempts`](RetryPolicyBuilder::max_attempts) (the later call wins);
+    /// with [`max_retries`](RetryPolicyBuilder::max_retries) as well it is the
+    /// same error as giving both counts.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use retry_core::RetryPolicy;
+    ///
+    /// let policy = RetryPolicy::builder()
+    ///     .unlimited_attempts()
+    ///     .budget(Duration::from_secs(30)) // the time budget is what ends it
+    ///     .build()?;
+    /// assert!(policy.attempts_are_unlimited());
+    /// assert_eq!(policy.max_attempts(), RetryPolicy::UNLIMITED_ATTEMPTS);
+    /// # Ok::<(), retry_core::PolicyError>(())
+    /// ```
+    pub fn unlimited_attempts(mut self) -> Self {
+        self.attempts = Some(RetryPolicy::UNLIMITED_ATTEMPTS);
         self
     }
     /// The backoff curve.

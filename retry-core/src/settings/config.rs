@@ -7,8 +7,8 @@
 //!
 //! | field | value | default |
 //! |---|---|---|
-//! | `max_attempts` | whole number >= 1 | 5 |
-//! | `max_retries` | whole number (`max_attempts - 1`); never with `max_attempts` | |
+//! | `max_attempts` | whole number >= 1, or `"unlimited"` | 5 |
+//! | `max_retries` | whole number (`max_attempts - 1`), or `"unlimited"`; never with `max_attempts` | |
 //! | `backoff` | `none`, `constant`, `linear`, `exponential`, `fibonacci` | `exponential` |
 //! | `initial_delay` | the curve's first delay (constant: the delay); not with `none` | `1s` |
 //! | `factor` | number >= 1; exponential only | 2 |
@@ -47,6 +47,8 @@
 //!   over a base that ignores hints names `override`, and otherwise keeps the
 //!   base's mode. `false` with another mode, or `true` with `ignore`, is a
 //!   contradiction and an error.
+//! - `max_attempts = "unlimited"` (or `max_retries = "unlimited"`) puts no limit
+//!   on attempts; a `budget`, when set, is then what ends a failing call.
 //! - Zero is never "unset": presence is explicit, so `budget = "0s"` is an error
 //!   in a policy and in an override alike. `"none"` removes a budget or timeout.
 //!
@@ -313,15 +315,19 @@ impl core::error::Error for ConfigError {}
 #[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct PolicyOverride {
-    /// The most attempts, the first included.
+    /// The most attempts, the first included ([`RetryPolicy::UNLIMITED_ATTEMPTS`]
+    /// for no limit, written `"unlimited"`).
     #[serde(
         skip_serializing_if = "Option::is_none",
+        serialize_with = "ser::count",
         deserialize_with = "fields::max_attempts"
     )]
     pub max_attempts: Option<u32>,
-    /// The most retries after the first attempt.
+    /// The most retries after the first attempt (`u32::MAX` for no limit, written
+    /// `"unlimited"`).
     #[serde(
         skip_serializing_if = "Option::is_none",
+        serialize_with = "ser::count",
         deserialize_with = "fields::max_retries"
     )]
     pub max_retries: Option<u32>,
@@ -804,6 +810,14 @@ mod ser {
     use crate::duration_text::DurationText;
     use crate::{Jitter, Resolution};
 
+    pub(super) fn count<S: Serializer>(n: &Option<u32>, s: S) -> Result<S::Ok, S::Error> {
+        match n {
+            Some(u32::MAX) => s.serialize_str("unlimited"),
+            Some(n) => s.serialize_u32(*n),
+            None => s.serialize_none(),
+        }
+    }
+
     pub(super) fn duration<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
         match d {
             Some(d) => s.collect_str(&DurationText(*d)),
@@ -915,7 +929,7 @@ mod visit {
 
     use super::{Curve, RetryAfter};
     use crate::duration_text::parse_duration;
-    use crate::{Backoff, Jitter, PolicyError, Resolution};
+    use crate::{Backoff, Jitter, PolicyError, Resolution, RetryPolicy};
 
     /// A whole number for an attempt count.
     pub(super) struct CountField {
@@ -927,7 +941,7 @@ mod visit {
         type Value = u32;
 
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            write!(f, "a whole number for `{}`", self.name)
+            write!(f, "a whole number or \"unlimited\" for `{}`", self.name)
         }
 
         fn visit_u64<E: Error>(self, v: u64) -> Result<u32, E> {
@@ -962,8 +976,11 @@ mod visit {
         }
 
         fn visit_str<E: Error>(self, v: &str) -> Result<u32, E> {
+            if v.trim() == "unlimited" {
+                return Ok(RetryPolicy::UNLIMITED_ATTEMPTS);
+            }
             Err(E::custom(format_args!(
-                "{}: expected a whole number, got the string {v:?}",
+                "{}: expected a whole number or \"unlimited\", got the string {v:?}",
                 self.name
             )))
         }

@@ -1,0 +1,217 @@
+//! What a breaker reports beside its transitions: how an outcome was used
+//! ([`Recorded`], [`Ignored`], [`Exceeded`]) and the readings a dashboard shows
+//! ([`BreakerMetrics`], [`RateReading`]).
+
+use core::fmt;
+
+use super::{BreakerState, Rate, Transition, WindowStats};
+
+/// What [`CircuitBreaker::record`](super::CircuitBreaker::record) made of an
+/// outcome: the state change it caused, whether the outcome was ignored, and
+/// which rate thresholds it pushed a rate to. An adapter turns each part into an
+/// event (a transition, "outcome ignored", "failure rate exceeded", "slow-call
+/// rate exceeded").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[must_use = "a transition must be reported"]
+pub struct Recorded {
+    /// The state change the outcome caused, if any.
+    pub transition: Option<Transition>,
+    /// Why the outcome counted for nothing, if it did.
+    pub ignored: Option<Ignored>,
+    /// The rates this outcome brought to or above their thresholds.
+    pub exceeded: Exceeded,
+}
+
+impl Recorded {
+    pub(crate) const NOTHING: Recorded = Recorded {
+        transition: None,
+        ignored: None,
+        exceeded: Exceeded::NONE,
+    };
+
+    pub(crate) const fn ignored(reason: Ignored) -> Recorded {
+        Recorded {
+            transition: None,
+            ignored: Some(reason),
+            exceeded: Exceeded::NONE,
+        }
+    }
+}
+
+impl fmt::Display for Recorded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.ignored {
+            Some(reason) => write!(f, "ignored ({reason})")?,
+            None => f.write_str("recorded")?,
+        }
+        if let Some(rate) = self.exceeded.failure_rate {
+            write!(f, "; failure rate {rate} exceeded")?;
+        }
+        if let Some(rate) = self.exceeded.slow_call_rate {
+            write!(f, "; slow-call rate {rate} exceeded")?;
+        }
+        if let Some(t) = self.transition {
+            write!(f, "; {t}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why an outcome handed back to a breaker counted for nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Ignored {
+    /// The permit was issued before the breaker last opened (or was sent to
+    /// half-open): its outcome says nothing about the dependency now.
+    Late,
+    /// The breaker is open: it records nothing until it probes again.
+    Open,
+    /// An operator forced the breaker open.
+    ForcedOpen,
+    /// An operator disabled the breaker: it records nothing.
+    Disabled,
+}
+
+impl Ignored {
+    /// A stable dotted code for logs and metric labels.
+    #[must_use]
+    pub const fn code(self) -> &'static str {
+        match self {
+            Ignored::Late => "breaker.ignored.late",
+            Ignored::Open => "breaker.ignored.open",
+            Ignored::ForcedOpen => "breaker.ignored.forced_open",
+            Ignored::Disabled => "breaker.ignored.disabled",
+        }
+    }
+}
+
+impl fmt::Display for Ignored {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Ignored::Late => "late",
+            Ignored::Open => "open",
+            Ignored::ForcedOpen => "forced open",
+            Ignored::Disabled => "disabled",
+        })
+    }
+}
+
+/// The rates an outcome brought to or above their thresholds, each with the rate
+/// measured then. A rate is reported by the outcome that crosses its threshold
+/// (it was below, or not yet judged, before that outcome), so a metrics-only
+/// breaker whose failure rate stays high reports it once, not for every call.
+/// In half-open under [`HalfOpenVerdict::Rates`](crate::HalfOpenVerdict::Rates)
+/// the probes' rates are reported by the verdict.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Exceeded {
+    /// The failure rate, if it reached the `failure_rate` threshold.
+    pub failure_rate: Option<Rate>,
+    /// The slow-call rate, if it reached the `slow_call_rate` threshold.
+    pub slow_call_rate: Option<Rate>,
+}
+
+impl Exceeded {
+    /// Nothing exceeded.
+    pub const NONE: Exceeded = Exceeded {
+        failure_rate: None,
+        slow_call_rate: None,
+    };
+
+    /// Whether either rate was exceeded.
+    #[must_use]
+    pub const fn any(&self) -> bool {
+        self.failure_rate.is_some() || self.slow_call_rate.is_some()
+    }
+}
+
+/// A rate as a dashboard shows it: measured, or not measurable yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RateReading {
+    /// The breaker has no window to measure rates over.
+    NoWindow,
+    /// The window holds fewer calls than `minimum_calls`: no rate is judged yet
+    /// (which is not the same as 0 %).
+    NotEnoughCalls {
+        /// Calls in the window.
+        calls: u32,
+        /// Calls needed before rates are judged.
+        minimum: u32,
+    },
+    /// The rate over the window's calls, rounded down to a basis point.
+    Measured(Rate),
+}
+
+impl RateReading {
+    /// `count` out of `calls`, judged from `minimum` calls on.
+    pub(crate) fn of(count: u32, calls: u32, minimum: u32) -> RateReading {
+        if calls < minimum || calls == 0 {
+            return RateReading::NotEnoughCalls { calls, minimum };
+        }
+        let bp = u64::from(count)
+            .saturating_mul(10_000)
+            .checked_div(u64::from(calls))
+            .unwrap_or(0)
+            .min(10_000);
+        RateReading::Measured(Rate::from_basis_points(u16::try_from(bp).unwrap_or(10_000)))
+    }
+
+    /// The measured rate, if there is one.
+    #[must_use]
+    pub const fn rate(self) -> Option<Rate> {
+        match self {
+            RateReading::Measured(rate) => Some(rate),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for RateReading {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RateReading::NoWindow => f.write_str("no window"),
+            RateReading::NotEnoughCalls { calls, minimum } => {
+                write!(f, "not enough calls ({calls} of {minimum})")
+            }
+            RateReading::Measured(rate) => fmt::Display::fmt(rate, f),
+        }
+    }
+}
+
+/// What a dashboard shows for a breaker at one moment
+/// ([`CircuitBreaker::metrics`](super::CircuitBreaker::metrics)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct BreakerMetrics {
+    /// The state.
+    pub state: BreakerState,
+    /// What the window holds (calls, failures, slow calls and slow failures;
+    /// slow successes are [`WindowStats::slow_successes`]).
+    pub window: WindowStats,
+    /// The window's failure rate.
+    pub failure_rate: RateReading,
+    /// The window's slow-call rate.
+    pub slow_call_rate: RateReading,
+    /// Calls rejected since the breaker was built (forced-open, open, or every
+    /// half-open probe place taken); only ever grows.
+    pub rejected: u64,
+    /// The current streak of failures.
+    pub consecutive_failures: u32,
+    /// Probes in flight (zero unless half-open).
+    pub probes_in_flight: u32,
+    /// The probes that have reported in this half-open period (all zero unless
+    /// half-open).
+    pub probes: WindowStats,
+}
+
+impl fmt::Display for BreakerMetrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "failure rate {}, slow-call rate {} ({} slow ok, {} slow failed), rejected {}",
+            self.failure_rate,
+            self.slow_call_rate,
+            self.window.slow_successes(),
+            self.window.slow_failures,
+            self.rejected
+        )
+    }
+}

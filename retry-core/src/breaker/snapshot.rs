@@ -1,0 +1,520 @@
+//! [`BreakerSnapshot`]: a circuit breaker's state as a versioned record, and the
+//! checks that restore it.
+
+use core::time::Duration;
+
+use super::window::{BucketRing, CountRing};
+use super::{
+    BreakerConfig, CircuitBreaker, HalfOpenTimeout, HalfOpenVerdict, Mode, Probing, Rate,
+    WindowStats,
+};
+use crate::snapshot::{consistent, Bounded, CurveRecord, JitterRecord, SnapshotError};
+use crate::{Instant, Window};
+
+/// A [`CircuitBreaker`] as a plain, versioned record: its config, its state
+/// with what that state holds (when an open period ends, the half-open probes),
+/// its counters, and its window as the calls it holds from oldest to newest (a
+/// count window) or its buckets (a time window). [`CircuitBreaker::snapshot`]
+/// takes one; [`CircuitBreaker::restore`] checks one and rebuilds the breaker,
+/// which then answers every later request, outcome and operator action exactly
+/// as the original would. With the `serde` feature it serializes to any serde
+/// format (JSON, postcard, …), without allocating.
+///
+/// `WORDS` and `BUCKETS` are the breaker type's capacities; a snapshot decodes
+/// whatever it lists, and restoring refuses one that holds more than the type
+/// can. Instants are the breaker's own (time since the origin its driver
+/// picked): a driver restoring in another process maps them to its clock as it
+/// does every other instant it passes in.
+///
+/// ```
+/// # #[cfg(feature = "serde")] {
+/// use core::time::Duration;
+/// use retry_core::{Admission, BreakerConfig, BreakerSnapshot, CallOutcome, CircuitBreaker, Instant};
+///
+/// let mut breaker = CircuitBreaker::<0, 0>::new(BreakerConfig::basic(1, Duration::from_secs(30), 1)?)?;
+/// let t = Instant::from_secs(5);
+/// let Admission::Admitted { permit, .. } = breaker.request(t) else { unreachable!() };
+/// let _ = breaker.record(permit, CallOutcome::failure(Duration::from_millis(3)), t);
+/// // A serverless function saves its open breaker and the next one starts from it.
+/// let text = serde_json::to_string(&breaker.snapshot()).unwrap();
+/// let snapshot: BreakerSnapshot<0, 0> = serde_json::from_str(&text).unwrap();
+/// let restored = CircuitBreaker::restore(&snapshot)?;
+/// assert_eq!(restored.open_until(), Some(Instant::from_secs(35)));
+/// # }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct BreakerSnapshot<const WORDS: usize = 2, const BUCKETS: usize = 0> {
+    version: u32,
+    config: ConfigRecord,
+    state: StateRecord,
+    epoch: u32,
+    reopens: u32,
+    consecutive_failures: u32,
+    rejected: u64,
+    window: WindowRecord<WORDS, BUCKETS>,
+}
+
+/// Every field of a breaker config, plainly (rates in basis points).
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+struct ConfigRecord {
+    failure_threshold: Option<u32>,
+    failure_rate: Option<u16>,
+    slow_call_rate: Option<u16>,
+    slow_call_duration: Duration,
+    window: Option<ShapeRecord>,
+    minimum_calls: u32,
+    open_backoff: CurveRecord,
+    max_open_duration: Duration,
+    open_jitter: JitterRecord,
+    seed: u64,
+    half_open_permits: u32,
+    success_threshold: u32,
+    /// `None`: the consecutive verdict; `Some(n)`: rates over `n` probes.
+    rates_over_probes: Option<u32>,
+    max_half_open_wait: Option<Duration>,
+    close_after_half_open_wait: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+enum ShapeRecord {
+    Count { calls: u16 },
+    Time { length: Duration, buckets: u16 },
+}
+
+/// Calls, failures, slow calls, slow failures.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+struct CountsRecord {
+    calls: u32,
+    failures: u32,
+    slow: u32,
+    slow_failures: u32,
+}
+
+impl From<WindowStats> for CountsRecord {
+    fn from(w: WindowStats) -> Self {
+        CountsRecord {
+            calls: w.calls,
+            failures: w.failures,
+            slow: w.slow,
+            slow_failures: w.slow_failures,
+        }
+    }
+}
+
+impl CountsRecord {
+    fn stats(self, field: &'static str) -> Result<WindowStats, SnapshotError> {
+        consistent(
+            self.failures <= self.calls
+                && self.slow <= self.calls
+                && self.slow_failures <= self.failures.min(self.slow),
+            field,
+            "more failures or slow calls than calls, or more slow failures than either",
+        )?;
+        Ok(WindowStats {
+            calls: self.calls,
+            failures: self.failures,
+            slow: self.slow,
+            slow_failures: self.slow_failures,
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+enum StateRecord {
+    Closed,
+    Open {
+        until: Instant,
+    },
+    HalfOpen {
+        in_flight: u32,
+        admitted: u32,
+        reported: CountsRecord,
+        deadline: Option<Instant>,
+    },
+    ForcedOpen,
+    Disabled,
+    MetricsOnly,
+}
+
+/// One bucket of a time window: its number (time since the origin divided by
+/// the bucket length) and its counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+struct BucketRecord {
+    number: u64,
+    counts: CountsRecord,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+enum WindowRecord<const WORDS: usize, const BUCKETS: usize> {
+    /// No window.
+    None,
+    /// The last `calls` calls, oldest first: bit `i` of the words (64 to a
+    /// word, least significant first) is the `i`-th oldest call.
+    Count {
+        calls: u16,
+        failed: Bounded<u64, WORDS>,
+        slow: Bounded<u64, WORDS>,
+    },
+    /// The buckets that hold calls.
+    Time {
+        buckets: Bounded<BucketRecord, BUCKETS>,
+    },
+}
+
+impl<const WORDS: usize, const BUCKETS: usize> BreakerSnapshot<WORDS, BUCKETS> {
+    /// The format version this build writes and reads.
+    pub const VERSION: u32 = 1;
+
+    /// The format version of this snapshot.
+    #[must_use]
+    pub const fn version(&self) -> u32 {
+        self.version
+    }
+}
+
+impl ConfigRecord {
+    fn of(c: &BreakerConfig) -> ConfigRecord {
+        ConfigRecord {
+            failure_threshold: c.failure_threshold(),
+            failure_rate: c.failure_rate().map(Rate::basis_points),
+            slow_call_rate: c.slow_call_rate().map(Rate::basis_points),
+            slow_call_duration: c.slow_call_duration(),
+            window: c.window().map(|w| match w {
+                Window::Count { calls } => ShapeRecord::Count { calls },
+                Window::Time { length, buckets } => ShapeRecord::Time { length, buckets },
+            }),
+            minimum_calls: c.minimum_calls(),
+            open_backoff: c.open_backoff().into(),
+            max_open_duration: c.max_open_duration(),
+            open_jitter: c.open_jitter().into(),
+            seed: c.seed(),
+            half_open_permits: c.half_open_permits(),
+            success_threshold: c.success_threshold(),
+            rates_over_probes: match c.half_open_verdict() {
+                HalfOpenVerdict::Consecutive => None,
+                HalfOpenVerdict::Rates { probes } => Some(probes),
+            },
+            max_half_open_wait: c.max_half_open_wait(),
+            close_after_half_open_wait: c.half_open_timeout() == HalfOpenTimeout::Close,
+        }
+    }
+
+    fn config(&self) -> Result<BreakerConfig, SnapshotError> {
+        BreakerConfig::builder()
+            .failure_threshold(self.failure_threshold)
+            .failure_rate(self.failure_rate.map(Rate::from_basis_points))
+            .slow_call_rate(self.slow_call_rate.map(Rate::from_basis_points))
+            .slow_call_duration(self.slow_call_duration)
+            .window(self.window.map(|w| match w {
+                ShapeRecord::Count { calls } => Window::Count { calls },
+                ShapeRecord::Time { length, buckets } => Window::Time { length, buckets },
+            }))
+            .minimum_calls(self.minimum_calls)
+            .open_backoff(self.open_backoff.into())
+            .max_open_duration(self.max_open_duration)
+            .open_jitter(self.open_jitter.into())
+            .seed(self.seed)
+            .half_open_permits(self.half_open_permits)
+            .success_threshold(self.success_threshold)
+            .half_open_verdict(match self.rates_over_probes {
+                None => HalfOpenVerdict::Consecutive,
+                Some(probes) => HalfOpenVerdict::Rates { probes },
+            })
+            .max_half_open_wait(self.max_half_open_wait)
+            .on_half_open_timeout(if self.close_after_half_open_wait {
+                HalfOpenTimeout::Close
+            } else {
+                HalfOpenTimeout::Reopen
+            })
+            .build()
+            .map_err(SnapshotError::Breaker)
+    }
+}
+
+/// Bit `i` of `words`, least significant first.
+fn word_bit(words: &[u64], i: u16) -> bool {
+    words
+        .get(usize::from(i / 64))
+        .is_some_and(|w| w >> (i % 64) & 1 == 1)
+}
+
+impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
+    /// The breaker's state as a [`BreakerSnapshot`]: restored with
+    /// [`CircuitBreaker::restore`], it answers every later input as this breaker
+    /// would. Permits in flight are not part of it: a driver that restores a
+    /// breaker hands back no permit issued before the snapshot (a half-open probe
+    /// in flight then never reports, which the half-open maximum wait is for).
+    #[must_use]
+    pub fn snapshot(&self) -> BreakerSnapshot<WORDS, BUCKETS> {
+        let state = match self.mode {
+            Mode::Closed => StateRecord::Closed,
+            Mode::Open { until } => StateRecord::Open { until },
+            Mode::HalfOpen(p) => StateRecord::HalfOpen {
+                in_flight: p.in_flight,
+                admitted: p.admitted,
+                reported: p.results.into(),
+                deadline: p.deadline,
+            },
+            Mode::ForcedOpen => StateRecord::ForcedOpen,
+            Mode::Disabled => StateRecord::Disabled,
+            Mode::MetricsOnly => StateRecord::MetricsOnly,
+        };
+        let window = match self.config.window() {
+            None => WindowRecord::None,
+            Some(Window::Count { calls: size }) => {
+                let len = self.calls.len();
+                let mut failed = Bounded::<u64, WORDS>::new();
+                let mut slow = Bounded::<u64, WORDS>::new();
+                let words = usize::from(len).div_ceil(64);
+                for w in 0..words {
+                    let mut f = 0u64;
+                    let mut s = 0u64;
+                    for b in 0..64u16 {
+                        let i = u16::try_from(w.saturating_mul(64))
+                            .unwrap_or(u16::MAX)
+                            .saturating_add(b);
+                        if let Some((is_failed, is_slow)) = self.calls.get(size, i) {
+                            f |= u64::from(is_failed) << b;
+                            s |= u64::from(is_slow) << b;
+                        }
+                    }
+                    failed.push(f);
+                    slow.push(s);
+                }
+                WindowRecord::Count {
+                    calls: len,
+                    failed,
+                    slow,
+                }
+            }
+            Some(Window::Time { .. }) => {
+                let mut buckets = Bounded::<BucketRecord, BUCKETS>::new();
+                for (number, counts) in self.buckets.buckets() {
+                    buckets.push(BucketRecord {
+                        number,
+                        counts: counts.into(),
+                    });
+                }
+                WindowRecord::Time { buckets }
+            }
+        };
+        BreakerSnapshot {
+            version: BreakerSnapshot::<WORDS, BUCKETS>::VERSION,
+            config: ConfigRecord::of(&self.config),
+            state,
+            epoch: self.epoch,
+            reopens: self.reopens,
+            consecutive_failures: self.consecutive_failures,
+            rejected: self.rejected,
+            window,
+        }
+    }
+
+    /// Rebuilds a breaker from `snapshot`, after checking it.
+    ///
+    /// # Errors
+    /// A [`SnapshotError`] naming the field: an unknown `version`; a `config`
+    /// that fails validation or does not fit this type
+    /// ([`SnapshotError::Breaker`]); a window of another kind than the config's,
+    /// more calls than the window holds, more words or buckets than this type
+    /// holds, counts that do not add up; a state that cannot hold with its fields
+    /// (probe counts that do not add up or exceed their limits, a failure streak
+    /// that should have tripped the breaker, re-opens outside open and
+    /// half-open).
+    pub fn restore(snapshot: &BreakerSnapshot<WORDS, BUCKETS>) -> Result<Self, SnapshotError> {
+        let s = snapshot;
+        if s.version != BreakerSnapshot::<WORDS, BUCKETS>::VERSION {
+            return Err(SnapshotError::UnsupportedVersion {
+                found: s.version,
+                supported: BreakerSnapshot::<WORDS, BUCKETS>::VERSION,
+            });
+        }
+        let config = s.config.config()?;
+        let mut breaker = CircuitBreaker::new(config).map_err(SnapshotError::Breaker)?;
+        breaker.mode = match s.state {
+            StateRecord::Closed => Mode::Closed,
+            StateRecord::Open { until } => Mode::Open { until },
+            StateRecord::ForcedOpen => Mode::ForcedOpen,
+            StateRecord::Disabled => Mode::Disabled,
+            StateRecord::MetricsOnly => Mode::MetricsOnly,
+            StateRecord::HalfOpen {
+                in_flight,
+                admitted,
+                reported,
+                deadline,
+            } => {
+                let results = reported.stats("state.reported")?;
+                consistent(
+                    u64::from(admitted)
+                        == u64::from(in_flight).saturating_add(u64::from(results.calls)),
+                    "state.admitted",
+                    "the probes admitted are not those in flight plus those reported",
+                )?;
+                if in_flight > config.half_open_permits() {
+                    return Err(SnapshotError::AboveMaximum {
+                        field: "state.in_flight",
+                        value: u64::from(in_flight),
+                        maximum: u64::from(config.half_open_permits()),
+                    });
+                }
+                match config.half_open_verdict() {
+                    HalfOpenVerdict::Consecutive => {
+                        consistent(
+                            results.failures == 0
+                                && (results.slow == 0 || config.slow_call_rate().is_none()),
+                            "state.reported",
+                            "a failed (or slow) probe ends the half-open period",
+                        )?;
+                        consistent(
+                            results.calls < config.success_threshold(),
+                            "state.reported",
+                            "enough good probes to close the breaker",
+                        )?;
+                    }
+                    HalfOpenVerdict::Rates { probes } => {
+                        if admitted > probes {
+                            return Err(SnapshotError::AboveMaximum {
+                                field: "state.admitted",
+                                value: u64::from(admitted),
+                                maximum: u64::from(probes),
+                            });
+                        }
+                        consistent(
+                            results.calls < probes,
+                            "state.reported",
+                            "every probe reported: the verdict is due",
+                        )?;
+                    }
+                }
+                consistent(
+                    deadline.is_none() || config.max_half_open_wait().is_some(),
+                    "state.deadline",
+                    "a half-open deadline without a maximum wait in the config",
+                )?;
+                Mode::HalfOpen(Probing {
+                    in_flight,
+                    admitted,
+                    results,
+                    deadline,
+                })
+            }
+        };
+        let open_or_probing = matches!(breaker.mode, Mode::Open { .. } | Mode::HalfOpen(_));
+        consistent(
+            s.reopens == 0 || open_or_probing,
+            "reopens",
+            "re-opens counted outside open and half-open",
+        )?;
+        consistent(
+            s.consecutive_failures == 0 || !open_or_probing,
+            "consecutive_failures",
+            "a failure streak while open or half-open",
+        )?;
+        if breaker.mode == Mode::Closed {
+            if let Some(n) = config.failure_threshold() {
+                consistent(
+                    s.consecutive_failures < n,
+                    "consecutive_failures",
+                    "a streak that reaches the threshold would have tripped the breaker",
+                )?;
+            }
+        }
+        breaker.epoch = s.epoch;
+        breaker.reopens = s.reopens;
+        breaker.consecutive_failures = s.consecutive_failures;
+        breaker.rejected = s.rejected;
+        match (config.window(), &s.window) {
+            (None, WindowRecord::None) => {}
+            (
+                Some(Window::Count { calls: size }),
+                WindowRecord::Count {
+                    calls,
+                    failed,
+                    slow,
+                },
+            ) => {
+                failed.fits("window.failed")?;
+                slow.fits("window.slow")?;
+                if *calls > size {
+                    return Err(SnapshotError::AboveMaximum {
+                        field: "window.calls",
+                        value: u64::from(*calls),
+                        maximum: u64::from(size),
+                    });
+                }
+                let past = |words: &[u64]| {
+                    (0..u16::try_from(words.len().saturating_mul(64)).unwrap_or(u16::MAX))
+                        .any(|i| i >= *calls && word_bit(words, i))
+                };
+                consistent(
+                    !past(failed.kept()) && !past(slow.kept()),
+                    "window.failed",
+                    "calls marked past the window's calls",
+                )?;
+                let mut ring = CountRing::<WORDS>::new();
+                for i in 0..*calls {
+                    ring.push(size, word_bit(failed.kept(), i), word_bit(slow.kept(), i));
+                }
+                breaker.calls = ring;
+            }
+            (Some(Window::Time { buckets: size, .. }), WindowRecord::Time { buckets }) => {
+                buckets.fits("window.buckets")?;
+                if buckets.given > usize::from(size) {
+                    return Err(SnapshotError::AboveMaximum {
+                        field: "window.buckets",
+                        value: u64::try_from(buckets.given).unwrap_or(u64::MAX),
+                        maximum: u64::from(size),
+                    });
+                }
+                let mut ring = BucketRing::<BUCKETS>::new();
+                let mut slots_taken = [false; BUCKETS];
+                for b in buckets.kept() {
+                    let counts = b.counts.stats("window.buckets")?;
+                    consistent(
+                        counts.calls > 0,
+                        "window.buckets",
+                        "a bucket listed with no calls",
+                    )?;
+                    let slot = b
+                        .number
+                        .checked_rem(u64::from(size))
+                        .and_then(|i| usize::try_from(i).ok())
+                        .and_then(|i| slots_taken.get_mut(i));
+                    match slot {
+                        Some(taken) if !*taken => *taken = true,
+                        _ => {
+                            return Err(SnapshotError::Inconsistent {
+                                field: "window.buckets",
+                                reason: "two buckets in the same place of the ring",
+                            })
+                        }
+                    }
+                    consistent(
+                        ring.put(b.number, size, counts),
+                        "window.buckets",
+                        "a bucket outside the ring",
+                    )?;
+                }
+                breaker.buckets = ring;
+            }
+            _ => {
+                return Err(SnapshotError::Inconsistent {
+                    field: "window",
+                    reason: "a window of another kind than the config's",
+                })
+            }
+        }
+        Ok(breaker)
+    }
+}

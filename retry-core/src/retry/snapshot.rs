@@ -1,0 +1,441 @@
+//! [`RetrySnapshot`]: a retry machine's state as a versioned record, and the
+//! checks that restore it.
+
+use core::time::Duration;
+
+use super::machine::State;
+use super::{
+    Action, GiveUp, GiveUpReason, HintMode, Resolution, RetryMachine, RetryPolicy, SleepReason,
+};
+use crate::snapshot::{consistent, CurveRecord, JitterRecord, SnapshotError};
+use crate::{CircuitOpen, FailureKind, Instant};
+
+/// A [`RetryMachine`] as a plain, versioned record: its policy, its seed, the
+/// phase it is in with what that phase waits for, and the few counters its
+/// future depends on. [`RetryMachine::snapshot`] takes one;
+/// [`RetryMachine::restore`] checks one and rebuilds the machine, which then
+/// answers every later event exactly as the original would, in this process or
+/// another, on any platform. With the `serde` feature it serializes to any serde
+/// format (JSON, postcard, …), without allocating.
+///
+/// The record is written for the format, not the machine: its fields keep
+/// their meaning when the machine's insides change, and [`RetrySnapshot::VERSION`]
+/// says which format it is.
+///
+/// ```
+/// # #[cfg(feature = "serde")] {
+/// use retry_core::{Action, Event, Failure, Instant, RetryMachine, RetryPolicy, RetrySnapshot};
+///
+/// let policy = RetryPolicy::default();
+/// let mut m = RetryMachine::new(&policy, 7);
+/// let _ = m.poll(Event::Start, Instant::ORIGIN);
+/// let Action::Sleep { until, .. } = m.poll(Event::Failed(Failure::retryable()), Instant::ORIGIN) else {
+///     unreachable!()
+/// };
+/// // Saved while it sleeps, restored after a restart, it goes on where it was.
+/// let text = serde_json::to_string(&m.snapshot()).unwrap();
+/// let snapshot: RetrySnapshot = serde_json::from_str(&text).unwrap();
+/// let mut restored = RetryMachine::restore(&snapshot)?;
+/// assert_eq!(restored.poll(Event::Woke, until), m.poll(Event::Woke, until));
+/// # }
+/// # Ok::<(), retry_core::SnapshotError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct RetrySnapshot {
+    version: u32,
+    policy: PolicyRecord,
+    seed: u64,
+    phase: PhaseRecord,
+    started_at: Instant,
+    latest_now: Instant,
+    attempts: u32,
+    curve_restarted_at: u32,
+    previous_delay: Duration,
+    last_failure: Option<FailureKind>,
+}
+
+/// Every field of a policy, plainly.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+struct PolicyRecord {
+    max_attempts: u32,
+    backoff: CurveRecord,
+    max_delay: Duration,
+    min_delay: Duration,
+    jitter: JitterRecord,
+    nanosecond_resolution: bool,
+    hints: HintsRecord,
+    budget: Option<Duration>,
+    attempt_timeout: Option<Duration>,
+    cap_attempt_to_budget: bool,
+    retry_timeouts: bool,
+    use_retry_budget: bool,
+    wait_on_open_circuit: bool,
+    idempotent: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+enum HintsRecord {
+    Override { min: Duration, max: Duration },
+    AtLeast { cap: Duration },
+    Ignore,
+}
+
+/// The phase and what it waits for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+enum PhaseRecord {
+    /// Waiting for `Start`.
+    Idle,
+    /// Attempt `number` runs since `started`.
+    Attempting {
+        number: u32,
+        started: Instant,
+        deadline: Option<Instant>,
+    },
+    /// Sleeping until `until`.
+    Sleeping {
+        until: Instant,
+        delay: Duration,
+        reason: SleepReason,
+    },
+    /// Waiting for the retry budget's answer for retry `retry`.
+    Withdrawing {
+        retry: u32,
+        after_timeout: bool,
+        delay: Duration,
+        reason: SleepReason,
+    },
+    /// Finished with a success.
+    Done { attempts: u32 },
+    /// Finished with a failure.
+    GaveUp {
+        reason: GiveUpReason,
+        attempts: u32,
+        last_failure: Option<FailureKind>,
+    },
+}
+
+impl RetrySnapshot {
+    /// The format version this build writes and reads.
+    pub const VERSION: u32 = 1;
+
+    /// The format version of this snapshot.
+    #[must_use]
+    pub const fn version(&self) -> u32 {
+        self.version
+    }
+}
+
+impl PolicyRecord {
+    fn of(p: &RetryPolicy) -> PolicyRecord {
+        PolicyRecord {
+            max_attempts: p.max_attempts(),
+            backoff: p.backoff().into(),
+            max_delay: p.max_delay(),
+            min_delay: p.min_delay(),
+            jitter: p.jitter().into(),
+            nanosecond_resolution: p.resolution() == Resolution::Nanos,
+            hints: match p.hints() {
+                HintMode::Override { min, max } => HintsRecord::Override { min, max },
+                HintMode::AtLeast { cap } => HintsRecord::AtLeast { cap },
+                HintMode::Ignore => HintsRecord::Ignore,
+            },
+            budget: p.budget(),
+            attempt_timeout: p.attempt_timeout(),
+            cap_attempt_to_budget: p.caps_attempt_to_budget(),
+            retry_timeouts: p.retries_timeouts(),
+            use_retry_budget: p.uses_retry_budget(),
+            wait_on_open_circuit: p.circuit_open() == CircuitOpen::Wait,
+            idempotent: p.is_idempotent(),
+        }
+    }
+
+    fn policy(&self) -> Result<RetryPolicy, SnapshotError> {
+        RetryPolicy::builder()
+            .max_attempts(self.max_attempts)
+            .backoff(self.backoff.into())
+            .max_delay(self.max_delay)
+            .min_delay(self.min_delay)
+            .jitter(self.jitter.into())
+            .resolution(if self.nanosecond_resolution {
+                Resolution::Nanos
+            } else {
+                Resolution::Millis
+            })
+            .hints(match self.hints {
+                HintsRecord::Override { min, max } => HintMode::Override { min, max },
+                HintsRecord::AtLeast { cap } => HintMode::AtLeast { cap },
+                HintsRecord::Ignore => HintMode::Ignore,
+            })
+            .budget(self.budget)
+            .attempt_timeout(self.attempt_timeout)
+            .cap_attempt_to_budget(self.cap_attempt_to_budget)
+            .retry_timeouts(self.retry_timeouts)
+            .use_retry_budget(self.use_retry_budget)
+            .on_circuit_open(if self.wait_on_open_circuit {
+                CircuitOpen::Wait
+            } else {
+                CircuitOpen::GiveUp
+            })
+            .idempotent(self.idempotent)
+            .build()
+            .map_err(SnapshotError::Policy)
+    }
+}
+
+impl RetryMachine {
+    /// The machine's state as a [`RetrySnapshot`]: restored with
+    /// [`RetryMachine::restore`], it answers every later event as this machine
+    /// would.
+    #[must_use]
+    pub fn snapshot(&self) -> RetrySnapshot {
+        let phase = match self.state {
+            State::Idle => PhaseRecord::Idle,
+            State::Attempting {
+                number,
+                started,
+                deadline,
+            } => PhaseRecord::Attempting {
+                number,
+                started,
+                deadline,
+            },
+            State::Sleeping {
+                until,
+                delay,
+                reason,
+            } => PhaseRecord::Sleeping {
+                until,
+                delay,
+                reason,
+            },
+            State::Withdrawing {
+                retry,
+                after_timeout,
+                delay,
+                reason,
+            } => PhaseRecord::Withdrawing {
+                retry,
+                after_timeout,
+                delay,
+                reason,
+            },
+            State::Finished(Action::GiveUp(g)) => PhaseRecord::GaveUp {
+                reason: g.reason,
+                attempts: g.attempts,
+                last_failure: g.last_failure,
+            },
+            State::Finished(Action::Done { attempts }) => PhaseRecord::Done { attempts },
+            // Only `GiveUp` and `Done` ever finish a machine; recorded as
+            // finished with what it ran, should that ever change.
+            State::Finished(_) => PhaseRecord::Done {
+                attempts: self.last_attempt,
+            },
+        };
+        RetrySnapshot {
+            version: RetrySnapshot::VERSION,
+            policy: PolicyRecord::of(&self.policy),
+            seed: self.seed,
+            phase,
+            started_at: self.start,
+            latest_now: self.last_now,
+            attempts: self.last_attempt,
+            curve_restarted_at: self.curve_origin,
+            previous_delay: self.previous_delay,
+            last_failure: self.last_failure,
+        }
+    }
+
+    /// Rebuilds a machine from `snapshot`, after checking it.
+    ///
+    /// # Errors
+    /// A [`SnapshotError`] naming the field: an unknown `version`; a `policy`
+    /// that fails validation; `attempts` above the policy's maximum; a phase that
+    /// cannot hold with its fields or the counters (an attempt in flight that is
+    /// not the last one started, a sleep not after the latest time seen, a
+    /// withdrawal without a retry budget, a finished call that ran a different
+    /// number of attempts, times before the call started).
+    pub fn restore(snapshot: &RetrySnapshot) -> Result<RetryMachine, SnapshotError> {
+        let s = snapshot;
+        if s.version != RetrySnapshot::VERSION {
+            return Err(SnapshotError::UnsupportedVersion {
+                found: s.version,
+                supported: RetrySnapshot::VERSION,
+            });
+        }
+        let policy = s.policy.policy()?;
+        let max = policy.max_attempts();
+        if s.attempts > max {
+            return Err(SnapshotError::AboveMaximum {
+                field: "attempts",
+                value: u64::from(s.attempts),
+                maximum: u64::from(max),
+            });
+        }
+        consistent(
+            s.curve_restarted_at <= s.attempts,
+            "curve_restarted_at",
+            "the curve restarted after the last attempt started",
+        )?;
+        let fresh = RetryMachine::new(&policy, s.seed);
+        let state = match s.phase {
+            PhaseRecord::Idle => {
+                consistent(
+                    s.attempts == 0
+                        && s.curve_restarted_at == 0
+                        && s.last_failure.is_none()
+                        && s.started_at == Instant::ORIGIN
+                        && s.latest_now == Instant::ORIGIN
+                        && s.previous_delay == fresh.previous_delay,
+                    "phase",
+                    "an idle machine has not started: no attempts, failures or times",
+                )?;
+                State::Idle
+            }
+            _ if s.started_at > s.latest_now => {
+                return Err(SnapshotError::Inconsistent {
+                    field: "started_at",
+                    reason: "the call started after the latest time seen",
+                })
+            }
+            PhaseRecord::Attempting {
+                number,
+                started,
+                deadline,
+            } => {
+                consistent(
+                    number >= 1 && number == s.attempts,
+                    "phase.number",
+                    "the attempt in flight is not the last one started",
+                )?;
+                consistent(
+                    started >= s.started_at && started <= s.latest_now,
+                    "phase.started",
+                    "the attempt started before the call or after the latest time seen",
+                )?;
+                let may_have_deadline = policy.attempt_timeout().is_some()
+                    || (policy.caps_attempt_to_budget() && policy.budget().is_some());
+                consistent(
+                    deadline.is_none_or(|d| may_have_deadline && d >= started),
+                    "phase.deadline",
+                    "a deadline the policy does not give, or before the attempt's start",
+                )?;
+                State::Attempting {
+                    number,
+                    started,
+                    deadline,
+                }
+            }
+            PhaseRecord::Sleeping {
+                until,
+                delay,
+                reason,
+            } => {
+                consistent(
+                    !policy.is_last_attempt(s.attempts),
+                    "phase",
+                    "a sleep after the last attempt the policy allows",
+                )?;
+                consistent(
+                    !delay.is_zero() && until > s.latest_now,
+                    "phase.until",
+                    "a sleep that is over, or of no length, is not pending",
+                )?;
+                consistent(
+                    until.saturating_duration_since(s.started_at) >= delay,
+                    "phase.delay",
+                    "the sleep began before the call started",
+                )?;
+                if let Some(budget) = policy.budget() {
+                    consistent(
+                        until < s.started_at.saturating_add(budget),
+                        "phase.until",
+                        "the sleep reaches the end of the time budget",
+                    )?;
+                }
+                consistent(
+                    reason == SleepReason::CircuitOpen || s.attempts >= 1,
+                    "phase.reason",
+                    "a curve or hint sleep before any attempt",
+                )?;
+                State::Sleeping {
+                    until,
+                    delay,
+                    reason,
+                }
+            }
+            PhaseRecord::Withdrawing {
+                retry,
+                after_timeout,
+                delay,
+                reason,
+            } => {
+                consistent(
+                    policy.uses_retry_budget(),
+                    "phase",
+                    "waiting for a retry budget the policy does not use",
+                )?;
+                consistent(
+                    retry >= 1 && retry == s.attempts && !policy.is_last_attempt(retry),
+                    "phase.retry",
+                    "the retry asked for does not follow the last attempt",
+                )?;
+                consistent(
+                    reason != SleepReason::CircuitOpen,
+                    "phase.reason",
+                    "a circuit-open wait is never paid for from the retry budget",
+                )?;
+                State::Withdrawing {
+                    retry,
+                    after_timeout,
+                    delay,
+                    reason,
+                }
+            }
+            PhaseRecord::Done { attempts } => {
+                consistent(
+                    attempts >= 1 && attempts == s.attempts,
+                    "phase.attempts",
+                    "a success after a different number of attempts than were started",
+                )?;
+                State::Finished(Action::Done { attempts })
+            }
+            PhaseRecord::GaveUp {
+                reason,
+                attempts,
+                last_failure,
+            } => {
+                consistent(
+                    attempts == s.attempts,
+                    "phase.attempts",
+                    "gave up after a different number of attempts than were started",
+                )?;
+                consistent(
+                    reason != GiveUpReason::NotStarted,
+                    "phase.reason",
+                    "`not started` answers misuse; it never ends a call",
+                )?;
+                State::Finished(Action::GiveUp(GiveUp {
+                    reason,
+                    attempts,
+                    last_failure,
+                }))
+            }
+        };
+        Ok(RetryMachine {
+            state,
+            start: s.started_at,
+            last_now: s.latest_now,
+            curve_origin: s.curve_restarted_at,
+            previous_delay: s.previous_delay,
+            last_attempt: s.attempts,
+            last_failure: s.last_failure,
+            ..fresh
+        })
+    }
+}

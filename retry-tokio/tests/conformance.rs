@@ -16,8 +16,9 @@ use core::time::Duration;
 use std::sync::{Arc, Mutex};
 
 use retry_core::{
-    Action, Backoff, BreakerConfig, CallOutcome, CircuitOpen, Event, Failure, FailureKind, Hint,
-    Instant, Jitter, Outcome, Permit, RetryMachine, RetryPolicy, Scripted, Simulation, Step,
+    Action, Backoff, BreakerConfig, CallOutcome, CircuitOpen, Event, Failure, FailureKind,
+    HedgeAction, HedgeEvent, Hint, Instant, Jitter, Outcome, Permit, RetryMachine, RetryPolicy,
+    Scripted, Simulation, Step,
 };
 use retry_shared::Gate;
 use retry_tokio::{Breaker, Budget, CancellationToken, Retry, SharedBreaker};
@@ -69,6 +70,16 @@ impl Budget for Recorder {
             ),
             _ => None,
         }
+    }
+
+    fn feed_hedge(
+        &self,
+        _event: HedgeEvent,
+        _action: HedgeAction,
+        _now: std::time::Instant,
+    ) -> Option<HedgeEvent> {
+        // No hedged call runs here.
+        None
     }
 }
 

@@ -1686,15 +1686,18 @@ fn a_signal_ignored_at_start_stays_ignored_for_the_command() {
 #[test]
 fn sigtstp_to_retry_stops_the_command_too_and_stopped_time_is_not_a_hang() {
     // Without a terminal: `kill -TSTP` on retry stops the command's group and
-    // retry; `kill -CONT` continues both. A 1 s command under a 1.5 s timeout,
-    // stopped for 2 s in between, finishes (the stopped time is not counted).
+    // retry; `kill -CONT` continues both. A 3 s command under a 4 s timeout,
+    // stopped for 5 s in between, finishes (the stopped time is not counted:
+    // the call spans more than the timeout).
+    // The command runs long enough that a loaded machine delivering the stop
+    // late still finds it running.
     let dir = tmp();
     let log = dir.path().join("events.jsonl");
     let child = Command::new(retry())
-        .args(["--attempts", "1", "--timeout", "1500ms", "--events"])
+        .args(["--attempts", "1", "--timeout", "4s", "--events"])
         .arg(&log)
         .args(["--", "sh", "-c"])
-        .arg("echo $$ > \"$DIR/pid\"; sleep 1 & wait $!; echo finished")
+        .arg("echo $$ > \"$DIR/pid\"; sleep 3 & wait $!; echo finished")
         .env("DIR", dir.path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -1716,7 +1719,7 @@ fn sigtstp_to_retry_stops_the_command_too_and_stopped_time_is_not_a_hang() {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
-    std::thread::sleep(Duration::from_secs(2));
+    std::thread::sleep(Duration::from_secs(5));
     assert_eq!(
         common::process_state(pid),
         Some('T'),

@@ -28,8 +28,20 @@ fn core_breaker() -> CircuitBreaker {
     CircuitBreaker::new(config).unwrap()
 }
 
+/// The same rule over the last 1,000 calls (Resilience4j's largest common count
+/// window), in the 1,024-call breaker `retry-shared`'s `SharedBreaker` holds.
+fn core_breaker_1000() -> CircuitBreaker<16, 0> {
+    let config = BreakerConfig::builder()
+        .failure_rate(Rate::from_percent(50))
+        .count_window(1000)
+        .minimum_calls(1000)
+        .build()
+        .unwrap();
+    CircuitBreaker::new(config).unwrap()
+}
+
 /// One call through the core breaker at `now`; `fail` decides its outcome.
-fn core_call(b: &mut CircuitBreaker, now: Instant, fail: bool) -> bool {
+fn core_call<const W: usize>(b: &mut CircuitBreaker<W, 0>, now: Instant, fail: bool) -> bool {
     match b.request(now) {
         Admission::Admitted { permit, .. } => {
             let outcome = CallOutcome {
@@ -51,6 +63,22 @@ fn closed_path(c: &mut Criterion) {
         bench.iter(|| {
             now = now + Duration::from_micros(1);
             black_box(core_call(&mut b, now, false))
+        })
+    });
+    // The same in the 1,024-call breaker, with a 100-call and a 1,000-call window
+    // (each full, so every call is judged over the whole window).
+    let mut wide = CircuitBreaker::<16, 0>::new(*core_breaker().config()).unwrap();
+    g.bench_function("retry_core_1024_capacity_100_window", |bench| {
+        bench.iter(|| {
+            now = now + Duration::from_micros(1);
+            black_box(core_call(&mut wide, now, false))
+        })
+    });
+    let mut thousand = core_breaker_1000();
+    g.bench_function("retry_core_1000_window", |bench| {
+        bench.iter(|| {
+            now = now + Duration::from_micros(1);
+            black_box(core_call(&mut thousand, now, false))
         })
     });
     let fs = failsafe::Config::new().build();

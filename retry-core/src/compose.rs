@@ -220,7 +220,14 @@ impl AttemptOutcome {
 }
 
 /// The outcome of the attempt that ended with `event` and was answered with
-/// `action`; `None` when the event did not end an attempt.
+/// `action`; `None` when the event did not end an attempt or the call.
+///
+/// A call that stops without its attempt failing is counted once as
+/// [`AttemptOutcome::Aborted`]: `Cancelled` in any phase (during an attempt,
+/// during a sleep, before the first attempt) and a breaker's `Rejected` that the
+/// call gives up on. So every cancelled call shows up as `aborted`, and an
+/// attempt that failed before a sleep that was then cancelled stays a
+/// `failure` (it did fail, and a retry had been decided).
 ///
 /// ```
 /// use retry_core::{attempt_outcome, Action, AttemptOutcome, Event};
@@ -229,6 +236,9 @@ impl AttemptOutcome {
 ///     Some(AttemptOutcome::Success)
 /// );
 /// assert_eq!(attempt_outcome(Event::Woke, &Action::Done { attempts: 1 }), None);
+/// let gave_up = retry_core::RetryMachine::new(&Default::default(), 1)
+///     .poll(Event::Cancelled, retry_core::Instant::ORIGIN);
+/// assert_eq!(attempt_outcome(Event::Cancelled, &gave_up), Some(AttemptOutcome::Aborted));
 /// ```
 #[must_use]
 pub fn attempt_outcome(event: Event, action: &Action) -> Option<AttemptOutcome> {
@@ -244,6 +254,8 @@ pub fn attempt_outcome(event: Event, action: &Action) -> Option<AttemptOutcome> 
             _ => AttemptOutcome::Aborted,
         },
         (Event::Failed(_) | Event::TimedOut, _) => AttemptOutcome::Failure,
+        // A breaker turned the attempt away and the call gives up on that.
+        (Event::Rejected { .. }, Action::GiveUp(_)) => AttemptOutcome::Aborted,
         _ => return None,
     })
 }

@@ -73,14 +73,15 @@ pub use hedge::{
 };
 pub use hint::{
     format_http_date, parse_grpc_pushback, parse_http_date, parse_retry_after,
-    parse_retry_after_ms, retry_after_from_headers, Hint, HintProblem, HintProblemKind, HintRead,
-    Pushback, RetryHeaders,
+    parse_retry_after_at, parse_retry_after_ms, retry_after_from_headers,
+    retry_after_from_headers_at, Hint, HintProblem, HintProblemKind, HintRead, Pushback,
+    RetryHeaders,
 };
 pub use retry::{
-    jitter_draw, total_sleep, Action, Backoff, CircuitOpen, DelayList, Event, GiveUp, GiveUpReason,
-    HintMode, Jitter, Misuse, Outcome, Phase, PolicyError, Resolution, RetryError, RetryMachine,
-    RetryPolicy, RetryPolicyBuilder, RetrySnapshot, Scripted, Simulation, SleepReason, Step,
-    Success, Timeline,
+    attempt_timed_out, jitter_draw, total_sleep, Action, Backoff, CircuitOpen, DelayList, Event,
+    GiveUp, GiveUpReason, HintMode, Jitter, Misuse, Outcome, Phase, PolicyError, Resolution,
+    RetryError, RetryMachine, RetryPolicy, RetryPolicyBuilder, RetrySnapshot, Scripted, Simulation,
+    SleepReason, Step, Success, Timeline,
 };
 pub use settings::{seed_from_name, Preset, PresetError};
 pub use snapshot::SnapshotError;

@@ -9,8 +9,8 @@ use embassy_futures::select::{select, Either};
 use embassy_sync::blocking_mutex::raw::RawMutex;
 use embassy_time::{with_deadline, Instant as Tick, TimeoutError, Timer};
 use retry_core::{
-    Action, Event, Failure, GiveUpReason, RetryError, RetryMachine, RetryPolicy, SleepReason, Step,
-    Success,
+    attempt_timed_out, Action, Event, Failure, GiveUpReason, RetryError, RetryMachine, RetryPolicy,
+    SleepReason, Step, Success,
 };
 
 use crate::cancel::{CancelSignal, Cancellation, Waiting};
@@ -89,8 +89,10 @@ impl AttemptContext {
     }
 
     /// When this attempt times out, if the policy gives attempts a deadline. The
-    /// driver enforces it (`embassy_time::with_deadline`); an operation may also
-    /// pass it on to a peripheral.
+    /// driver enforces it (`embassy_time::with_deadline`), and follows the core's
+    /// rule for a tie ([`retry_core::attempt_timed_out`]): an outcome ready at
+    /// the deadline is a timeout. An operation may also pass it on to a
+    /// peripheral.
     #[must_use]
     pub const fn deadline(&self) -> Option<Tick> {
         self.deadline
@@ -470,6 +472,8 @@ struct Driver<'r, 'a, T, E, C, R, G, S> {
     start: Tick,
     value: Option<T>,
     last_error: Option<E>,
+    /// The attempt that returned `last_error`.
+    last_error_attempt: u32,
     /// The failed attempt whose retry has not been announced to the hook yet.
     unannounced: Option<(u32, Option<Failure>)>,
 }
@@ -503,6 +507,7 @@ where
             start: Tick::now(),
             value: None,
             last_error: None,
+            last_error_attempt: 0,
             unannounced: None,
         }
     }
@@ -589,7 +594,8 @@ where
                         self.elapsed(tick),
                         self.last_error.take(),
                     )
-                    .with_last_failure(give_up.last_failure);
+                    .with_last_failure(give_up.last_failure)
+                    .with_last_error_attempt(Some(self.last_error_attempt));
                     (retry.on_give_up)(&error);
                     return Next::Finished(Err(error));
                 }
@@ -609,7 +615,8 @@ where
                             attempts,
                             elapsed,
                             self.last_error.take(),
-                        )),
+                        )
+                        .with_last_error_attempt(Some(self.last_error_attempt))),
                     });
                 }
             };
@@ -623,16 +630,28 @@ where
     /// Attempt `number` ended as `ran`: the event to tell the machine. The breaker
     /// hears the outcome first.
     fn ended(&mut self, number: u32, permit: Option<PermitGuard<'_>>, ran: Ran<T, E>) -> Event {
+        // The core's deadline rule: an outcome at or after the deadline is a
+        // timeout (`with_deadline` hands back one that is ready at the deadline).
+        let late = attempt_timed_out(self.machine.next_deadline(), since(self.start, Tick::now()));
         let event = match ran {
-            Ran::Finished(Ok(value)) => {
+            Ran::Finished(Ok(value)) if !late => {
                 self.value = Some(value);
                 Event::Succeeded
             }
-            Ran::Finished(Err(error)) => {
+            Ran::Finished(Err(error)) if !late => {
                 let failure = (self.retry.classify)(&error);
                 self.last_error = Some(error);
+                self.last_error_attempt = number;
                 self.unannounced = Some((number, Some(failure)));
                 Event::Failed(failure)
+            }
+            Ran::Finished(result) => {
+                if let Err(error) = result {
+                    self.last_error = Some(error);
+                    self.last_error_attempt = number;
+                }
+                self.unannounced = Some((number, None));
+                Event::TimedOut
             }
             Ran::TimedOut => {
                 self.unannounced = Some((number, None));

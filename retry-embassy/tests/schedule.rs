@@ -144,3 +144,29 @@ fn the_retry_hook_hears_each_delay_the_machine_chose() {
         .collect();
     assert_eq!(notices.into_inner(), expected);
 }
+
+#[test]
+fn an_attempt_ending_exactly_at_its_deadline_is_timed_out_as_in_the_simulator() {
+    let _clock = virtual_time();
+    let policy = five_attempts_exponential()
+        .to_builder()
+        .attempt_timeout(Duration::from_millis(250))
+        .build()
+        .unwrap();
+    // Each attempt's answer is ready on the very tick of its deadline: the core's
+    // rule makes that a timeout, whatever `with_deadline` hands back first.
+    let script = [
+        Scripted::succeed().after(Duration::from_millis(250)),
+        Scripted::fail(Failure::retryable()).after(Duration::from_millis(250)),
+        Scripted::succeed().after(Duration::from_millis(249)),
+    ];
+    let expected: Vec<Step> = Simulation::new(&policy, 5, &script).collect();
+    let (steps, result) = run(policy, 5, &script);
+    assert_eq!(steps, expected);
+    let timed_out = steps
+        .iter()
+        .filter(|s| s.event == retry_core::Event::TimedOut)
+        .count();
+    assert_eq!(timed_out, 2, "{steps:#?}");
+    assert_eq!(result.unwrap(), 3);
+}

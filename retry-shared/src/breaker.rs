@@ -103,9 +103,16 @@ type TransitionHook = dyn Fn(&Transition) + Send + Sync;
 /// Its state changes go to the hook set with [`on_transition`](Self::on_transition)
 /// and, with the `tracing` and `metrics` features, to traces and metrics.
 ///
-/// It holds a count window of up to 128 calls (the core's default size,
-/// `CircuitBreaker<2, 0>`); a config asking for more is refused by
-/// [`SharedBreaker::new`].
+/// [`SharedBreaker::new`] holds a count window of up to 1,024 calls (a
+/// `CircuitBreaker<16, 0>`, 480 bytes behind its `Arc` on 64-bit targets), so
+/// every count window a Resilience4j user configures (up to 1,000 calls) fits
+/// and the type needs no annotation. The capacity costs no time: a 100-call
+/// window costs what it costs in the core's 128-call breaker. Another capacity
+/// is a type chosen at compile time:
+/// `SharedBreaker<WORDS, BUCKETS>` holds `WORDS × 64` calls and `BUCKETS` time
+/// buckets (built with [`SharedBreaker::with_capacity`]); a `WORDS` past what
+/// a window's `u16` call count can index is a compile-time error, and a config
+/// whose window does not fit the chosen capacity is refused with a typed error.
 ///
 /// # Abandoned attempts
 /// An attempt whose driver stops waiting for it (the operation panicked, the
@@ -128,25 +135,77 @@ type TransitionHook = dyn Fn(&Transition) + Send + Sync;
 /// # Ok::<(), retry_core::BreakerError>(())
 /// ```
 #[derive(Clone)]
-pub struct SharedBreaker {
-    inner: Arc<Mutex<BreakerCell>>,
+pub struct SharedBreaker<const WORDS: usize = 16, const BUCKETS: usize = 0> {
+    inner: Arc<Mutex<BreakerCell<WORDS, BUCKETS>>>,
     /// The config's slow-call duration (a config never changes once shared).
     slow_call_duration: Duration,
     on_transition: Option<Arc<TransitionHook>>,
 }
 
-struct BreakerCell {
-    breaker: CircuitBreaker,
+struct BreakerCell<const WORDS: usize, const BUCKETS: usize> {
+    breaker: CircuitBreaker<WORDS, BUCKETS>,
     origin: Origin,
 }
 
 impl SharedBreaker {
-    /// A closed breaker following `config`.
+    /// A closed breaker following `config`, with room for a count window of up
+    /// to 1,024 calls.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use retry_core::{BreakerConfig, Rate};
+    /// use retry_shared::SharedBreaker;
+    ///
+    /// // Resilience4j's defaults: 50 % of the last 100 calls.
+    /// let config = BreakerConfig::builder()
+    ///     .failure_rate(Rate::from_percent(50))
+    ///     .count_window(100)
+    ///     .minimum_calls(100)
+    ///     .open_duration(Duration::from_secs(60))
+    ///     .build()?;
+    /// let breaker = SharedBreaker::new(config)?;
+    /// # let _ = breaker;
+    /// # Ok::<(), retry_core::BreakerError>(())
+    /// ```
     ///
     /// # Errors
-    /// [`BreakerError`] when the config's window does not fit (more than 128
-    /// calls, or a time window).
+    /// [`BreakerError::WindowTooLarge`](retry_core::BreakerError::WindowTooLarge)
+    /// when the config's window does not fit (more than 1,024 calls, or a time
+    /// window: use [`SharedBreaker::with_capacity`] for those).
     pub fn new(config: BreakerConfig) -> Result<SharedBreaker, BreakerError> {
+        SharedBreaker::with_capacity(config)
+    }
+}
+
+impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
+    /// A closed breaker following `config`, with the capacity the type names:
+    /// `WORDS × 64` calls of count window, `BUCKETS` buckets of time window.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use retry_core::{BreakerConfig, Rate};
+    /// use retry_shared::SharedBreaker;
+    ///
+    /// // The last 60 seconds in one-second buckets.
+    /// let config = BreakerConfig::builder()
+    ///     .failure_rate(Rate::from_percent(50))
+    ///     .time_window(Duration::from_secs(60), 60)
+    ///     .build()?;
+    /// let breaker = SharedBreaker::<0, 60>::with_capacity(config)?;
+    /// # let _ = breaker;
+    /// # Ok::<(), retry_core::BreakerError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`BreakerError::WindowTooLarge`](retry_core::BreakerError::WindowTooLarge)
+    /// when the config's window does not fit.
+    pub fn with_capacity(config: BreakerConfig) -> Result<Self, BreakerError> {
+        const {
+            assert!(
+                WORDS <= 1023,
+                "a count window holds at most 65,472 calls (1,023 words of 64)"
+            );
+        }
         Ok(SharedBreaker::from_breaker(CircuitBreaker::new(config)?))
     }
 
@@ -157,11 +216,11 @@ impl SharedBreaker {
     /// [`SharedBreaker::restore`] to resume one saved with
     /// [`SharedBreaker::save`] where it left off).
     #[must_use]
-    pub fn from_breaker(breaker: CircuitBreaker) -> SharedBreaker {
+    pub fn from_breaker(breaker: CircuitBreaker<WORDS, BUCKETS>) -> Self {
         SharedBreaker::with_origin(breaker, Origin::default())
     }
 
-    fn with_origin(breaker: CircuitBreaker, origin: Origin) -> SharedBreaker {
+    fn with_origin(breaker: CircuitBreaker<WORDS, BUCKETS>, origin: Origin) -> Self {
         SharedBreaker {
             slow_call_duration: breaker.config().slow_call_duration(),
             inner: Arc::new(Mutex::new(BreakerCell { breaker, origin })),
@@ -172,7 +231,7 @@ impl SharedBreaker {
     /// The breaker's state at `now` as a [`Saved`] snapshot: what
     /// [`SharedBreaker::restore`] resumes from, here or in another process.
     #[must_use]
-    pub fn save(&self, now: Instant) -> Saved<BreakerSnapshot> {
+    pub fn save(&self, now: Instant) -> Saved<BreakerSnapshot<WORDS, BUCKETS>> {
         let mut cell = self.lock();
         let at = cell.origin.at(now);
         Saved {
@@ -190,9 +249,9 @@ impl SharedBreaker {
     /// The [`SnapshotError`] naming the field a corrupt or inconsistent snapshot
     /// gets wrong.
     pub fn restore(
-        saved: &Saved<BreakerSnapshot>,
+        saved: &Saved<BreakerSnapshot<WORDS, BUCKETS>>,
         now: Instant,
-    ) -> Result<SharedBreaker, SnapshotError> {
+    ) -> Result<Self, SnapshotError> {
         let breaker = CircuitBreaker::restore(&saved.snapshot)?;
         Ok(SharedBreaker::with_origin(
             breaker,
@@ -217,7 +276,7 @@ impl SharedBreaker {
 
     /// A copy of the breaker as it stands (its counters, window and config).
     #[must_use]
-    pub fn snapshot(&self) -> CircuitBreaker {
+    pub fn snapshot(&self) -> CircuitBreaker<WORDS, BUCKETS> {
         self.lock().breaker.clone()
     }
 
@@ -292,14 +351,14 @@ impl SharedBreaker {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, BreakerCell> {
+    fn lock(&self) -> MutexGuard<'_, BreakerCell<WORDS, BUCKETS>> {
         // The breaker is a plain value updated by whole assignments in the core:
         // a panic elsewhere while the lock was held cannot leave it half-written.
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
-impl Breaker for SharedBreaker {
+impl<const WORDS: usize, const BUCKETS: usize> Breaker for SharedBreaker<WORDS, BUCKETS> {
     fn request(&self, now: Instant) -> Gate {
         let (gate, transition) = {
             let mut cell = self.lock();
@@ -356,7 +415,7 @@ impl Breaker for SharedBreaker {
     }
 }
 
-impl fmt::Debug for SharedBreaker {
+impl<const WORDS: usize, const BUCKETS: usize> fmt::Debug for SharedBreaker<WORDS, BUCKETS> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SharedBreaker")
             .field("state", &self.state())

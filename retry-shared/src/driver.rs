@@ -6,8 +6,8 @@ use core::time::Duration;
 use std::time::Instant;
 
 use retry_core::{
-    Action, AttemptOutcome, Event, Failure, FailureKind, GiveUpReason, RetryError, RetryMachine,
-    SleepReason, Success,
+    attempt_timed_out, Action, AttemptOutcome, Event, Failure, FailureKind, GiveUpReason,
+    RetryError, RetryMachine, SleepReason, Success,
 };
 
 use crate::breaker::{Breaker, PermitGuard};
@@ -62,11 +62,24 @@ pub struct Sleep {
 pub enum Ran<T, E> {
     /// The operation returned.
     Returned(Result<T, E>),
-    /// The adapter stopped the attempt at its deadline.
+    /// The adapter stopped the attempt at its deadline. (An attempt that
+    /// returned at or after its deadline may be reported as [`Ran::Returned`]:
+    /// the driver applies the deadline rule itself.)
     TimedOut,
     /// The call was cancelled while the attempt ran; the adapter stopped it. The
     /// attempt is abandoned (see the crate's docs on abandoned attempts).
     Cancelled,
+    /// The operation returned a value that the adapter judged a failure (an HTTP
+    /// response with a failing status, read by a response classifier). It is
+    /// retried like an error; if the call then gives up on it (retries, time or
+    /// retry budget ran out, or the failure is permanent), the value is handed
+    /// back by [`Driver::take_failed_value`].
+    FailedValue {
+        /// What the operation returned.
+        value: T,
+        /// The classifier's verdict on it.
+        failure: Failure,
+    },
 }
 
 /// What happened since the driver's last step, for [`Driver::poll`].
@@ -153,9 +166,13 @@ pub struct Driver<'r, T, E, C: Clock + Clone, K: Fn() -> bool> {
     machine: RetryMachine,
     /// The call's origin: core instants are the time since then.
     start: Instant,
-    late_errors_time_out: bool,
+    keep_late_successes: bool,
     value: Option<T>,
+    /// The last attempt's value, when a response classifier judged it a failure.
+    failed_value: Option<T>,
     last_error: Option<E>,
+    /// The attempt that returned `last_error`.
+    last_error_attempt: u32,
     unannounced: Option<Unannounced>,
     /// The attempt whose `outcome` label waits for the machine's answer.
     unlabelled: Option<(u32, Event)>,
@@ -179,22 +196,37 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
             clock,
             cancelled,
             start,
-            late_errors_time_out: false,
+            keep_late_successes: false,
             value: None,
+            failed_value: None,
             last_error: None,
+            last_error_attempt: 0,
             unannounced: None,
             unlabelled: None,
             permit: None,
         }
     }
 
-    /// Treats an error returned at or after its attempt's deadline as a timed-out
-    /// attempt (the retry hook still sees the error). For an adapter that cannot
-    /// interrupt an attempt at its deadline (a blocking one); an adapter that
-    /// stops attempts at their deadline reports [`Ran::TimedOut`] instead. Set it
-    /// before the first [`poll`](Driver::poll).
-    pub fn late_errors_time_out(&mut self) {
-        self.late_errors_time_out = true;
+    /// Keeps a success returned at or after its attempt's deadline. For an
+    /// adapter that cannot stop an attempt at its deadline (a blocking one): the
+    /// work has taken effect, and retrying would repeat it. Without it, every
+    /// outcome follows the core's deadline rule
+    /// ([`retry_core::attempt_timed_out`]): one that arrives at or after the
+    /// deadline is a timed-out attempt (the retry hook still sees a returned
+    /// error). Set it before the first [`poll`](Driver::poll).
+    pub fn keep_late_successes(&mut self) {
+        self.keep_late_successes = true;
+    }
+
+    /// The value the call's last attempt returned, if a response classifier
+    /// judged it a failure ([`Ran::FailedValue`]) and the call gave up on it
+    /// without starting another attempt: retries, time or retry budget ran out,
+    /// or the failure was permanent (not a cancellation, nor a breaker's
+    /// refusal). A layer that retries responses returns it as the call's answer,
+    /// as an HTTP client returns the last response. Ask after
+    /// [`Step::Finished`].
+    pub fn take_failed_value(&mut self) -> Option<T> {
+        self.failed_value.take()
     }
 
     /// The call's start, by the driver's clock.
@@ -236,39 +268,54 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
     fn ended(&mut self, ran: Ran<T, E>, now: Instant) -> Event {
         // The attempt in flight is the machine's latest.
         let number = self.machine.attempts();
-        let timeout = || Failure::retryable().with_kind(FailureKind::Timeout);
+        // The core's deadline rule: an outcome at or after the deadline is a
+        // timeout, whoever's clock reported it first.
+        // (No subtraction on the hot path: without a deadline nothing is late.)
+        let deadline = self.machine.next_deadline();
+        let late = deadline.is_some() && attempt_timed_out(deadline, since(self.start, now));
+        let timed_out = match &ran {
+            Ran::TimedOut => true,
+            Ran::Returned(Ok(_)) => late && !self.keep_late_successes,
+            Ran::Returned(Err(_)) | Ran::FailedValue { .. } => late,
+            Ran::Cancelled => false,
+        };
         let event = match ran {
-            Ran::Returned(Ok(value)) => {
-                self.value = Some(value);
-                Event::Succeeded
-            }
             Ran::Returned(Err(error)) => {
-                let late = self.late_errors_time_out
-                    && (self.machine.next_deadline())
-                        .is_some_and(|deadline| since(self.start, now) >= deadline);
-                let (event, failure) = if late {
-                    (Event::TimedOut, timeout())
+                let (event, failure) = if timed_out {
+                    (
+                        Event::TimedOut,
+                        Failure::retryable().with_kind(FailureKind::Timeout),
+                    )
                 } else {
                     let failure = self.settings.classify(&error);
                     (Event::Failed(failure), failure)
                 };
                 self.last_error = Some(error);
+                self.last_error_attempt = number;
                 self.unannounced = Some(Unannounced {
                     attempt: number,
                     failure,
                     with_error: true,
-                    timed_out: late,
+                    timed_out,
                 });
                 event
             }
-            Ran::TimedOut => {
+            Ran::TimedOut => self.timed_out(number),
+            // Arrived at or after the deadline: dropped, as if never arrived.
+            Ran::Returned(Ok(_)) | Ran::FailedValue { .. } if timed_out => self.timed_out(number),
+            Ran::Returned(Ok(value)) => {
+                self.value = Some(value);
+                Event::Succeeded
+            }
+            Ran::FailedValue { value, failure } => {
+                self.failed_value = Some(value);
                 self.unannounced = Some(Unannounced {
                     attempt: number,
-                    failure: timeout(),
+                    failure,
                     with_error: false,
-                    timed_out: true,
+                    timed_out: false,
                 });
-                Event::TimedOut
+                Event::Failed(failure)
             }
             Ran::Cancelled => Event::Cancelled,
         };
@@ -297,7 +344,7 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                 .budget()
                 .and_then(|budget| budget.feed(&self.machine, event, action, now));
             if observe::ENABLED && !matches!(action, Action::Withdraw { .. }) {
-                self.label(&action);
+                self.label(event, &action);
             }
             event = match action {
                 Action::Attempt {
@@ -316,6 +363,7 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                             match PermitGuard::request(&**breaker, clock, now, deadline) {
                                 Ok(permit) => self.permit = Some(permit),
                                 Err(until) => {
+                                    observe::rejected(number);
                                     event = Event::Rejected {
                                         until: until.map(|u| since(self.start, u)),
                                     };
@@ -324,6 +372,7 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                             }
                         }
                         observe::attempt_started(number, replays_non_idempotent);
+                        self.failed_value = None;
                         return Step::Attempt(Attempt {
                             number,
                             deadline,
@@ -348,13 +397,20 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                 Action::Withdraw { .. } => answer.unwrap_or(Event::Granted),
                 Action::GiveUp(give_up) => {
                     observe::gave_up(&give_up, elapsed);
+                    if matches!(
+                        give_up.reason,
+                        GiveUpReason::Cancelled | GiveUpReason::CircuitOpen { .. }
+                    ) {
+                        self.failed_value = None;
+                    }
                     let error = RetryError::new(
                         give_up.reason,
                         give_up.attempts,
                         elapsed,
                         self.last_error.take(),
                     )
-                    .with_last_failure(give_up.last_failure);
+                    .with_last_failure(give_up.last_failure)
+                    .with_last_error_attempt(Some(self.last_error_attempt));
                     if let Some(hook) = settings.on_give_up() {
                         hook(&error);
                     }
@@ -376,21 +432,48 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                             elapsed,
                             self.last_error.take(),
                         )
-                        .with_last_failure(self.machine.last_failure())),
+                        .with_last_failure(self.machine.last_failure())
+                        .with_last_error_attempt(Some(self.last_error_attempt))),
                     });
                 }
             };
         }
     }
 
-    /// Labels the attempt that just ended with the machine's answer to it.
-    fn label(&mut self, action: &Action) {
-        if let Some((number, ended)) = self.unlabelled.take() {
-            if let Some(outcome) =
-                retry_core::attempt_outcome(ended, action).map(AttemptOutcome::label)
-            {
-                observe::attempt_ended(number, outcome);
+    /// Attempt `number` timed out without an error of its own.
+    fn timed_out(&mut self, number: u32) -> Event {
+        self.unannounced = Some(Unannounced {
+            attempt: number,
+            failure: Failure::retryable().with_kind(FailureKind::Timeout),
+            with_error: false,
+            timed_out: true,
+        });
+        Event::TimedOut
+    }
+
+    /// Labels the attempt that just ended with the machine's answer to it; or,
+    /// when no attempt was in flight, a call the machine ended on `event` (a
+    /// cancellation before an attempt or during a sleep, a breaker's rejection)
+    /// as stopped before its next attempt, as the core's `attempt_outcome` says.
+    fn label(&mut self, event: Event, action: &Action) {
+        match self.unlabelled.take() {
+            Some((number, ended)) => {
+                if let Some(outcome) = retry_core::attempt_outcome(ended, action) {
+                    let kind = match ended {
+                        Event::Failed(failure) => Some(failure.kind()),
+                        Event::TimedOut => Some(FailureKind::Timeout),
+                        _ => None,
+                    };
+                    observe::attempt_ended(number, AttemptOutcome::label(outcome), kind);
+                }
             }
+            None if action.is_terminal() => {
+                if let Some(outcome) = retry_core::attempt_outcome(event, action) {
+                    let next = self.machine.attempts().saturating_add(1);
+                    observe::stopped_before(next, AttemptOutcome::label(outcome), event);
+                }
+            }
+            None => {}
         }
     }
 

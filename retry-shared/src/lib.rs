@@ -63,6 +63,7 @@ pub use breaker::{Breaker, Gate, PermitGuard, SharedBreaker};
 pub use budget::{Budget, SharedBudget};
 pub use driver::{Attempt, Driver, Input, Ran, Sleep, Step};
 pub use notice::RetryNotice;
+pub use observe::{describe_metrics, METRICS};
 pub use saved::Saved;
 pub use seed::fresh_seed;
 pub use settings::{Classifier, GiveUpHook, RetryHook, Settings};

@@ -20,7 +20,10 @@ pub struct RetryNotice<'a, E> {
     /// a sleep (the core does not say why a retry has no delay).
     pub reason: Option<SleepReason>,
     /// The error the failed attempt returned; `None` when it timed out without
-    /// returning one (the async adapter stops waiting at the deadline).
+    /// returning one (the async adapter stops waiting at the deadline), or when
+    /// it returned a value that a response classifier judged a failure (a 503
+    /// response through the tower retry layer: see `failure` for its status and
+    /// hint).
     pub error: Option<&'a E>,
     /// How the failure was reported to the machine: the classifier's verdict, or
     /// a retryable failure of kind [`FailureKind::Timeout`](retry_core::FailureKind::Timeout)

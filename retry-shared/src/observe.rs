@@ -8,11 +8,60 @@
 
 use core::time::Duration;
 
-use retry_core::{GiveUp, Recorded, RejectReason, SleepReason, Transition};
+use retry_core::{Event, FailureKind, GiveUp, Recorded, RejectReason, SleepReason, Transition};
 
 /// Whether anything is observed: without either feature, the driver skips the
 /// bookkeeping that only feeds traces and metrics.
 pub(crate) const ENABLED: bool = cfg!(any(feature = "tracing", feature = "metrics"));
+
+/// Every metric the adapters record, with its unit and what it counts, as
+/// [`describe_metrics`] registers them: (name, unit, description).
+pub const METRICS: [(&str, &str, &str); 5] = [
+    (
+        "retry.attempt.total",
+        "count",
+        "Attempts by how they ended (outcome = success, failure, exhausted, aborted); a call \
+         cancelled or turned away by an open breaker before its next attempt counts once as \
+         aborted",
+    ),
+    (
+        "retry.attempt.delay_ms",
+        "milliseconds",
+        "Delays slept before a retry, by backoff curve and by reason (curve, hint, circuit_open)",
+    ),
+    (
+        "circuit_breaker.state_change.total",
+        "count",
+        "Circuit breaker state changes, by from and to state",
+    ),
+    (
+        "circuit_breaker.call.duration_ms",
+        "milliseconds",
+        "How long the calls a circuit breaker admitted ran",
+    ),
+    (
+        "circuit_breaker.call.rejected.total",
+        "count",
+        "Calls a circuit breaker did not permit, by reason (open, probes busy, forced open)",
+    ),
+];
+
+/// Registers the description and unit of every metric the adapters record (see
+/// [`METRICS`]) with the installed `metrics` recorder. Call it once after
+/// installing the recorder (an exporter then shows help text and units from the
+/// first scrape). Without the `metrics` feature it does nothing.
+pub fn describe_metrics() {
+    #[cfg(feature = "metrics")]
+    {
+        use metrics::Unit;
+        let [attempts, delays, changes, durations, rejected] = METRICS;
+        metrics::describe_counter!(attempts.0, Unit::Count, attempts.2);
+        metrics::describe_histogram!(delays.0, Unit::Milliseconds, delays.2);
+        metrics::describe_counter!(changes.0, Unit::Count, changes.2);
+        metrics::describe_histogram!(durations.0, Unit::Milliseconds, durations.2);
+        metrics::describe_counter!(rejected.0, Unit::Count, rejected.2);
+    }
+}
 
 /// An attempt starts.
 #[inline]
@@ -29,11 +78,36 @@ pub(crate) fn attempt_started(number: u32, replays_non_idempotent: bool) {
     }
 }
 
-/// An attempt ended with the `outcome` label.
+/// An attempt ended with the `outcome` label; `kind` is its failure's kind when
+/// it failed (a status, a timeout, a connection error…).
 #[inline]
-pub(crate) fn attempt_ended(number: u32, outcome: &'static str) {
+pub(crate) fn attempt_ended(number: u32, outcome: &'static str, kind: Option<FailureKind>) {
     #[cfg(feature = "tracing")]
-    tracing::debug!(attempt = number, outcome, "attempt ended");
+    match kind {
+        Some(kind) => tracing::debug!(attempt = number, outcome, failure = %kind, "attempt ended"),
+        None => tracing::debug!(attempt = number, outcome, "attempt ended"),
+    }
+    count_attempt(outcome);
+}
+
+/// The call ended on `event` (a cancellation, a breaker's rejection) with no
+/// attempt in flight, before attempt `next` ran: counted with `outcome`.
+#[inline]
+pub(crate) fn stopped_before(next: u32, outcome: &'static str, event: Event) {
+    #[cfg(feature = "tracing")]
+    tracing::debug!(next_attempt = next, outcome, %event, "call stopped between attempts");
+    count_attempt(outcome);
+}
+
+/// A circuit breaker turned attempt `number` away before it ran.
+#[inline]
+pub(crate) fn rejected(number: u32) {
+    #[cfg(feature = "tracing")]
+    tracing::debug!(attempt = number, "the circuit breaker refused the attempt");
+}
+
+#[inline]
+fn count_attempt(outcome: &'static str) {
     #[cfg(feature = "metrics")]
     if let Some(key) = keys::attempt(outcome) {
         metrics::with_recorder(|r| r.register_counter(key, &keys::METADATA).increment(1));
@@ -46,12 +120,12 @@ pub(crate) fn sleeping(delay: Duration, reason: SleepReason, curve: &'static str
     #[cfg(feature = "tracing")]
     tracing::info!(
         delay_ms = millis(delay),
-        reason = %reason,
+        reason = reason.label(),
         curve,
         "sleeping before the next attempt"
     );
     #[cfg(feature = "metrics")]
-    if let Some(key) = keys::delay(curve) {
+    if let Some(key) = keys::delay(curve, reason) {
         metrics::with_recorder(|r| {
             r.register_histogram(key, &keys::METADATA)
                 .record(millis(delay));
@@ -153,6 +227,7 @@ pub(crate) fn breaker_call(took: Duration) {
 #[cfg(feature = "metrics")]
 mod keys {
     use metrics::{Key, Label, Level, Metadata};
+    use retry_core::SleepReason;
 
     pub(super) static METADATA: Metadata<'static> =
         Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
@@ -174,7 +249,31 @@ mod keys {
         "exhausted" => ATTEMPT_EXHAUSTED,
         "aborted" => ATTEMPT_ABORTED,
     );
-    labelled!("retry.attempt.delay_ms", "curve":
+
+    /// One `retry.attempt.delay_ms` key per curve, each with the three reasons
+    /// in the order curve, hint, circuit_open.
+    macro_rules! delays {
+        ($($curve:literal => $key:ident),+ $(,)?) => {
+            $(
+                pub(super) static $key: [Key; 3] = [
+                    delays!(@key $curve, "curve"),
+                    delays!(@key $curve, "hint"),
+                    delays!(@key $curve, "circuit_open"),
+                ];
+            )+
+        };
+        (@key $curve:literal, $reason:literal) => {
+            Key::from_static_parts("retry.attempt.delay_ms", {
+                const LABELS: &[Label] = &[
+                    Label::from_static_parts("curve", $curve),
+                    Label::from_static_parts("reason", $reason),
+                ];
+                LABELS
+            })
+        };
+    }
+
+    delays!(
         "none" => DELAY_NONE,
         "constant" => DELAY_CONSTANT,
         "linear" => DELAY_LINEAR,
@@ -209,19 +308,30 @@ mod keys {
         })
     }
 
-    pub(super) fn delay(curve: &str) -> Option<&'static Key> {
-        Some(match curve {
+    pub(super) fn delay(curve: &str, reason: SleepReason) -> Option<&'static Key> {
+        let keys = match curve {
             "none" => &DELAY_NONE,
             "constant" => &DELAY_CONSTANT,
             "linear" => &DELAY_LINEAR,
             "exponential" => &DELAY_EXPONENTIAL,
             "fibonacci" => &DELAY_FIBONACCI,
             _ => return None,
+        };
+        let [curve, hint, circuit_open] = keys;
+        Some(match reason {
+            SleepReason::Curve => curve,
+            SleepReason::Hint => hint,
+            SleepReason::CircuitOpen => circuit_open,
         })
     }
 }
 
+/// A duration in milliseconds with at most three decimals (whole
+/// microseconds), so events read `0.334`, never `0.33363499999999996`.
 #[cfg(any(feature = "tracing", feature = "metrics"))]
+#[allow(clippy::cast_precision_loss)]
 fn millis(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
+    // Exact below 2^53 µs (285 years); the division rounds once, to the double
+    // nearest the three-decimal value, which prints as that value.
+    d.as_micros() as f64 / 1000.0
 }

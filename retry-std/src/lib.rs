@@ -25,8 +25,10 @@
 //!
 //! Blocking code cannot be interrupted: a per-attempt deadline
 //! ([`AttemptContext::deadline`]) is advisory, for the operation to pass on to
-//! its own timeouts. An error returned after the deadline counts as a timed-out
-//! attempt; a success is accepted whenever it arrives.
+//! its own timeouts. An error returned at or after the deadline counts as a
+//! timed-out attempt (the core's rule for every driver,
+//! [`retry_core::attempt_timed_out`]); a success is accepted whenever it
+//! arrives, since the work it did cannot be undone by a retry.
 //!
 //! An operation that panics abandons its attempt: the panic unwinds out of
 //! [`Retry::call`], and the breaker's permit goes back on the way (recorded as a
@@ -85,7 +87,9 @@ pub use clock::{Clock, FakeSleeper, ManualClock, Sleeper, Slept, SystemClock, Th
 pub use retry::{retry, AttemptContext, Retry};
 pub use retry_core::{RetryError, Success};
 pub use retry_shared;
-pub use retry_shared::{Breaker, Budget, RetryNotice, SharedBreaker, SharedBudget};
+pub use retry_shared::{
+    describe_metrics, Breaker, Budget, RetryNotice, SharedBreaker, SharedBudget,
+};
 
 #[cfg(feature = "cli")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cli")))]

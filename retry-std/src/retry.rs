@@ -199,7 +199,7 @@ impl<E> Retry<E> {
         let cancel = self.cancel.clone().unwrap_or(CancelToken::never());
         let clock = CallClock(self.clock.as_deref());
         let mut driver = Driver::new(&self.settings, clock, || cancel.is_cancelled());
-        driver.late_errors_time_out();
+        driver.keep_late_successes();
         let mut input = Input::Start;
         loop {
             input = match driver.poll(input) {

@@ -289,6 +289,49 @@ fn an_error_after_the_deadline_is_a_timeout_and_a_late_success_is_accepted() {
 }
 
 #[test]
+fn an_error_exactly_at_the_deadline_is_a_timeout_as_the_core_rule_says() {
+    let policy = exponential(2)
+        .to_builder()
+        .attempt_timeout(Duration::from_secs(2))
+        .build()
+        .unwrap();
+    let (retry, clock, _sleeper) = virtual_retry(policy);
+    let err = retry
+        .call(|ctx| {
+            // Ends at the deadline to the nanosecond: the tie goes to the timeout.
+            clock.advance(Duration::from_secs(2));
+            Err::<(), _>(Boom::Transient(ctx.attempt()))
+        })
+        .unwrap_err();
+    assert_eq!(err.code(), "retry.timeout");
+    assert_eq!(err.attempts(), 2);
+    assert_eq!(err.last_error_attempt(), Some(2));
+
+    let (retry, clock, _sleeper) = virtual_retry(
+        exponential(2)
+            .to_builder()
+            .attempt_timeout(Duration::from_secs(2))
+            .build()
+            .unwrap(),
+    );
+    let retry = retry.classify(|e: &Boom| match e {
+        Boom::Fatal => retry_core::Failure::permanent(),
+        _ => retry_core::Failure::retryable(),
+    });
+    let err = retry
+        .call(|_| {
+            clock.advance(Duration::from_secs(2) - Duration::from_nanos(1));
+            Err::<(), _>(Boom::Fatal)
+        })
+        .unwrap_err();
+    assert_eq!(
+        err.code(),
+        "retry.permanent",
+        "an error before the deadline is judged"
+    );
+}
+
+#[test]
 fn the_total_budget_stops_a_retry_that_would_not_fit() {
     let policy = exponential(10)
         .to_builder()

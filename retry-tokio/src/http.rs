@@ -2,7 +2,9 @@
 //! retry headers of an [`http::Response`] and asks the core's [`HttpClassifier`].
 //!
 //! Dates in `Retry-After` are turned into delays against the wall clock
-//! ([`SystemTime`]); everything else is the core's decision.
+//! ([`SystemTime`]), to the nanosecond: a date one second ahead of a clock at
+//! `…:00.900` is a wait of 100 ms, not a whole second. Everything else is the
+//! core's decision.
 //!
 //! ```
 //! use http::{Response, StatusCode};
@@ -19,6 +21,7 @@
 //! # let _ = retry;
 //! ```
 
+use core::time::Duration;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use http::{HeaderMap, Response, StatusCode};
@@ -39,9 +42,17 @@ pub fn retry_headers(headers: &HeaderMap) -> RetryHeaders<'_> {
 /// Seconds since the Unix epoch on the wall clock (0 if the clock is before it).
 #[must_use]
 pub fn unix_now() -> u64 {
+    unix_time().as_secs()
+}
+
+/// The wall clock's time since the Unix epoch, to the nanosecond (zero if the
+/// clock is before it): what a `Retry-After` date is read against, so it is
+/// turned into a delay with sub-second precision.
+#[must_use]
+pub fn unix_time() -> Duration {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| since.as_secs())
+        .unwrap_or(Duration::ZERO)
 }
 
 /// A status and its headers under [`HttpClassifier::DEFAULT`] (408, 429 and 5xx
@@ -58,7 +69,7 @@ pub fn classify_status_with(
     status: StatusCode,
     headers: &HeaderMap,
 ) -> Option<Failure> {
-    classifier.classify_status(status.as_u16(), retry_headers(headers), unix_now())
+    classifier.classify_status_at(status.as_u16(), retry_headers(headers), unix_time())
 }
 
 /// A response under [`HttpClassifier::DEFAULT`]: `None` for a success.

@@ -18,12 +18,32 @@
 //! - [`RetryStreamExt`]: map a stream through a retried operation with bounded
 //!   concurrency.
 //! - `tower` feature: [`tower::RetryLayer`], [`tower::HedgeLayer`] and
-//!   [`tower::BreakerLayer`].
+//!   [`tower::BreakerLayer`]; the retry and breaker layers judge errors and
+//!   responses alike (a client's 503 is an `Ok` response).
 //! - `http` feature: [`http`] classifies responses in one line.
+//! - `reqwest` feature: [`reqwest`] sends a request and judges the outcome
+//!   (status, retry headers, transport errors by method) in one call.
 //! - `tracing` and `metrics` features: a span per call, events per attempt, sleep
 //!   and give-up; the counters `retry.attempt.total` and
 //!   `circuit_breaker.state_change.total`, and the histograms
-//!   `retry.attempt.delay_ms` and `circuit_breaker.call.duration_ms`.
+//!   `retry.attempt.delay_ms` (labelled by curve and by reason: `curve`, `hint`,
+//!   `circuit_open`) and `circuit_breaker.call.duration_ms`, whose descriptions
+//!   and units [`describe_metrics`] registers.
+//!   Durations are milliseconds to the microsecond; a call cancelled between
+//!   attempts, or refused by an open breaker, counts once as `aborted`.
+//!
+//! # Time
+//! Sleeps and attempt deadlines are tokio timers, and tokio's timer counts in
+//! whole milliseconds: a deadline between two ticks fires at the later one. So
+//! a delay that is not a whole number of milliseconds (a policy with
+//! nanosecond [`Resolution`](retry_core::Resolution), or a `retry-after-ms` of
+//! `0.25`) ends up to 1 ms late, under paused time
+//! (`tokio::time::pause`) as in real time; with the default millisecond
+//! resolution every delay is whole, and under paused time a call's timeline is
+//! the core simulator's to the nanosecond. An attempt that ends exactly at its
+//! deadline is timed out, as the core's [`attempt_timed_out`](retry_core::attempt_timed_out)
+//! rule says for every driver. A `Retry-After` HTTP date is read against the
+//! wall clock to the nanosecond (the `http` and `reqwest` modules).
 //!
 //! A call's future may be dropped at any point (an outer timeout, a `select!`, a
 //! task abort); a dropped attempt is *abandoned* and never leaks its breaker
@@ -63,14 +83,20 @@ mod retry;
 mod stream;
 
 #[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
+#[cfg(feature = "reqwest")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
+pub mod reqwest;
 #[cfg(feature = "tower")]
 pub mod tower;
 
 pub use hedge::{CopyContext, Hedge, Hedged};
 pub use retry::{retry, AttemptContext, Retry};
 pub use retry_core::{RetryError, Success};
-pub use retry_shared::{Breaker, Budget, RetryNotice, SharedBreaker, SharedBudget};
+pub use retry_shared::{
+    describe_metrics, Breaker, Budget, RetryNotice, SharedBreaker, SharedBudget,
+};
 pub use stream::RetryStreamExt;
 
 pub use retry_core;

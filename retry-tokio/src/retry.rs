@@ -77,7 +77,10 @@ impl AttemptContext {
     }
 
     /// When this attempt times out, if the policy gives attempts a deadline. The
-    /// driver enforces it; an operation may also pass it on (to a server, say).
+    /// driver enforces it, and follows the core's rule for a tie
+    /// ([`retry_core::attempt_timed_out`]): an outcome that arrives at the
+    /// deadline is a timeout, like one that never arrives. An operation may also
+    /// pass it on (to a server, say).
     #[must_use]
     pub const fn deadline(&self) -> Option<Instant> {
         self.deadline
@@ -90,7 +93,9 @@ impl AttemptContext {
         self.replays_non_idempotent
     }
 
-    /// The call's cancellation token, if it has one.
+    /// The call's cancellation token, if it has one: the one given to
+    /// [`Retry::call_with`], else the retrier's own
+    /// ([`Retry::cancel_token`]).
     #[must_use]
     pub const fn cancel_token(&self) -> Option<&CancellationToken> {
         self.cancel.as_ref()
@@ -156,7 +161,9 @@ impl<E> Retry<E> {
     retry_shared::retry_builder_methods!();
 
     /// Cancels calls when `token` is cancelled: a sleep ends at once, the attempt
-    /// in flight is dropped, and no attempt starts afterwards.
+    /// in flight is dropped, and no attempt starts afterwards. It is the default
+    /// for every call (a shutdown signal, say); [`Retry::call_with`] gives one
+    /// call a token of its own.
     #[must_use]
     pub fn cancel_token(mut self, token: CancellationToken) -> Self {
         self.cancel = Some(token);
@@ -181,19 +188,79 @@ impl<E> Retry<E> {
     /// A [`RetryError`] carrying the core's reason (exhausted, permanent, budget,
     /// timed out, cancelled, retry budget, circuit open), the number of attempts,
     /// the elapsed time and the last error.
-    pub async fn call<T, F, Fut>(&self, mut op: F) -> Result<Success<T>, RetryError<E>>
+    pub async fn call<T, F, Fut>(&self, op: F) -> Result<Success<T>, RetryError<E>>
     where
         F: FnMut(AttemptContext) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let cancel = self.cancel.as_ref();
+        self.run(self.cancel(None), op).await
+    }
+
+    /// Like [`Retry::call`], cancelled by `token` (as well as by the retrier's
+    /// own token, if it has one): per-request cancellation without cloning the
+    /// retrier for every request.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use retry_core::RetryPolicy;
+    /// use retry_tokio::{CancellationToken, Retry};
+    ///
+    /// let retry = Retry::new(RetryPolicy::builder().max_attempts(5).build().unwrap());
+    /// let token = CancellationToken::new();
+    /// let request = token.clone();
+    /// let err = retry
+    ///     .call_with(&token, |ctx| {
+    ///         if ctx.attempt() == 2 {
+    ///             request.cancel(); // the caller went away
+    ///         }
+    ///         async { Err::<(), _>("busy") }
+    ///     })
+    ///     .await
+    ///     .unwrap_err();
+    /// assert!(err.is_cancelled());
+    /// assert_eq!(err.attempts(), 2);
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Retry::call`]; `retry.cancelled` once either token is cancelled.
+    pub async fn call_with<T, F, Fut>(
+        &self,
+        token: &CancellationToken,
+        op: F,
+    ) -> Result<Success<T>, RetryError<E>>
+    where
+        F: FnMut(AttemptContext) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        self.run(self.cancel(Some(token)), op).await
+    }
+
+    /// The tokens that cancel one call.
+    fn cancel<'a>(&'a self, call: Option<&'a CancellationToken>) -> Cancel<'a> {
+        Cancel {
+            call,
+            retry: self.cancel.as_ref(),
+        }
+    }
+
+    async fn run<T, F, Fut>(
+        &self,
+        cancel: Cancel<'_>,
+        mut op: F,
+    ) -> Result<Success<T>, RetryError<E>>
+    where
+        F: FnMut(AttemptContext) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
         let call = async {
-            let mut driver = Driver::new(&self.settings, TokioClock, || is_cancelled(cancel));
+            let mut driver = Driver::new(&self.settings, TokioClock, || cancel.is_cancelled());
             let mut input = Input::Start;
             loop {
                 input = match driver.poll(input) {
                     Step::Attempt(attempt) => {
-                        let context = self.context(&attempt);
+                        let context = context(&attempt, cancel);
                         Input::Ended(run_attempt(op(context), attempt.deadline, cancel).await)
                     }
                     Step::Sleep(sleep) => Input::Slept(sleep_until(sleep, cancel).await),
@@ -202,6 +269,16 @@ impl<E> Retry<E> {
             }
         };
         self.instrument(call).await
+    }
+
+    /// The settings every call follows.
+    pub(crate) const fn settings(&self) -> &Settings<E> {
+        &self.settings
+    }
+
+    /// The retrier's own cancellation token.
+    pub(crate) const fn cancel_token_ref(&self) -> Option<&CancellationToken> {
+        self.cancel.as_ref()
     }
 
     /// Like [`Retry::call`], for an async closure whose future borrows the
@@ -240,14 +317,14 @@ impl<E> Retry<E> {
     where
         F: AsyncFnMut(AttemptContext) -> Result<T, E>,
     {
-        let cancel = self.cancel.as_ref();
+        let cancel = self.cancel(None);
         let call = async {
-            let mut driver = Driver::new(&self.settings, TokioClock, || is_cancelled(cancel));
+            let mut driver = Driver::new(&self.settings, TokioClock, || cancel.is_cancelled());
             let mut input = Input::Start;
             loop {
                 input = match driver.poll(input) {
                     Step::Attempt(attempt) => {
-                        let context = self.context(&attempt);
+                        let context = context(&attempt, cancel);
                         Input::Ended(run_attempt(op(context), attempt.deadline, cancel).await)
                     }
                     Step::Sleep(sleep) => Input::Slept(sleep_until(sleep, cancel).await),
@@ -259,7 +336,7 @@ impl<E> Retry<E> {
     }
 
     #[cfg(feature = "tracing")]
-    fn instrument<X: Future>(&self, call: X) -> tracing::instrument::Instrumented<X> {
+    pub(crate) fn instrument<X: Future>(&self, call: X) -> tracing::instrument::Instrumented<X> {
         use tracing::Instrument as _;
         call.instrument(tracing::info_span!(
             "retry",
@@ -269,17 +346,58 @@ impl<E> Retry<E> {
     }
 
     #[cfg(not(feature = "tracing"))]
-    fn instrument<X: Future>(&self, call: X) -> X {
+    pub(crate) fn instrument<X: Future>(&self, call: X) -> X {
         call
     }
+}
 
-    /// What attempt `attempt` is told about itself.
-    fn context(&self, attempt: &retry_shared::Attempt) -> AttemptContext {
+impl AttemptContext {
+    /// What a recreated request is told about a hedged copy: its number as the
+    /// attempt (the first copy is attempt 1), no deadline of its own.
+    #[cfg(feature = "tower")]
+    pub(crate) fn for_copy(copy: &crate::CopyContext) -> AttemptContext {
         AttemptContext {
-            attempt: attempt.number,
-            deadline: attempt.deadline.map(Instant::from_std),
-            replays_non_idempotent: attempt.replays_non_idempotent,
-            cancel: self.cancel.clone(),
+            attempt: copy.copy(),
+            deadline: None,
+            replays_non_idempotent: copy.replays_non_idempotent(),
+            cancel: copy.cancel_token().cloned(),
+        }
+    }
+}
+
+/// What attempt `attempt` is told about itself.
+pub(crate) fn context(attempt: &retry_shared::Attempt, cancel: Cancel<'_>) -> AttemptContext {
+    AttemptContext {
+        attempt: attempt.number,
+        deadline: attempt.deadline.map(Instant::from_std),
+        replays_non_idempotent: attempt.replays_non_idempotent,
+        cancel: cancel.call.or(cancel.retry).cloned(),
+    }
+}
+
+/// The tokens that cancel one call: its own, and the retrier's.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Cancel<'a> {
+    pub(crate) call: Option<&'a CancellationToken>,
+    pub(crate) retry: Option<&'a CancellationToken>,
+}
+
+impl Cancel<'_> {
+    /// Whether either token is cancelled.
+    pub(crate) fn is_cancelled(self) -> bool {
+        self.call.is_some_and(CancellationToken::is_cancelled)
+            || self.retry.is_some_and(CancellationToken::is_cancelled)
+    }
+
+    /// Completes when either token is cancelled; never without one.
+    pub(crate) async fn cancelled(self) {
+        match (self.call, self.retry) {
+            (Some(call), Some(retry)) => tokio::select! {
+                () = call.cancelled() => {}
+                () = retry.cancelled() => {}
+            },
+            (Some(token), None) | (None, Some(token)) => token.cancelled().await,
+            (None, None) => core::future::pending().await,
         }
     }
 }
@@ -296,20 +414,22 @@ impl Clock for TokioClock {
 }
 
 /// Sleeps out `sleep`, or until `cancel` is cancelled if that comes first.
-async fn sleep_until(sleep: retry_shared::Sleep, cancel: Option<&CancellationToken>) -> Slept {
+pub(crate) async fn sleep_until(sleep: retry_shared::Sleep, cancel: Cancel<'_>) -> Slept {
     let wake = sleep.until.map_or_else(far_future, Instant::from_std);
     tokio::select! {
         biased;
-        () = cancelled(cancel) => Slept::Cancelled,
+        () = cancel.cancelled() => Slept::Cancelled,
         () = tokio::time::sleep_until(wake) => Slept::Elapsed,
     }
 }
 
-/// Runs one attempt, bounded by its deadline and the cancellation token.
-async fn run_attempt<T, E>(
+/// Runs one attempt, bounded by its deadline and the cancellation tokens. An
+/// attempt that returns in the same instant as its deadline is reported as
+/// returned; the driver applies the core's deadline rule to it.
+pub(crate) async fn run_attempt<T, E>(
     attempt: impl Future<Output = Result<T, E>>,
     deadline: Option<std::time::Instant>,
-    cancel: Option<&CancellationToken>,
+    cancel: Cancel<'_>,
 ) -> Ran<T, E> {
     let bounded = async {
         match deadline {
@@ -321,20 +441,8 @@ async fn run_attempt<T, E>(
     };
     tokio::select! {
         biased;
-        () = cancelled(cancel) => Ran::Cancelled,
+        () = cancel.cancelled() => Ran::Cancelled,
         ran = bounded => ran,
-    }
-}
-
-fn is_cancelled(cancel: Option<&CancellationToken>) -> bool {
-    cancel.is_some_and(CancellationToken::is_cancelled)
-}
-
-/// Completes when `cancel` is cancelled; never without a token.
-async fn cancelled(cancel: Option<&CancellationToken>) {
-    match cancel {
-        Some(token) => token.cancelled().await,
-        None => core::future::pending().await,
     }
 }
 

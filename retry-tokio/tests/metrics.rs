@@ -43,9 +43,21 @@ impl HistogramFn for Handle {
     }
 }
 
+/// A metric's name, unit and description.
+type Description = (String, Option<Unit>, String);
+
 #[derive(Default)]
 struct Memory {
     log: Log,
+    /// Every description: (name, unit, text).
+    described: Arc<Mutex<Vec<Description>>>,
+}
+
+impl Memory {
+    fn describe(&self, name: KeyName, unit: Option<Unit>, text: SharedString) {
+        let entry = (name.as_str().to_owned(), unit, text.into_owned());
+        self.described.lock().unwrap().push(entry);
+    }
 }
 
 impl Memory {
@@ -64,9 +76,15 @@ impl Memory {
 }
 
 impl Recorder for Memory {
-    fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
-    fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
-    fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_counter(&self, name: KeyName, unit: Option<Unit>, text: SharedString) {
+        self.describe(name, unit, text);
+    }
+    fn describe_gauge(&self, name: KeyName, unit: Option<Unit>, text: SharedString) {
+        self.describe(name, unit, text);
+    }
+    fn describe_histogram(&self, name: KeyName, unit: Option<Unit>, text: SharedString) {
+        self.describe(name, unit, text);
+    }
     fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
         Counter::from_arc(self.handle(key))
     }
@@ -126,7 +144,8 @@ fn attempts_delays_and_breaker_changes_are_counted() {
     let delays: Vec<f64> = log
         .iter()
         .filter(|(n, l, _)| {
-            n == "retry.attempt.delay_ms" && *l == labels(&[("curve", "exponential")])
+            n == "retry.attempt.delay_ms"
+                && *l == labels(&[("curve", "exponential"), ("reason", "curve")])
         })
         .map(|(_, _, v)| *v)
         .collect();
@@ -139,6 +158,194 @@ fn attempts_delays_and_breaker_changes_are_counted() {
         1
     );
     assert_eq!(count("circuit_breaker.call.duration_ms", &[]), 3);
+}
+
+/// Runs `body` on a paused current-thread runtime with `recorder` installed.
+fn with_recorder(recorder: &Memory, body: impl core::future::Future<Output = ()>) {
+    metrics::with_local_recorder(recorder, || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap()
+            .block_on(body);
+    });
+}
+
+fn counted(log: &Log, name: &str, with: &[(&str, &str)]) -> usize {
+    log.lock()
+        .unwrap()
+        .iter()
+        .filter(|(n, l, _)| n == name && *l == labels(with))
+        .count()
+}
+
+#[test]
+fn every_metric_has_a_description_and_a_unit() {
+    let recorder = Memory::default();
+    metrics::with_local_recorder(&recorder, retry_tokio::describe_metrics);
+    let described = recorder.described.lock().unwrap();
+    let names: Vec<&str> = described.iter().map(|(n, _, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "retry.attempt.total",
+            "retry.attempt.delay_ms",
+            "circuit_breaker.state_change.total",
+            "circuit_breaker.call.duration_ms",
+            "circuit_breaker.call.rejected.total"
+        ]
+    );
+    for (name, unit, text) in described.iter() {
+        let expected = if name.ends_with("_ms") {
+            Unit::Milliseconds
+        } else {
+            Unit::Count
+        };
+        assert_eq!(unit.as_ref(), Some(&expected), "{name}");
+        assert!(text.len() > 20, "{name}: {text}");
+    }
+}
+
+#[test]
+fn delays_are_labelled_with_their_reason() {
+    let recorder = Memory::default();
+    let log = Arc::clone(&recorder.log);
+    with_recorder(&recorder, async {
+        let policy = RetryPolicy::builder()
+            .max_attempts(3)
+            .backoff(Backoff::constant(Duration::from_millis(200)))
+            .jitter(Jitter::None)
+            .on_circuit_open(retry_core::CircuitOpen::Wait)
+            .build()
+            .unwrap();
+        // Attempt 1: a 1 s Retry-After. Attempt 2: a plain failure (the curve)
+        // that opens the breaker for 3 s; attempt 3 waits for it, then succeeds.
+        let breaker: SharedBreaker =
+            SharedBreaker::new(BreakerConfig::basic(2, Duration::from_secs(3), 1).unwrap())
+                .unwrap();
+        let done = Retry::<retry_core::Failure>::new(policy)
+            .classify(|f| *f)
+            .breaker(breaker)
+            .call(|ctx| async move {
+                match ctx.attempt() {
+                    1 => Err(retry_core::Failure::retry_after(Duration::from_secs(1))),
+                    2 => Err(retry_core::Failure::retryable()),
+                    _ => Ok(()),
+                }
+            })
+            .await
+            .unwrap();
+        assert_eq!(done.attempts, 3);
+    });
+    let delays: Vec<(Vec<(String, String)>, f64)> = log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(n, _, _)| n == "retry.attempt.delay_ms")
+        .map(|(_, l, v)| (l.clone(), *v))
+        .collect();
+    assert_eq!(
+        delays,
+        [
+            (labels(&[("curve", "constant"), ("reason", "hint")]), 1000.0),
+            (labels(&[("curve", "constant"), ("reason", "curve")]), 200.0),
+            (
+                labels(&[("curve", "constant"), ("reason", "circuit_open")]),
+                2800.0
+            ),
+        ]
+    );
+}
+
+#[test]
+fn a_call_cancelled_between_attempts_or_refused_by_the_breaker_counts_as_aborted() {
+    let recorder = Memory::default();
+    let log = Arc::clone(&recorder.log);
+    with_recorder(&recorder, async {
+        let policy = RetryPolicy::builder()
+            .max_attempts(5)
+            .backoff(Backoff::constant(Duration::from_secs(1)))
+            .jitter(Jitter::None)
+            .build()
+            .unwrap();
+        let retry = Retry::<()>::new(policy);
+
+        // Cancelled during the sleep after a failed attempt.
+        let token = retry_tokio::CancellationToken::new();
+        let cancel = token.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            cancel.cancel();
+        });
+        let err = retry
+            .call_with(&token, |_| async { Err::<(), _>(()) })
+            .await
+            .unwrap_err();
+        assert!(err.is_cancelled());
+        assert_eq!(err.attempts(), 1);
+
+        // Cancelled before its first attempt.
+        let err = retry
+            .call_with(&token, |_| async { Ok::<_, ()>(()) })
+            .await
+            .unwrap_err();
+        assert_eq!(err.attempts(), 0);
+
+        // Turned away by an open breaker.
+        let breaker: SharedBreaker =
+            SharedBreaker::new(BreakerConfig::basic(1, Duration::from_secs(60), 1).unwrap())
+                .unwrap();
+        let guarded = Retry::<()>::new(policy).breaker(breaker);
+        let err = guarded
+            .call(|_| async { Err::<(), _>(()) })
+            .await
+            .unwrap_err();
+        assert!(err.is_circuit_open());
+        assert_eq!(err.attempts(), 1);
+    });
+    // The first call: one failure, then aborted in its sleep. The second:
+    // aborted before it began. The third: one failure (which opens the
+    // breaker), then refused: aborted.
+    assert_eq!(
+        counted(&log, "retry.attempt.total", &[("outcome", "failure")]),
+        2
+    );
+    assert_eq!(
+        counted(&log, "retry.attempt.total", &[("outcome", "aborted")]),
+        3
+    );
+    assert_eq!(
+        counted(&log, "retry.attempt.total", &[("outcome", "exhausted")]),
+        0
+    );
+}
+
+#[test]
+fn durations_are_whole_microseconds_of_a_millisecond() {
+    let recorder = Memory::default();
+    let log = Arc::clone(&recorder.log);
+    with_recorder(&recorder, async {
+        let policy = RetryPolicy::builder()
+            .max_attempts(2)
+            .backoff(Backoff::constant(Duration::from_nanos(333_634_999)))
+            .jitter(Jitter::None)
+            .resolution(retry_core::Resolution::Nanos)
+            .build()
+            .unwrap();
+        let _ = Retry::<()>::new(policy)
+            .call(|_| async { Err::<(), _>(()) })
+            .await;
+    });
+    let delays: Vec<f64> = log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(n, _, _)| n == "retry.attempt.delay_ms")
+        .map(|(_, _, v)| *v)
+        .collect();
+    assert_eq!(delays, [333.634]);
+    assert_eq!(delays[0].to_string(), "333.634");
 }
 
 #[test]

@@ -71,9 +71,11 @@ async fn the_retry_layer_recreates_requests_that_are_not_clone() {
             }
         }
     });
-    let layer = RetryLayer::new(Retry::new(policy(3))).recreate_with(|u: &Upload| Upload {
-        body: u.body.clone(),
-    });
+    let layer = RetryLayer::new(Retry::new(policy(3))).recreate_with(
+        |u: &Upload, _attempt: &retry_tokio::AttemptContext| Upload {
+            body: u.body.clone(),
+        },
+    );
     let sent = layer
         .layer(inner)
         .oneshot(Upload { body: vec![0; 12] })

@@ -450,7 +450,7 @@ pub(crate) enum Mode {
 /// clock, allocates or panics; time enters as `now` with every call.
 ///
 /// `WORDS` is the count window's capacity in 64-call words (a 100-call window
-/// needs 2); `BUCKETS` is the time window's capacity in buckets. The config picks
+/// needs 2, a 1,000-call one 16); `BUCKETS` is the time window's capacity in buckets. The config picks
 /// the window actually used; [`CircuitBreaker::new`] refuses one that does not
 /// fit. A type with both at 0 holds no window (consecutive failures only).
 ///
@@ -488,7 +488,12 @@ pub(crate) enum Mode {
 /// breaker with a 100-call count window (`CircuitBreaker<2, 0>`) is 96 bytes:
 /// 36 for the two bit rings and their cursors, 40 for the state (a half-open
 /// period keeps its probe counts and its deadline), 12 for the epoch and the
-/// counters, 8 for the count of rejected calls.
+/// counters, 8 for the count of rejected calls. Each further 64 calls of
+/// capacity add 16 bytes (`CircuitBreaker<16, 0>`, 1,024 calls, holds the
+/// 1,000-call windows Resilience4j users configure). Capacity costs no time:
+/// judging the rates reads only the words the window in use covers, so a
+/// 100-call window costs the same in any capacity, and a 1,000-call one reads 16
+/// words per ring.
 ///
 /// ```
 /// use core::time::Duration;

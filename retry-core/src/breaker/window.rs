@@ -59,6 +59,9 @@ impl fmt::Display for WindowStats {
 /// Slot `next` is overwritten by the next call. Each 64-bit word is kept as two
 /// `u32` halves so the ring is 4-aligned and its two `u16` cursors pack in beside
 /// the bits: a 128-call ring takes 36 bytes, not 40.
+///
+/// Counting the window reads only the words a window of `len` calls covers, so
+/// a 100-call window costs the same in a 1,024-call ring as in a 128-call one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct CountRing<const WORDS: usize> {
     failed: [[u32; 2]; WORDS],
@@ -97,17 +100,27 @@ impl<const WORDS: usize> CountRing<WORDS> {
     }
 
     pub(crate) fn stats(&self) -> WindowStats {
-        let both = self
-            .failed
-            .iter()
-            .flatten()
-            .zip(self.slow.iter().flatten())
-            .fold(0u32, |acc, (f, s)| acc.saturating_add((f & s).count_ones()));
+        // The window's calls sit in slots 0..len: only those words hold bits.
+        let words = usize::from(self.len).div_ceil(64);
+        let failed = self.failed.get(..words).unwrap_or(&self.failed);
+        let slow = self.slow.get(..words).unwrap_or(&self.slow);
+        let (failures, slow_calls, slow_failures) =
+            failed
+                .iter()
+                .zip(slow)
+                .fold((0u32, 0u32, 0u32), |(f, s, b), (failed, slow)| {
+                    let (failed, slow) = (word(*failed), word(*slow));
+                    (
+                        f.saturating_add(failed.count_ones()),
+                        s.saturating_add(slow.count_ones()),
+                        b.saturating_add((failed & slow).count_ones()),
+                    )
+                });
         WindowStats {
             calls: u32::from(self.len),
-            failures: ones(&self.failed),
-            slow: ones(&self.slow),
-            slow_failures: both,
+            failures,
+            slow: slow_calls,
+            slow_failures,
         }
     }
 
@@ -157,11 +170,9 @@ fn set_bit(words: &mut [[u32; 2]], index: u16, value: bool) {
     }
 }
 
-fn ones(words: &[[u32; 2]]) -> u32 {
-    words
-        .iter()
-        .flatten()
-        .fold(0u32, |acc, w| acc.saturating_add(w.count_ones()))
+/// A 64-bit word of a ring from its two halves.
+fn word([low, high]: [u32; 2]) -> u64 {
+    u64::from(low) | u64::from(high) << 32
 }
 
 /// One bucket of a time window: its absolute bucket number and its counts.
@@ -298,6 +309,29 @@ mod tests {
         assert_eq!(ring.stats().failures, 0);
         assert_eq!(ring.stats().calls, 100);
         assert_eq!(ring.stats().slow, 45);
+    }
+
+    #[test]
+    fn a_thousand_call_ring_keeps_its_counts() {
+        let mut ring = CountRing::<16>::new();
+        for i in 0..3000u16 {
+            ring.push(1000, i % 5 == 0, i % 7 == 0);
+            let first = (i + 1).saturating_sub(1000);
+            let count = |every: u16| (first..=i).filter(|j| j % every == 0).count();
+            let failures = u32::try_from(count(5)).unwrap();
+            let slow = u32::try_from(count(7)).unwrap();
+            let slow_failures = u32::try_from(count(35)).unwrap();
+            assert_eq!(
+                ring.stats(),
+                WindowStats {
+                    calls: u32::from(i + 1).min(1000),
+                    failures,
+                    slow,
+                    slow_failures,
+                },
+                "after call {i}"
+            );
+        }
     }
 
     #[test]

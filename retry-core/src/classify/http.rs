@@ -1,6 +1,8 @@
 //! Classifying HTTP outcomes into [`Failure`]s: statuses, retry headers,
 //! connection errors and timeouts, with the method deciding what may be replayed.
 
+use core::time::Duration;
+
 use super::failure::{Failure, FailureKind};
 use super::sets::{may_retry_connection_error, Idempotency, Method, StatusSet};
 use crate::hint::{parse_grpc_pushback, Hint, Pushback, RetryHeaders};
@@ -83,6 +85,10 @@ impl HttpClassifier {
     /// A response: `None` for success (any status below 400), else a failure of
     /// kind [`FailureKind::Status`], retryable when the status is in the set and no
     /// pushback header says stop, carrying the headers' hint.
+    ///
+    /// `now_unix_secs` resolves a `Retry-After` date in whole seconds;
+    /// [`classify_status_at`](Self::classify_status_at) reads it to the
+    /// nanosecond.
     #[must_use]
     pub fn classify_status(
         &self,
@@ -90,11 +96,24 @@ impl HttpClassifier {
         headers: RetryHeaders<'_>,
         now_unix_secs: u64,
     ) -> Option<Failure> {
+        self.classify_status_at(status, headers, Duration::from_secs(now_unix_secs))
+    }
+
+    /// Like [`classify_status`](Self::classify_status), with the wall clock's
+    /// time since the Unix epoch to the nanosecond, so a `Retry-After` date is
+    /// turned into a delay with sub-second precision.
+    #[must_use]
+    pub fn classify_status_at(
+        &self,
+        status: u16,
+        headers: RetryHeaders<'_>,
+        now_since_epoch: Duration,
+    ) -> Option<Failure> {
         if status < 400 {
             return None;
         }
         let base = Failure::retryable().with_kind(FailureKind::Status(status));
-        let failure = match headers.hint(now_unix_secs) {
+        let failure = match headers.hint_at(now_since_epoch) {
             Err(()) => Failure::permanent().with_kind(FailureKind::Status(status)),
             Ok(Some(hint)) => base.with_hint(hint),
             Ok(None) => base,
@@ -154,7 +173,6 @@ pub fn pushback_failure(value: &[u8]) -> Failure {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use core::time::Duration;
 
     #[test]
     fn pushback_wins_and_can_stop() {

@@ -1,7 +1,9 @@
 //! [`RetryHeaders`]: the hint-carrying headers of one response, read in order of
 //! precedence into a [`Hint`].
 
-use super::retry_after::{parse_grpc_pushback, retry_after_from_headers, Pushback};
+use core::time::Duration;
+
+use super::retry_after::{parse_grpc_pushback, retry_after_from_headers_at, Pushback};
 use super::Hint;
 
 /// The retry-related headers of a response, as raw bytes (no allocation).
@@ -24,6 +26,17 @@ impl RetryHeaders<'_> {
     /// `Err(())` when a pushback header tells the client to stop.
     #[allow(clippy::result_unit_err)]
     pub fn hint(&self, now_unix_secs: u64) -> Result<Option<Hint>, ()> {
+        self.hint_at(Duration::from_secs(now_unix_secs))
+    }
+
+    /// Like [`RetryHeaders::hint`], with the wall clock's time since the Unix
+    /// epoch to the nanosecond, so an HTTP-date is read with sub-second
+    /// precision (see [`parse_retry_after_at`](crate::parse_retry_after_at)).
+    ///
+    /// # Errors
+    /// `Err(())` when a pushback header tells the client to stop.
+    #[allow(clippy::result_unit_err)]
+    pub fn hint_at(&self, now_since_epoch: Duration) -> Result<Option<Hint>, ()> {
         if let Some(value) = self.grpc_pushback_ms {
             return match parse_grpc_pushback(value) {
                 Pushback::RetryAfter(d) => Ok(Some(Hint::Pushback(d))),
@@ -31,7 +44,7 @@ impl RetryHeaders<'_> {
             };
         }
         Ok(
-            retry_after_from_headers(self.retry_after_ms, self.retry_after, now_unix_secs)
+            retry_after_from_headers_at(self.retry_after_ms, self.retry_after, now_since_epoch)
                 .map(Hint::RetryAfter),
         )
     }

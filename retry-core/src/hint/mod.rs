@@ -12,7 +12,8 @@ mod text;
 pub use headers::RetryHeaders;
 pub use retry_after::{
     format_http_date, parse_grpc_pushback, parse_http_date, parse_retry_after,
-    parse_retry_after_ms, retry_after_from_headers, Pushback,
+    parse_retry_after_at, parse_retry_after_ms, retry_after_from_headers,
+    retry_after_from_headers_at, Pushback,
 };
 pub use text::{HintProblem, HintProblemKind, HintRead};
 

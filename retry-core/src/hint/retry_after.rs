@@ -116,18 +116,39 @@ pub fn parse_retry_after_ms(value: &[u8]) -> Option<Duration> {
 /// assert_eq!(parse_retry_after(b"1.5", now), None);
 /// assert_eq!(parse_retry_after(b"-1", now), None);
 /// ```
+///
+/// `now_unix_secs` is whole seconds, so a date is read up to a second long (the
+/// time since the last whole second is not subtracted);
+/// [`parse_retry_after_at`] takes the time with its fraction.
 #[must_use]
 pub fn parse_retry_after(value: &[u8], now_unix_secs: u64) -> Option<Duration> {
+    parse_retry_after_at(value, Duration::from_secs(now_unix_secs))
+}
+
+/// Like [`parse_retry_after`], with the wall clock's time since the Unix epoch
+/// given to the nanosecond (`SystemTime::now().duration_since(UNIX_EPOCH)`), so
+/// an HTTP-date is turned into a delay with sub-second precision: a date one
+/// whole second after a `now` of `…:00.900` is a wait of 100 ms, not a second.
+///
+/// ```
+/// use core::time::Duration;
+/// use retry_core::parse_retry_after_at;
+/// let now = Duration::from_millis(784_111_777_900); // Sun, 06 Nov 1994 08:49:37.900 GMT
+/// assert_eq!(
+///     parse_retry_after_at(b"Sun, 06 Nov 1994 08:49:38 GMT", now),
+///     Some(Duration::from_millis(100))
+/// );
+/// assert_eq!(parse_retry_after_at(b"3", now), Some(Duration::from_secs(3)));
+/// ```
+#[must_use]
+pub fn parse_retry_after_at(value: &[u8], now_since_epoch: Duration) -> Option<Duration> {
     let value = value.trim_ascii();
     if let Some(secs) = digits_saturating(value) {
         return Some(duration_from_nanos(secs.saturating_mul(NANOS_PER_SEC)));
     }
-    let date = parse_http_date(value, now_unix_secs)?;
-    let delay = u64::try_from(date)
-        .ok()
-        .and_then(|date| date.checked_sub(now_unix_secs))
-        .unwrap_or(0);
-    Some(Duration::from_secs(delay))
+    let date = parse_http_date(value, now_since_epoch.as_secs())?;
+    let date = u64::try_from(date).map_or(Duration::ZERO, Duration::from_secs);
+    Some(date.saturating_sub(now_since_epoch))
 }
 
 /// Reads an HTTP-date and returns it as seconds since the Unix epoch (negative
@@ -216,9 +237,24 @@ pub fn retry_after_from_headers(
     retry_after: Option<&[u8]>,
     now_unix_secs: u64,
 ) -> Option<Duration> {
+    retry_after_from_headers_at(
+        retry_after_ms,
+        retry_after,
+        Duration::from_secs(now_unix_secs),
+    )
+}
+
+/// Like [`retry_after_from_headers`], with the wall clock to the nanosecond (see
+/// [`parse_retry_after_at`]).
+#[must_use]
+pub fn retry_after_from_headers_at(
+    retry_after_ms: Option<&[u8]>,
+    retry_after: Option<&[u8]>,
+    now_since_epoch: Duration,
+) -> Option<Duration> {
     retry_after_ms
         .and_then(parse_retry_after_ms)
-        .or_else(|| retry_after.and_then(|v| parse_retry_after(v, now_unix_secs)))
+        .or_else(|| retry_after.and_then(|v| parse_retry_after_at(v, now_since_epoch)))
 }
 
 /// Writes `unix_secs` as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the

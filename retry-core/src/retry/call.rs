@@ -34,8 +34,15 @@ impl<T> Success<T> {
 /// attempts ran, how long the whole call took, and the last error the operation
 /// returned, if any (a call cancelled before its first attempt has none).
 ///
+/// The last error need not come from the last attempt: when attempt 1 returns an
+/// error and attempts 2 and 3 time out, the error is attempt 1's.
+/// [`last_error_attempt`](RetryError::last_error_attempt) says which attempt
+/// returned it, so a timeout is never paired with an older error unawares.
+///
 /// It displays as `<code>: gave up after <n> attempt(s) in <elapsed>`, then the
-/// timeout or breaker wait when the reason has one, then `: <last error>`:
+/// timeout or breaker wait when the reason has one, then `: <last error>`, or
+/// `: attempt <k> failed: <last error>` when the error came from an earlier
+/// attempt than the last:
 ///
 /// ```
 /// use core::time::Duration;
@@ -45,6 +52,16 @@ impl<T> Success<T> {
 /// let err = RetryError::new(GiveUpReason::Exhausted, 5, Duration::from_millis(3200), Some("connection refused"));
 /// assert_eq!(err.code(), "retry.exhausted");
 /// assert_eq!(err.to_string(), "retry.exhausted: gave up after 5 attempts in 3.2s: connection refused");
+///
+/// // Attempt 1 failed with an error, attempts 2 and 3 timed out:
+/// let timeout = Duration::from_secs(1);
+/// let err = RetryError::new(GiveUpReason::TimedOut { timeout }, 3, Duration::from_secs(4), Some("refused"))
+///     .with_last_error_attempt(Some(1));
+/// assert_eq!(err.last_error_attempt(), Some(1));
+/// assert_eq!(
+///     err.to_string(),
+///     "retry.timeout: gave up after 3 attempts in 4s (timeout 1s): attempt 1 failed: refused"
+/// );
 /// ```
 ///
 /// [`core::error::Error::source`] is the last error, when `E` is an error type.
@@ -54,14 +71,17 @@ pub struct RetryError<E> {
     attempts: u32,
     elapsed: Duration,
     last_failure: Option<FailureKind>,
+    last_error_attempt: Option<u32>,
     #[source]
     last_error: Option<E>,
 }
 
 impl<E> RetryError<E> {
     /// An error for a call that gave up for `reason` after `attempts` attempts
-    /// and `elapsed` time, with the operation's last error. The call driver builds
-    /// these; other drivers (and tests) may too.
+    /// and `elapsed` time, with the operation's last error (taken to come from
+    /// the last attempt unless [`with_last_error_attempt`](Self::with_last_error_attempt)
+    /// says otherwise). The call driver builds these; other drivers (and tests)
+    /// may too.
     #[must_use]
     pub fn new(
         reason: GiveUpReason,
@@ -74,8 +94,17 @@ impl<E> RetryError<E> {
             attempts,
             elapsed,
             last_failure: None,
+            last_error_attempt: None,
             last_error,
         }
+    }
+
+    /// The same error, recording which attempt returned the last error (`None`:
+    /// the last attempt, or unknown).
+    #[must_use]
+    pub fn with_last_error_attempt(mut self, attempt: Option<u32>) -> RetryError<E> {
+        self.last_error_attempt = attempt;
+        self
     }
 
     /// The same error, recording the kind of the last failure as the machine saw
@@ -123,6 +152,18 @@ impl<E> RetryError<E> {
         self.last_error.as_ref()
     }
 
+    /// Which attempt returned [`last_error`](Self::last_error): `None` when there
+    /// is no last error. It may be older than the last attempt (which then
+    /// timed out, or was cancelled or refused without returning an error).
+    #[must_use]
+    pub const fn last_error_attempt(&self) -> Option<u32> {
+        match (&self.last_error, self.last_error_attempt) {
+            (None, _) => None,
+            (Some(_), Some(attempt)) => Some(attempt),
+            (Some(_), None) => Some(self.attempts),
+        }
+    }
+
     /// Takes the last error out.
     #[must_use]
     pub fn into_last_error(self) -> Option<E> {
@@ -149,6 +190,7 @@ impl<E> RetryError<E> {
             attempts: self.attempts,
             elapsed: self.elapsed,
             last_failure: self.last_failure,
+            last_error_attempt: self.last_error_attempt,
             last_error: self.last_error.map(f),
         }
     }
@@ -175,9 +217,12 @@ impl<E: fmt::Display> fmt::Display for RetryError<E> {
             }
             _ => {}
         }
-        match &self.last_error {
-            Some(error) => write!(f, ": {error}"),
-            None => Ok(()),
+        match (&self.last_error, self.last_error_attempt()) {
+            (Some(error), Some(attempt)) if attempt != self.attempts => {
+                write!(f, ": attempt {attempt} failed: {error}")
+            }
+            (Some(error), _) => write!(f, ": {error}"),
+            (None, _) => Ok(()),
         }
     }
 }
@@ -190,6 +235,7 @@ impl<E: fmt::Debug> fmt::Debug for RetryError<E> {
             .field("attempts", &self.attempts)
             .field("elapsed", &self.elapsed)
             .field("last_failure", &self.last_failure)
+            .field("last_error_attempt", &self.last_error_attempt())
             .field("last_error", &self.last_error)
             .finish()
     }

@@ -64,7 +64,9 @@ impl fmt::Display for Event {
 #[must_use = "an action tells the driver what to do next"]
 pub enum Action {
     /// Run the operation once. Then send [`Event::Succeeded`], [`Event::Failed`],
-    /// or [`Event::TimedOut`] if it was still running at `deadline`; or
+    /// or [`Event::TimedOut`] if it had not ended before `deadline` (an outcome
+    /// arriving at the deadline is a timeout: see
+    /// [`attempt_timed_out`](crate::attempt_timed_out)); or
     /// [`Event::Cancelled`]. A driver with a circuit breaker asks it first and sends
     /// [`Event::Rejected`] instead of running the operation if it refuses.
     Attempt {
@@ -168,6 +170,23 @@ pub enum SleepReason {
     Hint,
     /// A circuit breaker is open: wait until it admits again.
     CircuitOpen,
+}
+
+impl SleepReason {
+    /// The reason as a metric label: `curve`, `hint` or `circuit_open`.
+    ///
+    /// ```
+    /// use retry_core::SleepReason;
+    /// assert_eq!(SleepReason::CircuitOpen.label(), "circuit_open");
+    /// ```
+    #[must_use]
+    pub const fn label(self) -> &'static str {
+        match self {
+            SleepReason::Curve => "curve",
+            SleepReason::Hint => "hint",
+            SleepReason::CircuitOpen => "circuit_open",
+        }
+    }
 }
 
 impl fmt::Display for SleepReason {

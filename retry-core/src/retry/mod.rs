@@ -8,6 +8,7 @@
 
 mod backoff;
 mod call;
+mod deadline;
 mod delay_list;
 mod error;
 mod jitter;
@@ -19,6 +20,7 @@ mod snapshot;
 
 pub use backoff::Backoff;
 pub use call::{RetryError, Success};
+pub use deadline::attempt_timed_out;
 pub use delay_list::DelayList;
 pub use error::PolicyError;
 pub(crate) use jitter::mix64;

@@ -5,6 +5,7 @@
 use core::fmt;
 use core::time::Duration;
 
+use super::deadline::attempt_timed_out;
 use super::machine::{Action, Event, RetryMachine};
 use super::policy::RetryPolicy;
 use crate::classify::Failure;
@@ -99,7 +100,8 @@ pub struct Step {
 ///
 /// Attempt `n` takes the script's `n`-th entry; past the end, the last entry
 /// repeats, and an empty script fails every attempt retryably. An attempt whose
-/// scripted duration reaches its deadline times out at the deadline. A
+/// scripted duration reaches its deadline times out at the deadline (the rule
+/// of [`attempt_timed_out`](crate::attempt_timed_out)). A
 /// cancellation time, if set, wins over anything that would happen at or after it.
 ///
 /// ```
@@ -189,7 +191,8 @@ impl<'s> Simulation<'s> {
                     ),
                     (Outcome::TimeOut, Some(d)) => (d, Event::TimedOut),
                     (Outcome::TimeOut, None) => (end, Event::TimedOut),
-                    (_, Some(d)) if end >= d => (d, Event::TimedOut),
+                    // The deadline rule: an outcome at the deadline is a timeout.
+                    (_, Some(d)) if attempt_timed_out(Some(d), end) => (d, Event::TimedOut),
                     (Outcome::Succeed, _) => (end, Event::Succeeded),
                     (Outcome::Fail(f), _) => (end, Event::Failed(f)),
                     (Outcome::Cancel, _) => (end, Event::Cancelled),

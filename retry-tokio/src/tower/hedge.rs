@@ -8,6 +8,7 @@ use tower::{Layer, Service};
 
 use super::{BoxFuture, ByClone, Recreate};
 use crate::hedge::Hedge;
+use crate::AttemptContext;
 
 /// Hedges every call of the wrapped service under a [`Hedge`]: when the call has
 /// not answered after the policy's delay (or a copy fails), another copy of the
@@ -155,9 +156,9 @@ where
         let recreate = self.recreate.clone();
         Box::pin(async move {
             hedge
-                .call(move |_copy| {
+                .call(move |copy| {
                     let mut service = inner.clone();
-                    let request = recreate.recreate(&request);
+                    let request = recreate.recreate(&request, &AttemptContext::for_copy(&copy));
                     async move {
                         core::future::poll_fn(|cx| service.poll_ready(cx)).await?;
                         service.call(request).await

@@ -811,7 +811,7 @@ impl RetryMachine {
         let step = number.saturating_sub(self.curve_origin);
         match (policy.hints(), hint) {
             (HintMode::Ignore, _) | (_, None) => {
-                let (delay, _) = policy.curve_delay(retry, step, self.seed, self.previous_delay);
+                let delay = policy.curve_delay(retry, step, self.seed, self.previous_delay);
                 self.previous_delay = delay;
                 (delay, SleepReason::Curve)
             }

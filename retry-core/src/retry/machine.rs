@@ -535,6 +535,7 @@ impl RetryMachine {
 
     /// Tells the machine what happened at `now` and returns what to do next.
     /// Misuse is answered as the type's docs say and changes nothing.
+    #[inline]
     pub fn poll(&mut self, event: Event, now: Instant) -> Action {
         match self.try_poll(event, now) {
             Ok(action) => action,
@@ -547,6 +548,7 @@ impl RetryMachine {
     ///
     /// # Errors
     /// [`Misuse`] when the event does not fit the current phase.
+    #[inline]
     pub fn try_poll(&mut self, event: Event, now: Instant) -> Result<Action, Misuse> {
         let now = now.max(self.last_now);
         let action = match (self.state, event) {
@@ -638,6 +640,8 @@ impl RetryMachine {
         Ok(action)
     }
 
+    #[cold]
+    #[inline(never)]
     fn misuse(&self, event: Event) -> Misuse {
         let answer = match self.pending() {
             Some(action) => action,

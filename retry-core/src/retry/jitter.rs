@@ -128,7 +128,7 @@ impl Jitter {
 
     /// [`Jitter::draw_within`] on whole nanoseconds (`n` the delay, then the
     /// curve's initial delay, the previous delay and the cap).
-    #[inline]
+    #[cfg_attr(target_pointer_width = "64", inline)]
     pub(crate) fn draw_within_nanos(
         &self,
         n: u128,
@@ -193,7 +193,7 @@ impl fmt::Display for Jitter {
 
 /// `f · n`, rounded down; a fraction outside `[0, 1]` is clamped (the builder
 /// rejects it earlier).
-#[inline]
+#[cfg_attr(target_pointer_width = "64", inline)]
 fn span(n: u128, f: f64) -> u128 {
     let f = if f.is_nan() { 0.0 } else { f.clamp(0.0, 1.0) };
     // Below 2^63 a u64 converts to and from `f64` in a few instructions (a u128
@@ -218,7 +218,7 @@ fn span(n: u128, f: f64) -> u128 {
 
 /// Uniform in `[0, x]` from one 64-bit draw, by multiply-high (Lemire), with no
 /// division and no loop. Ranges wider than 2^64 keep their top 64 bits.
-#[inline]
+#[cfg_attr(target_pointer_width = "64", inline)]
 fn uniform_inclusive(x: u128, draw: u64) -> u128 {
     if x == 0 {
         return 0;

@@ -535,7 +535,7 @@ impl RetryMachine {
 
     /// Tells the machine what happened at `now` and returns what to do next.
     /// Misuse is answered as the type's docs say and changes nothing.
-    #[inline]
+    #[cfg_attr(target_pointer_width = "64", inline)]
     pub fn poll(&mut self, event: Event, now: Instant) -> Action {
         match self.try_poll(event, now) {
             Ok(action) => action,
@@ -548,7 +548,7 @@ impl RetryMachine {
     ///
     /// # Errors
     /// [`Misuse`] when the event does not fit the current phase.
-    #[inline]
+    #[cfg_attr(target_pointer_width = "64", inline)]
     pub fn try_poll(&mut self, event: Event, now: Instant) -> Result<Action, Misuse> {
         let now = now.max(self.last_now);
         let action = match (self.state, event) {

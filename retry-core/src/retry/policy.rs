@@ -327,6 +327,9 @@ impl RetryPolicy {
     /// factors of at least 1.0001, whose computed powers then grow strictly);
     /// the rest keep `u32::MAX` and are computed in full at every step.
     fn planned(mut self) -> RetryPolicy {
+        if !FAST_PATH {
+            return self;
+        }
         let flat = match self.backoff {
             Backoff::None | Backoff::Constant { .. } => true,
             Backoff::Linear { increment, .. } => increment.is_zero(),
@@ -452,6 +455,9 @@ impl RetryPolicy {
     /// division). The same arithmetic as the general path, step for step.
     #[inline]
     fn fast_delay(&self, retry: u32, step: u32, seed: u64, previous: Duration) -> Option<u64> {
+        if !FAST_PATH {
+            return None;
+        }
         let max = small_nanos(self.max_delay)?;
         let min = small_nanos(self.min_delay)?;
         // `bounded`: floored, then capped.
@@ -692,6 +698,12 @@ fn round_millis(d: Duration) -> Duration {
         floor_millis(d)
     }
 }
+
+/// Whether the 64-bit path and the settling step are compiled in: on 64-bit
+/// targets, where they pay for their code. Elsewhere (a 32-bit microcontroller,
+/// where code size counts most) every delay takes the general path; the
+/// results are the same to the nanosecond either way.
+const FAST_PATH: bool = cfg!(target_pointer_width = "64");
 
 /// Below this many seconds a duration's nanoseconds fit a `u64` with room to
 /// double: 9 × 10^18 ns < 2^63 ns (about 285 years).

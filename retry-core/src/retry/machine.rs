@@ -487,6 +487,7 @@ impl RetryMachine {
     /// The end of the budget measured from `start`; only meaningful once `Start`
     /// has set it (every internal caller runs after that, including the first
     /// attempt, which begins while the phase still reads idle).
+    #[cfg_attr(target_pointer_width = "64", inline)]
     fn budget_end_from_start(&self) -> Option<Instant> {
         let budget = self.policy.budget()?;
         Some(self.start.saturating_add(budget))
@@ -658,6 +659,7 @@ impl RetryMachine {
         }
     }
 
+    #[cfg_attr(target_pointer_width = "64", inline)]
     fn begin_attempt(&mut self, number: u32, now: Instant) -> Action {
         // A deadline past the last representable instant is no deadline at all.
         let mut deadline = self
@@ -678,6 +680,7 @@ impl RetryMachine {
         self.attempt_action(number, deadline)
     }
 
+    #[cfg_attr(target_pointer_width = "64", inline)]
     fn attempt_action(&self, number: u32, deadline: Option<Instant>) -> Action {
         Action::Attempt {
             number,
@@ -707,6 +710,7 @@ impl RetryMachine {
 
     /// Attempt `number` failed at `now`. `timed_out` carries the attempt's timeout
     /// when the failure was a timeout.
+    #[cfg_attr(target_pointer_width = "64", inline)]
     fn after_failure(
         &mut self,
         number: u32,
@@ -756,6 +760,7 @@ impl RetryMachine {
 
     /// Sleeps `delay` before attempt `next`, or starts it at once if the delay is
     /// zero. The caller has checked the delay against the budget.
+    #[cfg_attr(target_pointer_width = "64", inline)]
     fn sleep_or_attempt(
         &mut self,
         next: u32,
@@ -809,6 +814,7 @@ impl RetryMachine {
     }
 
     /// The delay before the retry after attempt `number`, and where it came from.
+    #[cfg_attr(target_pointer_width = "64", inline)]
     fn next_delay(&mut self, number: u32, hint: Option<Hint>) -> (Duration, SleepReason) {
         let policy = &self.policy;
         let retry = number;

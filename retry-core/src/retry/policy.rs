@@ -316,8 +316,12 @@ impl RetryPolicy {
     #[must_use]
     #[inline]
     pub fn delay(&self, retry: u32, seed: u64) -> Duration {
-        let initial = self.backoff.initial();
-        self.curve_delay(retry, retry, seed, initial)
+        // Only decorrelated jitter reads the previous delay.
+        let previous = match self.jitter {
+            Jitter::Decorrelated => self.backoff.initial(),
+            _ => Duration::ZERO,
+        };
+        self.curve_delay(retry, retry, seed, previous)
     }
 
     /// The policy with its plan worked out: the step from which the capped

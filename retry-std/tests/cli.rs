@@ -1686,18 +1686,22 @@ fn a_signal_ignored_at_start_stays_ignored_for_the_command() {
 #[test]
 fn sigtstp_to_retry_stops_the_command_too_and_stopped_time_is_not_a_hang() {
     // Without a terminal: `kill -TSTP` on retry stops the command's group and
-    // retry; `kill -CONT` continues both. A 3 s command under a 4 s timeout,
+    // retry; `kill -CONT` continues both. A command under a 4 s timeout,
     // stopped for 5 s in between, finishes (the stopped time is not counted:
     // the call spans more than the timeout).
-    // The command runs long enough that a loaded machine delivering the stop
-    // late still finds it running.
+    // The command cannot finish before the test lets it (it waits for a file
+    // the test creates while it is stopped), so a loaded machine delivering
+    // the stop late still finds it running; once let go it runs about 1 s.
     let dir = tmp();
     let log = dir.path().join("events.jsonl");
     let child = Command::new(retry())
         .args(["--attempts", "1", "--timeout", "4s", "--events"])
         .arg(&log)
         .args(["--", "sh", "-c"])
-        .arg("echo $$ > \"$DIR/pid\"; sleep 3 & wait $!; echo finished")
+        .arg(
+            "echo $$ > \"$DIR/pid\"; \
+             while [ ! -e \"$DIR/go\" ]; do sleep 0.1; done; sleep 1; echo finished",
+        )
         .env("DIR", dir.path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -1707,7 +1711,7 @@ fn sigtstp_to_retry_stops_the_command_too_and_stopped_time_is_not_a_hang() {
     let pid = common::read_pid(&dir.path().join("pid"));
     let retry_pid = i32::try_from(child.id()).unwrap();
     common::send_signal(retry_pid, libc::SIGTSTP);
-    let until = Instant::now() + Duration::from_secs(5);
+    let until = Instant::now() + Duration::from_secs(20);
     while !(common::process_state(pid) == Some('T')
         && common::process_state(retry_pid) == Some('T'))
     {
@@ -1725,6 +1729,7 @@ fn sigtstp_to_retry_stops_the_command_too_and_stopped_time_is_not_a_hang() {
         Some('T'),
         "the command ran on while retry was stopped"
     );
+    std::fs::write(dir.path().join("go"), b"").unwrap();
     common::send_signal(retry_pid, libc::SIGCONT);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

@@ -9,7 +9,7 @@ use common::{assert_groups_gone, attempt_groups, events, retry};
 
 use core::time::Duration;
 use std::io::Write;
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Instant;
@@ -1692,9 +1692,13 @@ fn sigtstp_to_retry_stops_the_command_too_and_stopped_time_is_not_a_hang() {
     // The command cannot finish before the test lets it (it waits for a file
     // the test creates while it is stopped), so a loaded machine delivering
     // the stop late still finds it running; once let go it runs about 1 s.
+    // retry runs in a process group of its own, as a shell runs a job: were it
+    // left in the test's group and that group orphaned (the test started by a
+    // shell that has exited), the kernel would discard retry's own stop.
     let dir = tmp();
     let log = dir.path().join("events.jsonl");
     let child = Command::new(retry())
+        .process_group(0)
         .args(["--attempts", "1", "--timeout", "4s", "--events"])
         .arg(&log)
         .args(["--", "sh", "-c"])

@@ -182,7 +182,7 @@ pub fn run(invocation: &Invocation, command: &[OsString]) -> Exit {
         attempt_pid: None,
         attempt_took: Duration::ZERO,
     };
-    let described = match &invocation.delays {
+    let described = || match &invocation.delays {
         Some(delays) => format!(
             "{policy}; delays {}",
             delays
@@ -193,7 +193,7 @@ pub fn run(invocation: &Invocation, command: &[OsString]) -> Exit {
         ),
         None => policy.to_string(),
     };
-    run.reporter.start(command, &described, seed);
+    run.reporter.start(command, described, seed);
     let mut machine = RetryMachine::new(&machine_policy, seed);
     let mut goal = ProcessGoal::new(invocation.goal);
     let mut action = machine.poll(Event::Start, run.clock.now());

@@ -238,7 +238,10 @@ const USAGE: &str = "Usage: retry [OPTIONS] [--] COMMAND [ARGS]...\n       retry
 #[must_use]
 pub fn help(long: bool) -> String {
     let left = |f: &FlagSpec| {
-        let short = f.short.map(|c| format!("-{c}, ")).unwrap_or_else(|| "    ".to_owned());
+        let short = f
+            .short
+            .map(|c| format!("-{c}, "))
+            .unwrap_or_else(|| "    ".to_owned());
         let value = f.value.map(|v| format!(" <{v}>")).unwrap_or_default();
         format!("  {short}--{}{value}", f.long)
     };
@@ -936,8 +939,10 @@ mod tests {
     fn the_flag_table_is_sound_and_help_lists_every_flag() {
         for (i, f) in FLAGS.iter().enumerate() {
             assert!(
-                FLAGS.iter().skip(i + 1).all(|g| g.long != f.long
-                    && (f.short.is_none() || g.short != f.short)),
+                FLAGS
+                    .iter()
+                    .skip(i + 1)
+                    .all(|g| g.long != f.long && (f.short.is_none() || g.short != f.short)),
                 "--{} is in the table twice",
                 f.long
             );
@@ -977,7 +982,10 @@ mod tests {
         assert_eq!(inv.policy.max_attempts(), 4);
         assert_eq!(inv.verbosity, Verbosity::Quiet);
         assert_eq!(inv.policy.backoff().initial(), Duration::from_secs(2));
-        assert_eq!(parsed(&["-t3s", "x"]).policy.attempt_timeout(), Some(Duration::from_secs(3)));
+        assert_eq!(
+            parsed(&["-t3s", "x"]).policy.attempt_timeout(),
+            Some(Duration::from_secs(3))
+        );
         // The first word that is not a flag starts the command; what follows is
         // the command's, flags included.
         assert_eq!(
@@ -998,14 +1006,23 @@ mod tests {
             Err(CliError::Usage(m)) if m.contains("--max-delay")
         ));
         // The last of a repeated flag counts.
-        assert_eq!(parsed(&["-n", "2", "-n", "6", "x"]).policy.max_attempts(), 6);
+        assert_eq!(
+            parsed(&["-n", "2", "-n", "6", "x"]).policy.max_attempts(),
+            6
+        );
         for (args, text) in [
             (&["--bogus", "x"][..], "unknown flag `--bogus`"),
             (&["-x", "y"], "unknown flag `-x`"),
             (&["--quiet=yes", "x"], "--quiet: takes no value"),
             (&["--delay"], "--delay: needs a value"),
-            (&["--backoff", "cubic", "x"], "--backoff: unknown curve `cubic`"),
-            (&["--attempts", "-1", "x"], "--attempts: `-1` is not a whole number"),
+            (
+                &["--backoff", "cubic", "x"],
+                "--backoff: unknown curve `cubic`",
+            ),
+            (
+                &["--attempts", "-1", "x"],
+                "--attempts: `-1` is not a whole number",
+            ),
             (&["-q", "-v", "x"], "--verbose cannot be used with --quiet"),
         ] {
             let argv = core::iter::once("retry").chain(args.iter().copied());

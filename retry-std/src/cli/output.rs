@@ -223,14 +223,13 @@ impl Reporter {
 
     /// An attempt starts.
     pub fn attempt_start(&self, number: u32, deadline_in: Option<Duration>) {
-        self.event(
-            "attempt_start",
-            || json!({
+        self.event("attempt_start", || {
+            json!({
                 "attempt": number,
                 "max_attempts": self.max_attempts,
                 "deadline_ms": deadline_in.map(millis),
-            }),
-        );
+            })
+        });
         if self.says(Verbosity::Verbose) {
             let limit = deadline_in
                 .map(|d| format!(" (deadline in {})", humane(d)))
@@ -281,15 +280,14 @@ impl Reporter {
 
     /// A line of the attempt's hint file could not be read: always said.
     pub fn hint_unreadable(&self, number: u32, problem: HintProblem, text: &str) {
-        self.event(
-            "hint_unreadable",
-            || json!({
+        self.event("hint_unreadable", || {
+            json!({
                 "attempt": number,
                 "line": problem.line,
                 "text": text,
                 "problem": problem.to_string(),
-            }),
-        );
+            })
+        });
         if self.verbosity.is_some_and(|v| v > Verbosity::Quiet) {
             self.line(&format!(
                 "attempt {}: hint file {problem}; ignored: {text:?}",
@@ -316,9 +314,8 @@ impl Reporter {
             Ending::Signalled(s) | Ending::Interrupted(s) => (None, Some(s)),
             Ending::TimedOut => (None, None),
         };
-        self.event(
-            "attempt_end",
-            || json!({
+        self.event("attempt_end", || {
+            json!({
                 "attempt": number,
                 "pid": pid,
                 "code": code,
@@ -327,23 +324,22 @@ impl Reporter {
                 "duration_ms": millis(took),
                 "timed_out": ending == Ending::TimedOut,
                 "success": success,
-            }),
-        );
+            })
+        });
         if let Action::Sleep {
             delay,
             reason,
             until,
         } = *next
         {
-            self.event(
-                "sleep",
-                || json!({
+            self.event("sleep", || {
+                json!({
                     "next_attempt": number.saturating_add(1),
                     "delay_ms": millis(delay),
                     "reason": reason_name(reason),
                     "until_ms": millis(until.as_duration()),
-                }),
-            );
+                })
+            });
         }
         let expected = match self.goal {
             Goal::Failure => !success,
@@ -397,14 +393,13 @@ impl Reporter {
 
     /// The run failed for good; `retry` exits with `exit_code`.
     pub fn give_up(&self, give_up: &GiveUp, exit_code: i32, elapsed: Duration) {
-        self.event(
-            "give_up",
-            || json!({
+        self.event("give_up", || {
+            json!({
                 "reason": give_up.reason.code().trim_start_matches("retry."),
                 "code": exit_code,
                 "attempts": give_up.attempts,
-            }),
-        );
+            })
+        });
         if self.says(Verbosity::Normal) {
             let why = match (self.goal, give_up.reason) {
                 (Goal::Failure, retry_core::GiveUpReason::Exhausted) => {
@@ -425,7 +420,10 @@ impl Reporter {
 
     /// The run reached its goal; `retry` exits with `exit_code`.
     pub fn done(&self, attempts: u32, exit_code: i32, elapsed: Duration) {
-        self.event("done", || json!({ "attempts": attempts, "code": exit_code }));
+        self.event(
+            "done",
+            || json!({ "attempts": attempts, "code": exit_code }),
+        );
         let worth_saying = attempts > 1 || self.goal != Goal::Success;
         if self.says(Verbosity::Verbose) || (worth_saying && self.says(Verbosity::Normal)) {
             let what = match self.goal {

@@ -406,11 +406,12 @@ impl Run<'_> {
         if bytes.is_empty() {
             return None;
         }
-        let now_unix = std::time::SystemTime::now()
+        // The wall clock to the nanosecond: an HTTP-date is a whole second, and
+        // the wait is from now, not from the start of the current second.
+        let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
-        let read = ChildHint::read(&bytes, now_unix);
+            .unwrap_or(Duration::ZERO);
+        let read = ChildHint::read_at(&bytes, now);
         if let Some(problem) = read.problem {
             let line = bytes
                 .split(|&b| b == b'\n')

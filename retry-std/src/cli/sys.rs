@@ -500,6 +500,32 @@ pub(super) fn exec_result(report: &OwnedFd) -> Option<io::Error> {
     (got == bytes.len()).then(|| io::Error::from_raw_os_error(i32::from_ne_bytes(bytes)))
 }
 
+/// A new anonymous file in memory (`memfd_create(2)`), close-on-exec: no
+/// directory entry to create or remove.
+pub(super) fn memory_file() -> io::Result<OwnedFd> {
+    // SAFETY: the name is a NUL-terminated string literal; the flags are valid.
+    let fd = unsafe { libc::memfd_create(b"retry-hint\0".as_ptr().cast(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return last_error();
+    }
+    // SAFETY: memfd_create succeeded, so `fd` is open and owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Whether `/proc` is the process file system, through which a command can
+/// open a descriptor of `retry`'s (`/proc/<pid>/fd/<n>`). One `statfs(2)` of
+/// a directory entry the kernel has at hand: cheaper than resolving the
+/// descriptor's own path there.
+pub(super) fn proc_is_mounted() -> bool {
+    // SAFETY: `info` is a local statfs for the call to fill in; the path is a
+    // NUL-terminated string literal.
+    unsafe {
+        let mut info: libc::statfs = core::mem::zeroed();
+        libc::statfs(b"/proc\0".as_ptr().cast(), &mut info) == 0
+            && i64::from(info.f_type) == i64::from(libc::PROC_SUPER_MAGIC)
+    }
+}
+
 /// A pipe: (read end, write end), both close-on-exec.
 pub(super) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as libc::c_int; 2];

@@ -419,7 +419,7 @@ fn read_flags(mut args: impl Iterator<Item = OsString>) -> Result<Flags, CliErro
                 .iter()
                 .position(|f| f.long.as_bytes() == name)
                 .ok_or_else(|| unknown(&arg.to_string_lossy()))?;
-            word.push((index, inline.map(|v| os_from(v))));
+            word.push((index, inline.map(os_from)));
         } else if bytes.len() > 1 && bytes.first() == Some(&b'-') {
             // `-qv`, `-n3`, `-n 3`: letters until one that takes a value.
             let mut at = 1;

@@ -503,8 +503,8 @@ pub(super) fn exec_result(report: &OwnedFd) -> Option<io::Error> {
 /// A new anonymous file in memory (`memfd_create(2)`), close-on-exec: no
 /// directory entry to create or remove.
 pub(super) fn memory_file() -> io::Result<OwnedFd> {
-    // SAFETY: the name is a NUL-terminated string literal; the flags are valid.
-    let fd = unsafe { libc::memfd_create(b"retry-hint\0".as_ptr().cast(), libc::MFD_CLOEXEC) };
+    // SAFETY: the name is a C string literal; the flags are valid.
+    let fd = unsafe { libc::memfd_create(c"retry-hint".as_ptr(), libc::MFD_CLOEXEC) };
     if fd < 0 {
         return last_error();
     }
@@ -518,11 +518,10 @@ pub(super) fn memory_file() -> io::Result<OwnedFd> {
 /// descriptor's own path there.
 pub(super) fn proc_is_mounted() -> bool {
     // SAFETY: `info` is a local statfs for the call to fill in; the path is a
-    // NUL-terminated string literal.
+    // C string literal.
     unsafe {
         let mut info: libc::statfs = core::mem::zeroed();
-        libc::statfs(b"/proc\0".as_ptr().cast(), &mut info) == 0
-            && i64::from(info.f_type) == i64::from(libc::PROC_SUPER_MAGIC)
+        libc::statfs(c"/proc".as_ptr(), &mut info) == 0 && info.f_type == libc::PROC_SUPER_MAGIC
     }
 }
 

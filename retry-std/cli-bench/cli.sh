@@ -34,10 +34,31 @@ echo "== hyperfine: retry -- true (installed, then dynamic), minfrin retry -t 1 
 hyperfine -N --warmup 200 --runs 3000 --export-json "$work/a.json" \
     "$ours -- true" "$minfrin -t 1 -- true" "$dynamic -- true" "true"
 summary "$work/a.json"
-echo "-- the same, minfrin first"
-hyperfine -N --warmup 200 --runs 3000 --export-json "$work/b.json" \
-    "$minfrin -t 1 -- true" "$ours -- true"
-summary "$work/b.json"
+echo "== hyperfine interleaved in blocks: 20 runs of hyperfine (300 runs per command each),"
+echo "   alternating which command goes first; means and stddevs over all 6000 runs"
+for block in $(seq 1 20); do
+    if [ $((block % 2)) -eq 1 ]; then
+        pair=("$ours -- true" "$minfrin -t 1 -- true")
+    else
+        pair=("$minfrin -t 1 -- true" "$ours -- true")
+    fi
+    hyperfine -N --style none --warmup 30 --runs 300 --export-json "$work/block-$block.json" "${pair[@]}" >/dev/null
+done
+python3 - "$ours" "$minfrin" "$work"/block-*.json <<'PY'
+import json, statistics, sys
+ours, minfrin, files = sys.argv[1], sys.argv[2], sys.argv[3:]
+times = {}
+for name in files:
+    for r in json.load(open(name))["results"]:
+        times.setdefault(r["command"], []).extend(r["times"])
+rows = {}
+for command, t in times.items():
+    rows[command] = (statistics.mean(t), statistics.stdev(t), statistics.median(t), len(t))
+    print(f"{command:50s} mean {rows[command][0] * 1e3:.3f} ms ± {rows[command][1] * 1e3:.3f}, median {rows[command][2] * 1e3:.3f} ms ({len(t)} runs)")
+a = next(v for k, v in rows.items() if k.startswith(ours + " "))
+b = next(v for k, v in rows.items() if k.startswith(minfrin + " "))
+print(f"ratio (installed retry / minfrin): mean {a[0] / b[0]:.2f}, median {a[2] / b[2]:.2f}")
+PY
 
 echo "== the floor: a Rust program that only spawns true and waits"
 rustc -O -o "$work/spawn-floor" retry-std/cli-bench/spawn_floor.rs

@@ -526,6 +526,29 @@ fn the_command_sees_its_attempt_in_the_environment() {
 }
 
 #[test]
+fn the_command_inherits_the_environment_with_the_retry_variables_replaced() {
+    let dir = tmp();
+    let out = Command::new(retry())
+        .args(["-n", "1", "--", "sh", "-c", "env > \"$DIR/env\""])
+        .env("DIR", dir.path())
+        .env("RETRY_ATTEMPT", "99")
+        .env("RETRY_ATTEMPTX", "kept")
+        .env("SOME_VALUE", "a=b c")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let env = std::fs::read_to_string(dir.path().join("env")).unwrap();
+    let attempt: Vec<&str> = env
+        .lines()
+        .filter(|l| l.starts_with("RETRY_ATTEMPT="))
+        .collect();
+    assert_eq!(attempt, ["RETRY_ATTEMPT=1"], "{env}");
+    assert!(env.lines().any(|l| l == "RETRY_ATTEMPTX=kept"), "{env}");
+    assert!(env.lines().any(|l| l == "SOME_VALUE=a=b c"), "{env}");
+    assert!(env.lines().any(|l| l.starts_with("PATH=")), "{env}");
+}
+
+#[test]
 fn the_on_retry_hook_runs_before_each_retry_off_stdout() {
     let dir = tmp();
     let out = retry_sh(

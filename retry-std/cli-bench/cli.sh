@@ -34,15 +34,18 @@ echo "== hyperfine: retry -- true (installed, then dynamic), minfrin retry -t 1 
 hyperfine -N --warmup 200 --runs 3000 --export-json "$work/a.json" \
     "$ours -- true" "$minfrin -t 1 -- true" "$dynamic -- true" "true"
 summary "$work/a.json"
-echo "== hyperfine interleaved in blocks: 20 runs of hyperfine (300 runs per command each),"
+# Load from other work on a shared machine comes in bursts of seconds, longer than
+# one command's runs in a plain hyperfine: short blocks in alternating order let
+# the bursts fall on both commands alike.
+echo "== hyperfine interleaved in blocks: 100 runs of hyperfine (60 runs per command each),"
 echo "   alternating which command goes first; means and stddevs over all 6000 runs"
-for block in $(seq 1 20); do
+for block in $(seq 1 100); do
     if [ $((block % 2)) -eq 1 ]; then
         pair=("$ours -- true" "$minfrin -t 1 -- true")
     else
         pair=("$minfrin -t 1 -- true" "$ours -- true")
     fi
-    hyperfine -N --style none --warmup 30 --runs 300 --export-json "$work/block-$block.json" "${pair[@]}" >/dev/null
+    hyperfine -N --style none --warmup 5 --runs 60 --export-json "$work/block-$block.json" "${pair[@]}" >/dev/null 2>&1
 done
 python3 - "$ours" "$minfrin" "$work"/block-*.json <<'PY'
 import json, statistics, sys

@@ -48,8 +48,10 @@ WHAT IS RETRIED
 THE COMMAND'S ENVIRONMENT
   RETRY_ATTEMPT (1, 2, ...), RETRY_MAX_ATTEMPTS (empty when unlimited),
   RETRY_LAST_EXIT (empty on the first attempt), RETRY_DEADLINE_MS (when the attempt
-  has a deadline) and RETRY_HINT_FILE, a fresh empty file per attempt. Before it
-  fails, the command may write there:
+  has a deadline) and RETRY_HINT_FILE, a fresh empty file per attempt (in memory,
+  named under /proc/<retry's pid>/fd/: write to it; it cannot be removed, or
+  replaced by renaming another file over it). Before it fails, the command may
+  write there:
     retry-after=SECONDS        wait at least this long (a number or an HTTP-date)
     retry-after-ms=MS          the same in milliseconds
     stop                       do not retry

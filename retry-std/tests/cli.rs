@@ -401,6 +401,33 @@ fn the_hint_file_sets_a_minimum_delay() {
     );
 }
 
+/// A `Retry-After` HTTP-date names a whole second; the wait is measured from
+/// the wall clock to the nanosecond, not from the start of the current second.
+#[test]
+fn an_http_date_in_the_hint_file_is_read_against_the_clock_to_the_nanosecond() {
+    let dir = tmp();
+    // The command waits until its clock is between .2 and .8 of a second, then
+    // asks to wait until the next whole second: between 200 and 800 ms away.
+    // Read in whole seconds, that date would be a full second away.
+    let script = counted(
+        "while :; do t=$(date +%s.%N); case ${t#*.} in [2-7]*) break;; esac; sleep 0.05; done; \
+         LC_ALL=C date -u -d @$(( ${t%.*} + 1 )) '+Retry-After: %a, %d %b %Y %H:%M:%S GMT' \
+           > \"$RETRY_HINT_FILE\"; \
+         [ $(wc -l < \"$DIR/count\") -ge 2 ] || exit 75",
+    );
+    let (out, events) = retry_events(dir.path(), &["-n", "2", "--delay", "0"], &script);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let hint = named(&events, "hint");
+    let asked = hint[0]["retry_after_ms"].as_u64().unwrap();
+    assert!(
+        (150..=800).contains(&asked),
+        "a wait of {asked} ms: {hint:?}"
+    );
+    // The sleep is that wait (rounded up to the policy's resolution).
+    let slept = named(&events, "sleep")[0]["delay_ms"].as_u64().unwrap();
+    assert!(slept.abs_diff(asked) <= 1, "slept {slept} ms for {asked}");
+}
+
 #[test]
 fn the_hint_file_can_stop_retrying() {
     let dir = tmp();
@@ -496,6 +523,29 @@ fn the_command_sees_its_attempt_in_the_environment() {
     assert!(lines[1].starts_with("2/2 last=4 dl="), "{env}");
     let ms: u64 = lines[1].rsplit('=').next().unwrap().parse().unwrap();
     assert!(ms > 4000 && ms <= 5000, "{env}");
+}
+
+#[test]
+fn the_command_inherits_the_environment_with_the_retry_variables_replaced() {
+    let dir = tmp();
+    let out = Command::new(retry())
+        .args(["-n", "1", "--", "sh", "-c", "env > \"$DIR/env\""])
+        .env("DIR", dir.path())
+        .env("RETRY_ATTEMPT", "99")
+        .env("RETRY_ATTEMPTX", "kept")
+        .env("SOME_VALUE", "a=b c")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let env = std::fs::read_to_string(dir.path().join("env")).unwrap();
+    let attempt: Vec<&str> = env
+        .lines()
+        .filter(|l| l.starts_with("RETRY_ATTEMPT="))
+        .collect();
+    assert_eq!(attempt, ["RETRY_ATTEMPT=1"], "{env}");
+    assert!(env.lines().any(|l| l == "RETRY_ATTEMPTX=kept"), "{env}");
+    assert!(env.lines().any(|l| l == "SOME_VALUE=a=b c"), "{env}");
+    assert!(env.lines().any(|l| l.starts_with("PATH=")), "{env}");
 }
 
 #[test]
@@ -1383,6 +1433,47 @@ fn forever_and_attempts_zero_have_no_limit() {
         std::fs::read_to_string(dir.path().join("max")).unwrap(),
         "max=[]\n"
     );
+}
+
+#[test]
+fn a_config_file_can_ask_for_unlimited_attempts() {
+    for (key, file) in [
+        ("max_attempts", "retry.toml"),
+        ("max_retries", "retry.toml"),
+        ("max_attempts", "retry.json"),
+    ] {
+        let dir = tmp();
+        let path = dir.path().join(file);
+        let text = if file.ends_with(".json") {
+            format!("{{\"{key}\": \"unlimited\"}}")
+        } else {
+            format!("{key} = \"unlimited\"\n")
+        };
+        std::fs::write(&path, text).unwrap();
+        let config = path.to_str().unwrap();
+        let script = counted(
+            "echo \"max=[$RETRY_MAX_ATTEMPTS]\" > \"$DIR/max\"; [ $(wc -l < \"$DIR/count\") -ge 8 ]",
+        );
+        let (out, events) = retry_events(dir.path(), &["--config", config], &script);
+        assert_eq!(out.status.code(), Some(0), "{key}: {}", stderr(&out));
+        assert_eq!(attempts(dir.path()), 8, "{key}");
+        assert!(named(&events, "start")[0]["max_attempts"].is_null());
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("max")).unwrap(),
+            "max=[]\n"
+        );
+    }
+    // A flag still overrides the file.
+    let dir = tmp();
+    let path = dir.path().join("retry.toml");
+    std::fs::write(&path, "max_attempts = \"unlimited\"\n").unwrap();
+    let (out, _) = retry_events(
+        dir.path(),
+        &["--config", path.to_str().unwrap(), "-n", "3"],
+        &counted("exit 1"),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(attempts(dir.path()), 3);
 }
 
 #[test]

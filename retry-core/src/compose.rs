@@ -192,7 +192,7 @@ pub fn rejection(admission: &Admission) -> Option<Event> {
 }
 
 /// How an attempt ended, as the `outcome` label of the `retry.attempt.total`
-/// metric (SPEC 11) reads it.
+/// metric (see [the rules](crate::behaviour#streams-and-metrics)) reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AttemptOutcome {
     /// It succeeded.

@@ -1,4 +1,10 @@
 #![doc = include_str!("../README.md")]
+//!
+//! # The rules, on one page
+//!
+//! The behaviour every machine in this crate keeps (curves, jitter, hints, time
+//! limits, classification, results, configuration, the breaker, the budget,
+//! snapshots, hedging), with the exact numbers, is stated in [`behaviour`].
 #![no_std]
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -21,6 +27,7 @@ extern crate std;
 // and the shared breaker and budget (compose.rs), and the error a snapshot that
 // cannot be restored is refused with (snapshot.rs). The hedge machine, with its
 // policy, latency histogram, simulator and glue, has its own folder (hedge/).
+pub mod behaviour;
 mod breaker;
 mod budget;
 mod classify;

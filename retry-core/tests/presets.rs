@@ -1,5 +1,5 @@
 //! The presets' timelines: every attempt failing, and a server asking for 0 s, 3 s
-//! and 10 min. Each is a snapshot; the SPEC's numbers are asserted as well.
+//! and 10 min. Each is a snapshot; the documented numbers are asserted as well.
 
 // Test helpers outside #[test] functions may unwrap: a failure is the test failing.
 #![allow(clippy::expect_used, clippy::unwrap_used)]

@@ -1,6 +1,6 @@
 //! Timelines recorded whole and compared as insta snapshots: a reviewer reads the
-//! table, not a hundred asserts. Where a number is part of the contract (SPEC 2's
-//! worked examples, the budget edge), it is asserted as well.
+//! table, not a hundred asserts. Where a number is part of the contract (the curves'
+//! worked examples in `retry_core::behaviour`, the budget edge), it is asserted as well.
 
 // Test helpers outside #[test] functions may unwrap: a failure is the test failing.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
@@ -53,7 +53,7 @@ fn spec2_exponential_1s_cap_60s_8_attempts() {
     assert_eq!(
         delays,
         [1, 2, 4, 8, 16, 32, 60].map(secs).to_vec(),
-        "SPEC 2: 1, 2, 4, 8, 16, 32, 60 s"
+        "worked example: 1, 2, 4, 8, 16, 32, 60 s"
     );
     assert_eq!(total_sleep(Simulation::new(&policy, SEED, &[])), secs(123));
     insta::assert_snapshot!(Timeline::new(&policy, SEED, &[]).to_string());

@@ -9,7 +9,7 @@ use common::{assert_groups_gone, attempt_groups, events, retry};
 
 use core::time::Duration;
 use std::io::Write;
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Instant;
@@ -401,6 +401,33 @@ fn the_hint_file_sets_a_minimum_delay() {
     );
 }
 
+/// A `Retry-After` HTTP-date names a whole second; the wait is measured from
+/// the wall clock to the nanosecond, not from the start of the current second.
+#[test]
+fn an_http_date_in_the_hint_file_is_read_against_the_clock_to_the_nanosecond() {
+    let dir = tmp();
+    // The command waits until its clock is between .2 and .8 of a second, then
+    // asks to wait until the next whole second: between 200 and 800 ms away.
+    // Read in whole seconds, that date would be a full second away.
+    let script = counted(
+        "while :; do t=$(date +%s.%N); case ${t#*.} in [2-7]*) break;; esac; sleep 0.05; done; \
+         LC_ALL=C date -u -d @$(( ${t%.*} + 1 )) '+Retry-After: %a, %d %b %Y %H:%M:%S GMT' \
+           > \"$RETRY_HINT_FILE\"; \
+         [ $(wc -l < \"$DIR/count\") -ge 2 ] || exit 75",
+    );
+    let (out, events) = retry_events(dir.path(), &["-n", "2", "--delay", "0"], &script);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let hint = named(&events, "hint");
+    let asked = hint[0]["retry_after_ms"].as_u64().unwrap();
+    assert!(
+        (150..=800).contains(&asked),
+        "a wait of {asked} ms: {hint:?}"
+    );
+    // The sleep is that wait (rounded up to the policy's resolution).
+    let slept = named(&events, "sleep")[0]["delay_ms"].as_u64().unwrap();
+    assert!(slept.abs_diff(asked) <= 1, "slept {slept} ms for {asked}");
+}
+
 #[test]
 fn the_hint_file_can_stop_retrying() {
     let dir = tmp();
@@ -496,6 +523,29 @@ fn the_command_sees_its_attempt_in_the_environment() {
     assert!(lines[1].starts_with("2/2 last=4 dl="), "{env}");
     let ms: u64 = lines[1].rsplit('=').next().unwrap().parse().unwrap();
     assert!(ms > 4000 && ms <= 5000, "{env}");
+}
+
+#[test]
+fn the_command_inherits_the_environment_with_the_retry_variables_replaced() {
+    let dir = tmp();
+    let out = Command::new(retry())
+        .args(["-n", "1", "--", "sh", "-c", "env > \"$DIR/env\""])
+        .env("DIR", dir.path())
+        .env("RETRY_ATTEMPT", "99")
+        .env("RETRY_ATTEMPTX", "kept")
+        .env("SOME_VALUE", "a=b c")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let env = std::fs::read_to_string(dir.path().join("env")).unwrap();
+    let attempt: Vec<&str> = env
+        .lines()
+        .filter(|l| l.starts_with("RETRY_ATTEMPT="))
+        .collect();
+    assert_eq!(attempt, ["RETRY_ATTEMPT=1"], "{env}");
+    assert!(env.lines().any(|l| l == "RETRY_ATTEMPTX=kept"), "{env}");
+    assert!(env.lines().any(|l| l == "SOME_VALUE=a=b c"), "{env}");
+    assert!(env.lines().any(|l| l.starts_with("PATH=")), "{env}");
 }
 
 #[test]
@@ -1386,6 +1436,47 @@ fn forever_and_attempts_zero_have_no_limit() {
 }
 
 #[test]
+fn a_config_file_can_ask_for_unlimited_attempts() {
+    for (key, file) in [
+        ("max_attempts", "retry.toml"),
+        ("max_retries", "retry.toml"),
+        ("max_attempts", "retry.json"),
+    ] {
+        let dir = tmp();
+        let path = dir.path().join(file);
+        let text = if file.ends_with(".json") {
+            format!("{{\"{key}\": \"unlimited\"}}")
+        } else {
+            format!("{key} = \"unlimited\"\n")
+        };
+        std::fs::write(&path, text).unwrap();
+        let config = path.to_str().unwrap();
+        let script = counted(
+            "echo \"max=[$RETRY_MAX_ATTEMPTS]\" > \"$DIR/max\"; [ $(wc -l < \"$DIR/count\") -ge 8 ]",
+        );
+        let (out, events) = retry_events(dir.path(), &["--config", config], &script);
+        assert_eq!(out.status.code(), Some(0), "{key}: {}", stderr(&out));
+        assert_eq!(attempts(dir.path()), 8, "{key}");
+        assert!(named(&events, "start")[0]["max_attempts"].is_null());
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("max")).unwrap(),
+            "max=[]\n"
+        );
+    }
+    // A flag still overrides the file.
+    let dir = tmp();
+    let path = dir.path().join("retry.toml");
+    std::fs::write(&path, "max_attempts = \"unlimited\"\n").unwrap();
+    let (out, _) = retry_events(
+        dir.path(),
+        &["--config", path.to_str().unwrap(), "-n", "3"],
+        &counted("exit 1"),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(attempts(dir.path()), 3);
+}
+
+#[test]
 fn until_fail_stops_at_the_first_failure() {
     let dir = tmp();
     let script = counted("[ $(wc -l < \"$DIR/count\") -lt 4 ] || exit 7");
@@ -1686,18 +1777,26 @@ fn a_signal_ignored_at_start_stays_ignored_for_the_command() {
 #[test]
 fn sigtstp_to_retry_stops_the_command_too_and_stopped_time_is_not_a_hang() {
     // Without a terminal: `kill -TSTP` on retry stops the command's group and
-    // retry; `kill -CONT` continues both. A 3 s command under a 4 s timeout,
+    // retry; `kill -CONT` continues both. A command under a 4 s timeout,
     // stopped for 5 s in between, finishes (the stopped time is not counted:
     // the call spans more than the timeout).
-    // The command runs long enough that a loaded machine delivering the stop
-    // late still finds it running.
+    // The command cannot finish before the test lets it (it waits for a file
+    // the test creates while it is stopped), so a loaded machine delivering
+    // the stop late still finds it running; once let go it runs about 1 s.
+    // retry runs in a process group of its own, as a shell runs a job: were it
+    // left in the test's group and that group orphaned (the test started by a
+    // shell that has exited), the kernel would discard retry's own stop.
     let dir = tmp();
     let log = dir.path().join("events.jsonl");
     let child = Command::new(retry())
+        .process_group(0)
         .args(["--attempts", "1", "--timeout", "4s", "--events"])
         .arg(&log)
         .args(["--", "sh", "-c"])
-        .arg("echo $$ > \"$DIR/pid\"; sleep 3 & wait $!; echo finished")
+        .arg(
+            "echo $$ > \"$DIR/pid\"; \
+             while [ ! -e \"$DIR/go\" ]; do sleep 0.1; done; sleep 1; echo finished",
+        )
         .env("DIR", dir.path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -1707,7 +1806,7 @@ fn sigtstp_to_retry_stops_the_command_too_and_stopped_time_is_not_a_hang() {
     let pid = common::read_pid(&dir.path().join("pid"));
     let retry_pid = i32::try_from(child.id()).unwrap();
     common::send_signal(retry_pid, libc::SIGTSTP);
-    let until = Instant::now() + Duration::from_secs(5);
+    let until = Instant::now() + Duration::from_secs(20);
     while !(common::process_state(pid) == Some('T')
         && common::process_state(retry_pid) == Some('T'))
     {
@@ -1725,6 +1824,7 @@ fn sigtstp_to_retry_stops_the_command_too_and_stopped_time_is_not_a_hang() {
         Some('T'),
         "the command ran on while retry was stopped"
     );
+    std::fs::write(dir.path().join("go"), b"").unwrap();
     common::send_signal(retry_pid, libc::SIGCONT);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

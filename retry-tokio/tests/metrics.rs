@@ -1,5 +1,5 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
-//! The metrics the SPEC names, read back through a small in-memory recorder.
+//! The metrics `retry_core::behaviour` names, read back through a small in-memory recorder.
 #![cfg(feature = "metrics")]
 
 use core::time::Duration;

@@ -45,7 +45,7 @@ impl fmt::Display for FailureKind {
     }
 }
 
-/// A failed attempt, as the caller's classifier describes it (SPEC 6).
+/// A failed attempt, as the caller's classifier describes it (see [the rules](crate::behaviour#classifying-failures)).
 ///
 /// ```
 /// use core::time::Duration;

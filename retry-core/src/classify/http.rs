@@ -7,7 +7,7 @@ use super::failure::{Failure, FailureKind};
 use super::sets::{may_retry_connection_error, Idempotency, Method, StatusSet};
 use crate::hint::{parse_grpc_pushback, Hint, Pushback, RetryHeaders};
 
-/// Classifies HTTP outcomes (SPEC 6): which statuses retry, and whether connection
+/// Classifies HTTP outcomes (see [the rules](crate::behaviour#classifying-failures)): which statuses retry, and whether connection
 /// errors and timeouts may be replayed for a method.
 ///
 /// ```

@@ -74,7 +74,7 @@ pub struct OutcomeSet {
     pub timeout: bool,
 }
 
-/// How a finished process is classified (SPEC 6 for exit codes, plus signals and
+/// How a finished process is classified ([exit codes](crate::behaviour#classifying-failures), plus signals and
 /// timeouts).
 ///
 /// Defaults ([`ProcessClassifier::COMMAND_LINE`]): exit codes by

@@ -917,7 +917,7 @@ pub enum Idempotency {
 /// Under [`Idempotency::Auto`], `GET`, `HEAD` and `OPTIONS` are replayed, plus
 /// `PUT` and `DELETE` when `replay_put_delete` is on. `POST`, `PATCH`,
 /// `CONNECT`, unknown methods and `TRACE` are not: `TRACE` is safe in HTTP's
-/// terms but is left out, as the SPEC names only the first three, and servers
+/// terms but is left out, as only the first three are the safe methods this crate promises to replay ([classification](crate::behaviour#classifying-failures)), and servers
 /// commonly disable it. [`Idempotency::Always`] replays everything,
 /// [`Idempotency::Never`] nothing.
 ///

@@ -4,7 +4,7 @@
 use core::fmt;
 use core::time::Duration;
 
-use super::retry_after::{parse_retry_after, parse_retry_after_ms};
+use super::retry_after::{parse_retry_after_at, parse_retry_after_ms};
 use crate::classify::ChildHint;
 
 /// What [`ChildHint::read`] found: the hint, and the first problem met, if any.
@@ -79,9 +79,10 @@ struct Seen<'a> {
 }
 
 /// Reads `retry-after` seconds: delta-seconds or an HTTP-date as the core reads a
-/// header, or a decimal number of seconds (`0.5`), for people writing the file.
-fn seconds(value: &[u8], now_unix_secs: u64) -> Option<Duration> {
-    parse_retry_after(value, now_unix_secs).or_else(|| {
+/// header (a date against `now`, to the nanosecond), or a decimal number of
+/// seconds (`0.5`), for people writing the file.
+fn seconds(value: &[u8], now: Duration) -> Option<Duration> {
+    parse_retry_after_at(value, now).or_else(|| {
         // `1.5` seconds is `1.5` milliseconds scaled by a thousand: exact, no float.
         let per_milli = parse_retry_after_ms(value)?;
         Some(per_milli.saturating_mul(1000))
@@ -144,8 +145,33 @@ impl ChildHint {
     /// assert_eq!(read.hint, None);
     /// assert_eq!(read.problem.map(|p| (p.line, p.kind)), Some((1, HintProblemKind::BadValue)));
     /// ```
+    ///
+    /// `now_unix_secs` is whole seconds, so an HTTP-date is read up to a second
+    /// long; [`ChildHint::read_at`] takes the time with its fraction.
     #[must_use]
     pub fn read(text: &[u8], now_unix_secs: u64) -> HintRead {
+        ChildHint::read_at(text, Duration::from_secs(now_unix_secs))
+    }
+
+    /// Like [`ChildHint::read`], with the wall clock's time since the Unix epoch
+    /// to the nanosecond (`SystemTime::now().duration_since(UNIX_EPOCH)`), so
+    /// that an HTTP-date becomes a delay with sub-second precision, as
+    /// [`parse_retry_after_at`](crate::parse_retry_after_at) reads a header: a
+    /// date one whole second after a `now` of `…:37.900` is a wait of 100 ms.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use retry_core::ChildHint;
+    ///
+    /// let now = Duration::from_millis(784_111_777_900); // Sun, 06 Nov 1994 08:49:37.900 GMT
+    /// let read = ChildHint::read_at(b"Retry-After: Sun, 06 Nov 1994 08:49:38 GMT\r\n", now);
+    /// assert_eq!(read.hint, Some(ChildHint::RetryAfter(Duration::from_millis(100))));
+    /// // Delta-seconds do not depend on the clock.
+    /// let read = ChildHint::read_at(b"retry-after=2", now);
+    /// assert_eq!(read.hint, Some(ChildHint::RetryAfter(Duration::from_secs(2))));
+    /// ```
+    #[must_use]
+    pub fn read_at(text: &[u8], now_since_epoch: Duration) -> HintRead {
         let mut stop = false;
         let mut millis: Option<Seen<'_>> = None;
         let mut secs: Option<Seen<'_>> = None;
@@ -214,7 +240,7 @@ impl ChildHint {
             }
         }
         if let Some(seen) = secs {
-            match seconds(seen.value, now_unix_secs) {
+            match seconds(seen.value, now_since_epoch) {
                 Some(d) => {
                     hint = hint.or(Some(ChildHint::RetryAfter(d)));
                 }
@@ -293,6 +319,37 @@ mod tests {
         assert_eq!(
             ChildHint::read(b"retry-after-ms=1.5", 0).hint,
             after(Duration::from_micros(1500))
+        );
+    }
+
+    #[test]
+    fn dates_are_read_to_the_nanosecond_against_a_fractional_now() {
+        let date = b"Retry-After: Sun, 06 Nov 1994 08:49:47 GMT";
+        let whole = Duration::from_secs(784_111_777); // 08:49:37
+        for fraction_ms in [0, 1, 250, 999] {
+            let now = whole + Duration::from_millis(fraction_ms);
+            let expected = Duration::from_secs(10) - Duration::from_millis(fraction_ms);
+            assert_eq!(
+                ChildHint::read_at(date, now).hint,
+                after(expected),
+                "{fraction_ms}"
+            );
+            // The whole-second reader drops the fraction: a wait up to a second long.
+            assert_eq!(
+                ChildHint::read(date, now.as_secs()).hint,
+                after(Duration::from_secs(10))
+            );
+        }
+        // The key=value form reads dates the same way; a date just past is no wait.
+        let now = Duration::from_nanos(784_111_787_000_000_001);
+        assert_eq!(
+            ChildHint::read_at(b"retry-after=Sun, 06 Nov 1994 08:49:47 GMT", now).hint,
+            after(Duration::ZERO)
+        );
+        // Fractions of seconds typed by a person are not dates: the clock does not matter.
+        assert_eq!(
+            ChildHint::read_at(b"retry-after=0.25", now).hint,
+            after(Duration::from_millis(250))
         );
     }
 

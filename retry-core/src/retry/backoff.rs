@@ -6,7 +6,7 @@ use core::time::Duration;
 use super::error::PolicyError;
 use super::nanos::{from_nanos, nanos};
 
-/// The shape of the delays before successive retries (SPEC 2).
+/// The shape of the delays before successive retries (see [the rules](crate::behaviour#backoff-curves)).
 ///
 /// Retry `r` (r = 1, 2, …) is attempt `r + 1`. The curve gives the raw delay before
 /// retry `r`; the policy then caps it with `max_delay`, floors it with `min_delay`
@@ -71,7 +71,7 @@ impl Backoff {
         Backoff::Constant { delay }
     }
 
-    /// A linear curve whose increment equals its initial delay (SPEC 2's default).
+    /// A linear curve whose increment equals its initial delay (the default increment, see [curves](crate::behaviour#backoff-curves)).
     #[must_use]
     pub const fn linear(initial: Duration) -> Backoff {
         Backoff::Linear {

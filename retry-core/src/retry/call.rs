@@ -1,5 +1,5 @@
 //! How a retried call ends, for every driver: [`Success`] with the value, or the
-//! one error type [`RetryError`] (SPEC 8). Neither allocates.
+//! one error type [`RetryError`] (see [the rules](crate::behaviour#results)). Neither allocates.
 
 use core::fmt;
 use core::time::Duration;
@@ -8,7 +8,7 @@ use super::machine::GiveUpReason;
 use crate::classify::FailureKind;
 
 /// A call that succeeded: the value, how many attempts it took and how long the
-/// whole call ran, delays included (SPEC 8).
+/// whole call ran, delays included (see [the rules](crate::behaviour#results)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Success<T> {
     /// What the successful attempt returned.
@@ -26,7 +26,7 @@ impl<T> Success<T> {
     }
 }
 
-/// Why a retried call failed, with what it had got to (SPEC 8).
+/// Why a retried call failed, with what it had got to (see [the rules](crate::behaviour#results)).
 ///
 /// It carries the core's [`GiveUpReason`] (each with a stable dotted code:
 /// `retry.exhausted`, `retry.permanent`, `retry.budget`, `retry.timeout`,

@@ -10,7 +10,7 @@ use core::time::Duration;
 use super::error::PolicyError;
 use super::nanos::{from_nanos, nanos};
 
-/// How a delay is randomised (SPEC 3). `f` is a fraction in `[0, 1]`.
+/// How a delay is randomised (see [the rules](crate::behaviour#jitter)). `f` is a fraction in `[0, 1]`.
 ///
 /// | kind | result for a capped delay `d` |
 /// |---|---|

@@ -76,7 +76,7 @@ pub enum Action {
         /// caps attempts at the budget's end).
         deadline: Option<Instant>,
         /// The operation is marked non-idempotent and this attempt repeats it:
-        /// emit a warning before it starts (SPEC 6), whatever its outcome.
+        /// emit a warning before it starts (see [the rules](crate::behaviour#classifying-failures)), whatever its outcome.
         replays_non_idempotent: bool,
     },
     /// Sleep until `until`, then send [`Event::Woke`] (or [`Event::Cancelled`] at
@@ -232,7 +232,7 @@ pub enum GiveUpReason {
 }
 
 impl GiveUpReason {
-    /// A stable dotted code for logs and metrics (SPEC 8).
+    /// A stable dotted code for logs and metrics (see [the rules](crate::behaviour#results)).
     #[must_use]
     pub const fn code(&self) -> &'static str {
         match self {

@@ -9,7 +9,7 @@ use super::error::PolicyError;
 use super::jitter::{jitter_draw, jitter_draw_nanos, Jitter};
 use super::nanos::{from_nanos, nanos};
 
-/// How delays are rounded after jitter (SPEC 3).
+/// How delays are rounded after jitter (see [the rules](crate::behaviour#jitter)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub enum Resolution {
@@ -33,7 +33,7 @@ pub enum CircuitOpen {
     Wait,
 }
 
-/// How a server's delay hint (Retry-After and kin) combines with the curve (SPEC 4).
+/// How a server's delay hint (Retry-After and kin) combines with the curve (see [the rules](crate::behaviour#server-hints)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub enum HintMode {
@@ -41,15 +41,15 @@ pub enum HintMode {
     /// `[min, max]`. The floor keeps "0", empty headers and past dates from making a
     /// tight loop against a struggling server.
     Override {
-        /// The shortest honoured delay (SPEC default 100 ms).
+        /// The shortest honoured delay (100 ms unless set).
         min: Duration,
-        /// The longest honoured delay (SPEC default 60 s).
+        /// The longest honoured delay (60 s unless set).
         max: Duration,
     },
     /// Sleep `max(curve, min(hint, cap))`, then the policy's jitter; never shorter
     /// than the honoured hint.
     AtLeast {
-        /// The longest hint honoured (SPEC default 5 min).
+        /// The longest hint honoured (5 minutes unless set).
         cap: Duration,
     },
     /// Hints are ignored entirely (`respect_retry_after = false`).
@@ -57,12 +57,12 @@ pub enum HintMode {
 }
 
 impl HintMode {
-    /// Override with the SPEC's clamp of `[100 ms, 60 s]`.
+    /// Override with the default clamp of `[100 ms, 60 s]`.
     pub const OVERRIDE_DEFAULT: HintMode = HintMode::Override {
         min: Duration::from_millis(100),
         max: Duration::from_secs(60),
     };
-    /// At-least with the SPEC's 5 minute cap.
+    /// At-least with the default 5 minute cap.
     pub const AT_LEAST_DEFAULT: HintMode = HintMode::AtLeast {
         cap: Duration::from_secs(300),
     };
@@ -878,7 +878,7 @@ impl RetryPolicyBuilder {
         self.policy.attempt_timeout = timeout.into();
         self
     }
-    /// Cap each attempt's deadline at the budget's end (SPEC 5 option).
+    /// Cap each attempt's deadline at the budget's end (an option; see [time limits](crate::behaviour#time-budget-and-attempt-timeout)).
     pub fn cap_attempt_to_budget(mut self, cap: bool) -> Self {
         self.policy.cap_attempt_to_budget = cap;
         self

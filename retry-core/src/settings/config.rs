@@ -1,4 +1,4 @@
-//! Retry policies as configuration (SPEC 9): a flat, readable schema for serde.
+//! Retry policies as configuration (see [the rules](crate::behaviour#configuration)): a flat, readable schema for serde.
 //!
 //! [`RetryPolicy`] implements `Serialize` and `Deserialize`;
 //! [`PolicyOverride`] is the partial form of the same schema, for layering.
@@ -91,7 +91,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Backoff, HintMode, Jitter, PolicyError, Resolution, RetryPolicy};
 
-/// The factor a newly chosen exponential curve starts with (SPEC 2).
+/// The factor a newly chosen exponential curve starts with (see [the rules](crate::behaviour#backoff-curves)).
 const DEFAULT_FACTOR: f64 = 2.0;
 
 /// A backoff curve's name, as written in the `backoff` field.

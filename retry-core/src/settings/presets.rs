@@ -1,5 +1,5 @@
 //! Named presets: the defaults of the five systems this workspace's contract was
-//! drawn from (SPEC 9), and one recommended default of our own.
+//! drawn from (see [the rules](crate::behaviour#configuration)), and one recommended default of our own.
 
 use core::time::Duration;
 

@@ -1,17 +1,21 @@
-//! Command-line arguments: parsed with clap, laid over the program's defaults
-//! and an optional `--config` file, then turned into a core [`RetryPolicy`]
-//! (every number validated by the core's builder), a [`Classifier`], a [`Goal`]
-//! and an optional explicit delay list.
+//! Command-line arguments: read by a small hand-written parser (a table of
+//! flags, [`FLAGS`], from which `--help` is written too), laid over the
+//! program's defaults and an optional `--config` file, then turned into a core
+//! [`RetryPolicy`] (every number validated by the core's builder), a
+//! [`Classifier`], a [`Goal`] and an optional explicit delay list.
+//!
+//! The parser does only what the given flags ask for: `retry -- true` reads two
+//! words, allocates next to nothing and touches no configuration file, which
+//! keeps the program's start-up close to that of a C program.
 
 use core::time::Duration;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
-use clap::{Parser, ValueEnum};
-use retry_core::duration_text::{parse_duration_with, BareNumber};
 use retry_core::{Backoff, DurationParseError, Goal, HintMode, Jitter, PolicyError, RetryPolicy};
 
 use super::config::{self, ProgramKeys};
+use super::duration::parse_duration;
 use super::outcome::{parse_list, signal_number, Classifier, OutcomeList};
 
 /// The text after the flags in `--help`.
@@ -44,8 +48,10 @@ WHAT IS RETRIED
 THE COMMAND'S ENVIRONMENT
   RETRY_ATTEMPT (1, 2, ...), RETRY_MAX_ATTEMPTS (empty when unlimited),
   RETRY_LAST_EXIT (empty on the first attempt), RETRY_DEADLINE_MS (when the attempt
-  has a deadline) and RETRY_HINT_FILE, a fresh empty file per attempt. Before it
-  fails, the command may write there:
+  has a deadline) and RETRY_HINT_FILE, a fresh empty file per attempt (in memory,
+  named under /proc/<retry's pid>/fd/: write to it; it cannot be removed, or
+  replaced by renaming another file over it). Before it fails, the command may
+  write there:
     retry-after=SECONDS        wait at least this long (a number or an HTTP-date)
     retry-after-ms=MS          the same in milliseconds
     stop                       do not retry
@@ -120,7 +126,7 @@ CONFIG FILE (--config FILE: TOML, or JSON for *.json)
 `retry plan [OPTIONS]` (or --dry-run) prints the schedule without running anything.";
 
 /// The curve names of `--backoff`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackoffKind {
     /// No delay between attempts.
     None,
@@ -134,118 +140,354 @@ pub enum BackoffKind {
     Fibonacci,
 }
 
-/// The flags, as clap reads them. Every policy flag is optional so that a
-/// `--config` file's values stay unless a flag overrides them.
-#[derive(Debug, Parser)]
-#[command(
-    name = "retry",
-    version,
-    about = "Run a command, retrying it under a backoff policy when it fails.",
-    override_usage = "retry [OPTIONS] [--] COMMAND [ARGS]...\n       retry plan [OPTIONS]",
-    after_help = "Run `retry --help` for durations, exit statuses, what is retried, the hint \
-                  file, a curl recipe, events and the config file's keys.",
-    after_long_help = AFTER_HELP,
-    args_override_self = true
-)]
+impl BackoffKind {
+    /// The curve named `name` (as `--backoff` spells it).
+    fn named(name: &str) -> Option<BackoffKind> {
+        Some(match name {
+            "none" => BackoffKind::None,
+            "constant" => BackoffKind::Constant,
+            "linear" => BackoffKind::Linear,
+            "exponential" => BackoffKind::Exponential,
+            "fibonacci" => BackoffKind::Fibonacci,
+            _ => return None,
+        })
+    }
+}
+
+/// One flag of the command line: its names, the name of its value (`None`: a
+/// switch) and its line in `--help`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlagSpec {
+    /// The one-letter form (`-n`), if any.
+    pub short: Option<char>,
+    /// The long form, without the dashes (`attempts` for `--attempts`).
+    pub long: &'static str,
+    /// The value's name in `--help` (`N`, `D`, `LIST`), or `None` for a switch.
+    pub value: Option<&'static str>,
+    /// The flag's line in `--help`.
+    pub help: &'static str,
+}
+
+const fn flag(
+    short: Option<char>,
+    long: &'static str,
+    value: Option<&'static str>,
+    help: &'static str,
+) -> FlagSpec {
+    FlagSpec {
+        short,
+        long,
+        value,
+        help,
+    }
+}
+
+/// Every flag, in the order `--help` lists them.
+pub const FLAGS: &[FlagSpec] = &[
+    flag(Some('n'), "attempts", Some("N"), "Most attempts, the first included; 0 means no limit [default: 5]"),
+    flag(None, "retries", Some("N"), "Most retries after the first attempt (N+1 attempts)"),
+    flag(None, "forever", None, "No attempt limit (the same as --attempts 0); bound it with --max-time"),
+    flag(None, "backoff", Some("CURVE"), "Backoff curve: none, constant, linear (grows by the initial delay), exponential (times --factor) or fibonacci [default: exponential]"),
+    flag(Some('d'), "delay", Some("D"), "Initial delay [default: 1s]"),
+    flag(None, "factor", Some("F"), "Growth factor of the exponential curve [default: 2]"),
+    flag(None, "max-delay", Some("D"), "Cap on every delay [default: 60s]"),
+    flag(None, "min-delay", Some("D"), "Floor on every delay [default: 0]"),
+    flag(None, "jitter", Some("KIND"), "none, full, equal, decorrelated, subtract:F, add:F or spread:F [default: full]"),
+    flag(None, "delays", Some("LIST"), "Exact delays instead of a curve, e.g. 1s,2s,5s (the last one repeats; no jitter)"),
+    flag(None, "seed", Some("N"), "Jitter seed, for reproducible delays [default: random]"),
+    flag(None, "max-time", Some("D"), "Total time budget: no sleep runs past it, and each attempt is cut at it"),
+    flag(Some('t'), "timeout", Some("D"), "Timeout of each attempt"),
+    flag(None, "kill-after", Some("D"), "Grace between SIGTERM and SIGKILL when an attempt is stopped [default: 10s]"),
+    flag(None, "retry-on", Some("LIST"), "Retry only these outcomes (codes, ranges, signal names, `timeout`)"),
+    flag(None, "stop-on", Some("LIST"), "Never retry these outcomes (beats --retry-on)"),
+    flag(None, "until-fail", None, "Run while the command succeeds; stop at its first failure (catch a flaky test)"),
+    flag(None, "success-count", Some("N"), "Stop only after N successes in a row (a failure starts the count again)"),
+    flag(None, "replay-stdin", None, "Read stdin once and give every attempt the same bytes"),
+    flag(None, "hold-stdout", None, "Release stdout of a successful attempt only; failed attempts' goes to stderr"),
+    flag(None, "on-retry", Some("CMD"), "Shell command run (sh -c) before each retry, with the RETRY_* environment"),
+    flag(None, "on-give-up", Some("CMD"), "Shell command run (sh -c) once retry gives up, with RETRY_* and RETRY_REASON"),
+    flag(None, "config", Some("FILE"), "Policy file (TOML, or JSON by extension .json); flags override it"),
+    flag(None, "events", Some("FILE|fd:N"), "JSON Lines events to FILE (appended) or to fd:N; human lines stay on stderr"),
+    flag(None, "json", None, "JSON Lines events on stderr instead of the human lines (plan: JSON Lines on stdout)"),
+    flag(Some('q'), "quiet", None, "No human lines on stderr"),
+    flag(Some('v'), "verbose", None, "Also report attempt starts, successes and hints"),
+    flag(None, "dry-run", None, "Print the schedule instead of running the command"),
+    flag(None, "simulate", Some("LIST"), "Scripted outcomes for the plan, e.g. `1,1,75,0` or `timeout` (the last repeats)"),
+    flag(Some('h'), "help", None, "Print help (--help adds durations, exit statuses, the hint file, events and config keys)"),
+    flag(Some('V'), "version", None, "Print version"),
+];
+
+/// Pairs of flags that cannot be given together.
+const CONFLICTS: &[(&str, &str)] = &[
+    ("attempts", "retries"),
+    ("forever", "retries"),
+    ("forever", "attempts"),
+    ("delays", "backoff"),
+    ("delays", "delay"),
+    ("delays", "factor"),
+    ("delays", "max-delay"),
+    ("delays", "min-delay"),
+    ("delays", "jitter"),
+    ("until-fail", "success-count"),
+    ("quiet", "verbose"),
+];
+
+/// The usage lines.
+const USAGE: &str = "Usage: retry [OPTIONS] [--] COMMAND [ARGS]...\n       retry plan [OPTIONS]";
+
+/// `-h` (`long == false`) or `--help`: the flags from [`FLAGS`], then the long
+/// text or a pointer to it.
+#[must_use]
+pub fn help(long: bool) -> String {
+    let left = |f: &FlagSpec| {
+        let short = f
+            .short
+            .map(|c| format!("-{c}, "))
+            .unwrap_or_else(|| "    ".to_owned());
+        let value = f.value.map(|v| format!(" <{v}>")).unwrap_or_default();
+        format!("  {short}--{}{value}", f.long)
+    };
+    let width = FLAGS.iter().map(|f| left(f).len()).max().unwrap_or(0) + 2;
+    let mut text = format!(
+        "Run a command, retrying it under a backoff policy when it fails.\n\n{USAGE}\n\n\
+         Arguments:\n{:width$}The command and its arguments\n\nOptions:\n",
+        "  [COMMAND]..."
+    );
+    for f in FLAGS {
+        text.push_str(&format!("{:width$}{}\n", left(f), f.help));
+    }
+    text.push('\n');
+    if long {
+        text.push_str(AFTER_HELP);
+    } else {
+        text.push_str(
+            "Run `retry --help` for durations, exit statuses, what is retried, the hint \
+             file, a curl recipe, events and the config file's keys.",
+        );
+    }
+    text.push('\n');
+    text
+}
+
+/// The flags as given. Every policy flag is optional so that a `--config`
+/// file's values stay unless a flag overrides them; a flag given twice keeps its
+/// last value.
+#[derive(Debug, Default)]
 struct Flags {
-    /// Most attempts, the first included; 0 means no limit [default: 5].
-    #[arg(short = 'n', long, value_name = "N")]
     attempts: Option<u32>,
-    /// Most retries after the first attempt (N+1 attempts).
-    #[arg(long, value_name = "N", conflicts_with_all = ["attempts", "forever"])]
     retries: Option<u32>,
-    /// No attempt limit (the same as --attempts 0); bound it with --max-time.
-    #[arg(long, conflicts_with = "attempts")]
     forever: bool,
-    /// Backoff curve [default: exponential].
-    #[arg(long, value_enum, value_name = "CURVE")]
     backoff: Option<BackoffKind>,
-    /// Initial delay [default: 1s].
-    #[arg(short = 'd', long, value_name = "D", value_parser = duration, allow_hyphen_values = true)]
     delay: Option<Duration>,
-    /// Growth factor of the exponential curve [default: 2].
-    #[arg(long, value_name = "F", allow_hyphen_values = true)]
     factor: Option<f64>,
-    /// Cap on every delay [default: 60s].
-    #[arg(long, value_name = "D", value_parser = duration, allow_hyphen_values = true)]
     max_delay: Option<Duration>,
-    /// Floor on every delay [default: 0].
-    #[arg(long, value_name = "D", value_parser = duration, allow_hyphen_values = true)]
     min_delay: Option<Duration>,
-    /// none, full, equal, decorrelated, subtract:F, add:F or spread:F [default: full].
-    #[arg(long, value_name = "KIND", value_parser = parse_jitter)]
     jitter: Option<Jitter>,
-    /// Exact delays instead of a curve, e.g. 1s,2s,5s (the last one repeats; no jitter).
-    #[arg(long, value_name = "LIST", value_parser = parse_delays,
-          conflicts_with_all = ["backoff", "delay", "factor", "max_delay", "min_delay", "jitter"])]
     delays: Option<DelayList>,
-    /// Jitter seed, for reproducible delays [default: random].
-    #[arg(long, value_name = "N")]
     seed: Option<u64>,
-    /// Total time budget: no sleep runs past it, and each attempt is cut at it.
-    #[arg(long, value_name = "D", value_parser = duration, allow_hyphen_values = true)]
     max_time: Option<Duration>,
-    /// Timeout of each attempt.
-    #[arg(short = 't', long, value_name = "D", value_parser = duration, allow_hyphen_values = true)]
     timeout: Option<Duration>,
-    /// Grace between SIGTERM and SIGKILL when an attempt is stopped [default: 10s].
-    #[arg(long, value_name = "D", value_parser = duration, allow_hyphen_values = true)]
     kill_after: Option<Duration>,
-    /// Retry only these outcomes (codes, ranges, signal names, `timeout`).
-    #[arg(long, value_name = "LIST", value_parser = parse_list)]
     retry_on: Option<OutcomeList>,
-    /// Never retry these outcomes (beats --retry-on).
-    #[arg(long, value_name = "LIST", value_parser = parse_list)]
     stop_on: Option<OutcomeList>,
-    /// Run while the command succeeds; stop at its first failure (catch a flaky test).
-    #[arg(long, conflicts_with = "success_count")]
     until_fail: bool,
-    /// Stop only after N successes in a row (a failure starts the count again).
-    #[arg(long, value_name = "N")]
     success_count: Option<u32>,
-    /// Read stdin once and give every attempt the same bytes.
-    #[arg(long)]
     replay_stdin: bool,
-    /// Release stdout of a successful attempt only; failed attempts' goes to stderr.
-    #[arg(long)]
     hold_stdout: bool,
-    /// Shell command run (sh -c) before each retry, with the RETRY_* environment.
-    #[arg(long, value_name = "CMD")]
     on_retry: Option<String>,
-    /// Shell command run (sh -c) once retry gives up, with RETRY_* and RETRY_REASON.
-    #[arg(long, value_name = "CMD")]
     on_give_up: Option<String>,
-    /// Policy file (TOML, or JSON by extension .json); flags override it.
-    #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// JSON Lines events to FILE (appended) or to fd:N; human lines stay on stderr.
-    #[arg(long, value_name = "FILE|fd:N", value_parser = parse_events)]
     events: Option<Events>,
-    /// JSON Lines events on stderr instead of the human lines (plan: JSON Lines on stdout).
-    #[arg(long)]
     json: bool,
-    /// No human lines on stderr.
-    #[arg(short, long, conflicts_with = "verbose")]
     quiet: bool,
-    /// Also report attempt starts, successes and hints.
-    #[arg(short, long)]
     verbose: bool,
-    /// Print the schedule instead of running the command.
-    #[arg(long)]
     dry_run: bool,
-    /// Scripted outcomes for the plan, e.g. `1,1,75,0` or `timeout` (the last repeats).
-    #[arg(long, value_name = "LIST", value_parser = parse_simulation)]
     simulate: Option<Simulated>,
-    /// The command and its arguments.
-    #[arg(value_name = "COMMAND", trailing_var_arg = true)]
     command: Vec<OsString>,
+    /// Which flags were given (bit `i` for `FLAGS[i]`), for [`CONFLICTS`].
+    given: u64,
 }
 
-/// A duration typed on the command line: the core's grammar, a unit required.
-fn duration(text: &str) -> Result<Duration, String> {
-    parse_duration_with(text, BareNumber::Refused).map_err(|e| duration_error(text, e))
+/// A whole number for `--attempts`, `--retries`, `--success-count`, `--seed`.
+fn whole<N: core::str::FromStr>(text: &str) -> Result<N, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a whole number (or is too large)"))
 }
 
+impl Flags {
+    /// Sets the flag `spec` from its value (`None` for a switch).
+    fn set(&mut self, spec: &FlagSpec, value: Option<&OsStr>) -> Result<(), String> {
+        if spec.long == "config" {
+            self.config = value.map(PathBuf::from);
+            return Ok(());
+        }
+        let text = match value {
+            None => "",
+            Some(v) => v
+                .to_str()
+                .ok_or_else(|| "the value is not valid UTF-8".to_owned())?,
+        };
+        match spec.long {
+            "attempts" => self.attempts = Some(whole(text)?),
+            "retries" => self.retries = Some(whole(text)?),
+            "forever" => self.forever = true,
+            "backoff" => {
+                self.backoff = Some(BackoffKind::named(text.trim()).ok_or_else(|| {
+                    format!(
+                        "unknown curve `{text}` (none, constant, linear, exponential, fibonacci)"
+                    )
+                })?);
+            }
+            "delay" => self.delay = Some(parse_duration(text)?),
+            "factor" => {
+                self.factor = Some(
+                    text.trim()
+                        .parse()
+                        .map_err(|_| format!("`{text}` is not a number"))?,
+                );
+            }
+            "max-delay" => self.max_delay = Some(parse_duration(text)?),
+            "min-delay" => self.min_delay = Some(parse_duration(text)?),
+            "jitter" => self.jitter = Some(parse_jitter(text)?),
+            "delays" => self.delays = Some(parse_delays(text)?),
+            "seed" => self.seed = Some(whole(text)?),
+            "max-time" => self.max_time = Some(parse_duration(text)?),
+            "timeout" => self.timeout = Some(parse_duration(text)?),
+            "kill-after" => self.kill_after = Some(parse_duration(text)?),
+            "retry-on" => self.retry_on = Some(parse_list(text)?),
+            "stop-on" => self.stop_on = Some(parse_list(text)?),
+            "until-fail" => self.until_fail = true,
+            "success-count" => self.success_count = Some(whole(text)?),
+            "replay-stdin" => self.replay_stdin = true,
+            "hold-stdout" => self.hold_stdout = true,
+            "on-retry" => self.on_retry = Some(text.to_owned()),
+            "on-give-up" => self.on_give_up = Some(text.to_owned()),
+            "events" => self.events = Some(parse_events(text)?),
+            "json" => self.json = true,
+            "quiet" => self.quiet = true,
+            "verbose" => self.verbose = true,
+            "dry-run" => self.dry_run = true,
+            "simulate" => self.simulate = Some(parse_simulation(text)?),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Whether the flag named `long` was given.
+    fn was_given(&self, long: &str) -> bool {
+        FLAGS
+            .iter()
+            .position(|f| f.long == long)
+            .is_some_and(|i| self.given & (1u64 << i) != 0)
+    }
+}
+
+/// A usage error naming the flag and what was wrong with its value.
+fn bad_value(spec: &FlagSpec, why: &str) -> CliError {
+    CliError::Usage(format!("retry: --{}: {why}", spec.long))
+}
+
+/// A usage error for something that is not a flag of `retry`, with a pointer
+/// to the help.
+fn unknown(what: &str) -> CliError {
+    CliError::Usage(format!(
+        "retry: unknown flag `{what}` (to run a command of that name, put `--` before it)\n\
+         {USAGE}\nFor more information, try '--help'."
+    ))
+}
+
+/// Reads the flags and the command from `args` (`argv[0]` and `plan` taken off).
+fn read_flags(mut args: impl Iterator<Item = OsString>) -> Result<Flags, CliError> {
+    let mut flags = Flags::default();
+    while let Some(arg) = args.next() {
+        let bytes = arg.as_encoded_bytes();
+        if bytes == b"--" {
+            flags.command.extend(args);
+            break;
+        }
+        // The flags in this word (by index in FLAGS), each with its value when
+        // the word holds it (`--delay=2s`, `-n3`).
+        let mut word: Vec<(usize, Option<OsString>)> = Vec::new();
+        if let Some(rest) = bytes.strip_prefix(b"--") {
+            let (name, inline) = match rest.iter().position(|&b| b == b'=') {
+                Some(at) => (
+                    rest.get(..at).unwrap_or_default(),
+                    Some(rest.get(at.saturating_add(1)..).unwrap_or_default()),
+                ),
+                None => (rest, None),
+            };
+            let index = FLAGS
+                .iter()
+                .position(|f| f.long.as_bytes() == name)
+                .ok_or_else(|| unknown(&arg.to_string_lossy()))?;
+            word.push((index, inline.map(os_from)));
+        } else if bytes.len() > 1 && bytes.first() == Some(&b'-') {
+            // `-qv`, `-n3`, `-n 3`: letters until one that takes a value.
+            let mut at = 1;
+            while let Some(&letter) = bytes.get(at) {
+                let index = FLAGS
+                    .iter()
+                    .position(|f| f.short.is_some_and(|c| c as u32 == u32::from(letter)))
+                    .ok_or_else(|| unknown(&arg.to_string_lossy()))?;
+                at += 1;
+                let takes_value = FLAGS.get(index).is_some_and(|f| f.value.is_some());
+                if takes_value && at < bytes.len() {
+                    let value = bytes.get(at..).unwrap_or_default();
+                    word.push((index, Some(os_from(value))));
+                    break;
+                }
+                word.push((index, None));
+            }
+        } else {
+            // The command: this word and every one after it.
+            flags.command.push(arg);
+            flags.command.extend(args);
+            break;
+        }
+        for (index, inline) in word {
+            let Some(spec) = FLAGS.get(index) else {
+                continue;
+            };
+            match spec.long {
+                "help" => return Err(CliError::Info(help(bytes == b"--help"))),
+                "version" => {
+                    let version = format!("retry {}\n", env!("CARGO_PKG_VERSION"));
+                    return Err(CliError::Info(version));
+                }
+                _ => {}
+            }
+            let value = match (spec.value, inline) {
+                (None, None) => None,
+                (None, Some(_)) => return Err(bad_value(spec, "takes no value")),
+                (Some(_), Some(v)) => Some(v),
+                (Some(name), None) => Some(
+                    args.next()
+                        .ok_or_else(|| bad_value(spec, &format!("needs a value <{name}>")))?,
+                ),
+            };
+            flags
+                .set(spec, value.as_deref())
+                .map_err(|why| bad_value(spec, &why))?;
+            flags.given |= 1u64 << index;
+        }
+    }
+    for (a, b) in CONFLICTS {
+        if flags.was_given(a) && flags.was_given(b) {
+            return Err(CliError::Usage(format!(
+                "retry: --{b} cannot be used with --{a}"
+            )));
+        }
+    }
+    Ok(flags)
+}
+
+/// A tail of an argument's bytes (after its `=` or its flag letter) as an
+/// argument of its own (on Unix every byte string is one).
+fn os_from(tail: &[u8]) -> OsString {
+    use std::os::unix::ffi::OsStrExt;
+    OsStr::from_bytes(tail).to_owned()
+}
 /// The message for a duration the command line refused, spelling out both
 /// readings of a bare number.
 pub(super) fn duration_error(text: &str, error: DurationParseError) -> String {
@@ -265,7 +507,7 @@ pub struct DelayList(pub Vec<Duration>);
 pub(super) fn parse_delays(text: &str) -> Result<DelayList, String> {
     let delays = text
         .split(',')
-        .map(duration)
+        .map(parse_duration)
         .collect::<Result<Vec<_>, _>>()?;
     Ok(DelayList(delays))
 }
@@ -446,16 +688,17 @@ impl Invocation {
     /// The attempt limit, `None` when unlimited.
     #[must_use]
     pub const fn attempt_limit(&self) -> Option<u32> {
-        match self.policy.max_attempts() {
-            UNLIMITED => None,
-            n => Some(n),
+        if self.policy.attempts_are_unlimited() {
+            None
+        } else {
+            Some(self.policy.max_attempts())
         }
     }
 }
 
-/// The attempt count that stands for "no limit": the most the counter holds
-/// (more than a century of attempts at one a second).
-pub const UNLIMITED: u32 = u32::MAX;
+/// The attempt count that stands for "no limit" (the core's
+/// [`RetryPolicy::UNLIMITED_ATTEMPTS`]).
+pub const UNLIMITED: u32 = RetryPolicy::UNLIMITED_ATTEMPTS;
 
 /// Why the command line cannot be run.
 #[derive(Debug, thiserror::Error)]
@@ -493,25 +736,9 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString>,
 {
-    let mut args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-    if args.is_empty() {
-        args.push("retry".into());
-    }
-    let plan = args.get(1).is_some_and(|a| a == "plan");
-    if plan {
-        args.remove(1);
-        if let Some(first) = args.first_mut() {
-            *first = "retry plan".into();
-        }
-    }
-    let flags = Flags::try_parse_from(args).map_err(|e| {
-        use clap::error::ErrorKind;
-        let text = e.render().to_string();
-        match e.kind() {
-            ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => CliError::Info(text),
-            _ => CliError::Usage(text.trim_end().to_owned()),
-        }
-    })?;
+    let mut args = args.into_iter().map(Into::into).skip(1).peekable();
+    let plan = args.next_if(|a| a == "plan").is_some();
+    let flags = read_flags(args)?;
     invocation(flags, plan)
 }
 
@@ -537,11 +764,11 @@ fn invocation(flags: Flags, plan: bool) -> Result<Invocation, CliError> {
     let lists_given = retry_on.is_some() || stop_on.is_some();
     let classifier = Classifier::from_lists(retry_on, stop_on);
     let mut builder = base.to_builder();
-    if flags.forever {
-        builder = builder.max_attempts(UNLIMITED);
-    }
-    if let Some(n) = flags.attempts {
-        builder = builder.max_attempts(if n == 0 { UNLIMITED } else { n });
+    match flags.attempts {
+        Some(0) => builder = builder.unlimited_attempts(),
+        Some(n) => builder = builder.max_attempts(n),
+        None if flags.forever => builder = builder.unlimited_attempts(),
+        None => {}
     }
     if let Some(n) = flags.retries {
         builder = builder.max_retries(n);
@@ -711,9 +938,111 @@ mod tests {
     use super::*;
 
     #[test]
-    fn clap_configuration_is_sound() {
-        use clap::CommandFactory;
-        Flags::command().debug_assert();
+    fn the_flag_table_is_sound_and_help_lists_every_flag() {
+        for (i, f) in FLAGS.iter().enumerate() {
+            assert!(
+                FLAGS
+                    .iter()
+                    .skip(i + 1)
+                    .all(|g| g.long != f.long && (f.short.is_none() || g.short != f.short)),
+                "--{} is in the table twice",
+                f.long
+            );
+        }
+        assert!(FLAGS.len() <= 64, "`given` holds one bit per flag");
+        for (a, b) in CONFLICTS {
+            assert!(FLAGS.iter().any(|f| f.long == *a), "{a}");
+            assert!(FLAGS.iter().any(|f| f.long == *b), "{b}");
+        }
+        for long in [false, true] {
+            let text = help(long);
+            for f in FLAGS {
+                assert!(text.contains(&format!("--{}", f.long)), "{}", f.long);
+                if let Some(c) = f.short {
+                    assert!(text.contains(&format!("-{c}, --{}", f.long)), "{c}");
+                }
+            }
+            assert_eq!(text.contains("CONFIG FILE"), long);
+        }
+        // Every flag the table lists is one the parser reads.
+        for f in FLAGS {
+            let mut argv = vec![OsString::from("retry"), format!("--{}", f.long).into()];
+            if f.value.is_some() {
+                argv.push("x".into());
+            }
+            argv.push("--".into());
+            argv.push("true".into());
+            if let Err(CliError::Usage(message)) = parse_args(argv) {
+                assert!(!message.contains("unknown flag"), "{message}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_forms_of_a_flag_and_its_value() {
+        let inv = parsed(&["--attempts=3", "-qn4", "-d", "2s", "--", "x"]);
+        assert_eq!(inv.policy.max_attempts(), 4);
+        assert_eq!(inv.verbosity, Verbosity::Quiet);
+        assert_eq!(inv.policy.backoff().initial(), Duration::from_secs(2));
+        assert_eq!(
+            parsed(&["-t3s", "x"]).policy.attempt_timeout(),
+            Some(Duration::from_secs(3))
+        );
+        // The first word that is not a flag starts the command; what follows is
+        // the command's, flags included.
+        assert_eq!(
+            parsed(&["-n", "2", "sh", "-c", "--delay", "-"]).mode,
+            Mode::Run {
+                command: ["sh", "-c", "--delay", "-"].map(OsString::from).to_vec()
+            }
+        );
+        assert_eq!(
+            parsed(&["-", "x"]).mode,
+            Mode::Run {
+                command: ["-", "x"].map(OsString::from).to_vec()
+            }
+        );
+        // A value may start with a dash.
+        assert!(matches!(
+            parse_args(["retry", "--max-delay", "-1s", "--", "x"]),
+            Err(CliError::Usage(m)) if m.contains("--max-delay")
+        ));
+        // The last of a repeated flag counts.
+        assert_eq!(
+            parsed(&["-n", "2", "-n", "6", "x"]).policy.max_attempts(),
+            6
+        );
+        for (args, text) in [
+            (&["--bogus", "x"][..], "unknown flag `--bogus`"),
+            (&["-x", "y"], "unknown flag `-x`"),
+            (&["--quiet=yes", "x"], "--quiet: takes no value"),
+            (&["--delay"], "--delay: needs a value"),
+            (
+                &["--backoff", "cubic", "x"],
+                "--backoff: unknown curve `cubic`",
+            ),
+            (
+                &["--attempts", "-1", "x"],
+                "--attempts: `-1` is not a whole number",
+            ),
+            (&["-q", "-v", "x"], "--verbose cannot be used with --quiet"),
+        ] {
+            let argv = core::iter::once("retry").chain(args.iter().copied());
+            match parse_args(argv) {
+                Err(CliError::Usage(message)) => assert!(message.contains(text), "{message}"),
+                other => panic!("{args:?}: {other:?}"),
+            }
+        }
+        for (flag, long) in [("-h", false), ("--help", true)] {
+            match parse_args(["retry", "-n", "2", flag, "--bogus"]) {
+                Err(CliError::Info(text)) => assert_eq!(text, help(long)),
+                other => panic!("{other:?}"),
+            }
+        }
+        match parse_args(["retry", "plan", "-V"]) {
+            Err(CliError::Info(text)) => assert!(text.starts_with("retry 0."), "{text}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     fn parsed(args: &[&str]) -> Invocation {

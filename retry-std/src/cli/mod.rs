@@ -80,6 +80,7 @@ where
 pub fn main() -> ! {
     sys::give_terminal_back_on_panic();
     let code = main_with(std::env::args_os());
-    let _ = std::io::stdout().lock().flush();
+    // `exit` flushes stdout itself (and sets up no buffer when nothing was
+    // written to it, as for a plain run).
     std::process::exit(code)
 }

@@ -160,7 +160,9 @@ impl Reporter {
         let _ = std::io::stderr().lock().write_all(line.as_bytes());
     }
 
-    fn event(&self, name: &str, fields: Value) {
+    /// Writes event `name` with the fields `fields` builds (only called when
+    /// events are wanted: a run without `--events` or `--json` builds none).
+    fn event(&self, name: &str, fields: impl FnOnce() -> Value) {
         let Some(sink) = &self.sink else {
             return;
         };
@@ -169,7 +171,7 @@ impl Reporter {
         record.insert("event".to_owned(), json!(name));
         record.insert("time".to_owned(), json!(rfc3339(unix_ms_now())));
         record.insert("elapsed_ms".to_owned(), json!(millis(self.start.elapsed())));
-        if let Value::Object(map) = fields {
+        if let Value::Object(map) = fields() {
             record.extend(map);
         }
         let mut line = Value::Object(record).to_string();
@@ -196,34 +198,38 @@ impl Reporter {
     }
 
     /// The run begins.
-    pub fn start(&self, command: &[std::ffi::OsString], policy: &str, seed: u64) {
-        let argv: Vec<String> = command
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
-        self.event(
-            "start",
+    /// `policy` describes the policy; it is called only when events are written.
+    pub fn start(
+        &self,
+        command: &[std::ffi::OsString],
+        policy: impl FnOnce() -> String,
+        seed: u64,
+    ) {
+        self.event("start", || {
+            let argv: Vec<String> = command
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
             json!({
                 "command": argv,
-                "policy": policy,
+                "policy": policy(),
                 "max_attempts": self.max_attempts,
                 "goal": self.goal.to_string(),
                 "seed": seed,
                 "pid": std::process::id(),
-            }),
-        );
+            })
+        });
     }
 
     /// An attempt starts.
     pub fn attempt_start(&self, number: u32, deadline_in: Option<Duration>) {
-        self.event(
-            "attempt_start",
+        self.event("attempt_start", || {
             json!({
                 "attempt": number,
                 "max_attempts": self.max_attempts,
                 "deadline_ms": deadline_in.map(millis),
-            }),
-        );
+            })
+        });
         if self.says(Verbosity::Verbose) {
             let limit = deadline_in
                 .map(|d| format!(" (deadline in {})", humane(d)))
@@ -237,11 +243,11 @@ impl Reporter {
         match (stopped, after) {
             (Some(signal), _) => self.event(
                 "stopped",
-                json!({ "attempt": number, "signal": signal_name(signal) }),
+                || json!({ "attempt": number, "signal": signal_name(signal) }),
             ),
             (None, Some(d)) => self.event(
                 "continued",
-                json!({ "attempt": number, "stopped_ms": millis(d) }),
+                || json!({ "attempt": number, "stopped_ms": millis(d) }),
             ),
             (None, None) => {}
         }
@@ -255,7 +261,7 @@ impl Reporter {
         };
         self.event(
             "hint",
-            json!({ "attempt": number, "retry_after_ms": delay.map(millis), "stop": stop }),
+            || json!({ "attempt": number, "retry_after_ms": delay.map(millis), "stop": stop }),
         );
         if self.says(Verbosity::Verbose) {
             match delay {
@@ -274,15 +280,14 @@ impl Reporter {
 
     /// A line of the attempt's hint file could not be read: always said.
     pub fn hint_unreadable(&self, number: u32, problem: HintProblem, text: &str) {
-        self.event(
-            "hint_unreadable",
+        self.event("hint_unreadable", || {
             json!({
                 "attempt": number,
                 "line": problem.line,
                 "text": text,
                 "problem": problem.to_string(),
-            }),
-        );
+            })
+        });
         if self.verbosity.is_some_and(|v| v > Verbosity::Quiet) {
             self.line(&format!(
                 "attempt {}: hint file {problem}; ignored: {text:?}",
@@ -309,8 +314,7 @@ impl Reporter {
             Ending::Signalled(s) | Ending::Interrupted(s) => (None, Some(s)),
             Ending::TimedOut => (None, None),
         };
-        self.event(
-            "attempt_end",
+        self.event("attempt_end", || {
             json!({
                 "attempt": number,
                 "pid": pid,
@@ -320,23 +324,22 @@ impl Reporter {
                 "duration_ms": millis(took),
                 "timed_out": ending == Ending::TimedOut,
                 "success": success,
-            }),
-        );
+            })
+        });
         if let Action::Sleep {
             delay,
             reason,
             until,
         } = *next
         {
-            self.event(
-                "sleep",
+            self.event("sleep", || {
                 json!({
                     "next_attempt": number.saturating_add(1),
                     "delay_ms": millis(delay),
                     "reason": reason_name(reason),
                     "until_ms": millis(until.as_duration()),
-                }),
-            );
+                })
+            });
         }
         let expected = match self.goal {
             Goal::Failure => !success,
@@ -390,14 +393,13 @@ impl Reporter {
 
     /// The run failed for good; `retry` exits with `exit_code`.
     pub fn give_up(&self, give_up: &GiveUp, exit_code: i32, elapsed: Duration) {
-        self.event(
-            "give_up",
+        self.event("give_up", || {
             json!({
                 "reason": give_up.reason.code().trim_start_matches("retry."),
                 "code": exit_code,
                 "attempts": give_up.attempts,
-            }),
-        );
+            })
+        });
         if self.says(Verbosity::Normal) {
             let why = match (self.goal, give_up.reason) {
                 (Goal::Failure, retry_core::GiveUpReason::Exhausted) => {
@@ -418,7 +420,10 @@ impl Reporter {
 
     /// The run reached its goal; `retry` exits with `exit_code`.
     pub fn done(&self, attempts: u32, exit_code: i32, elapsed: Duration) {
-        self.event("done", json!({ "attempts": attempts, "code": exit_code }));
+        self.event(
+            "done",
+            || json!({ "attempts": attempts, "code": exit_code }),
+        );
         let worth_saying = attempts > 1 || self.goal != Goal::Success;
         if self.says(Verbosity::Verbose) || (worth_saying && self.says(Verbosity::Normal)) {
             let what = match self.goal {
@@ -438,7 +443,7 @@ impl Reporter {
 
     /// A hook failed or could not run: always said.
     pub fn hook_failed(&self, hook: &str, what: &str) {
-        self.event("hook_failed", json!({ "hook": hook, "detail": what }));
+        self.event("hook_failed", || json!({ "hook": hook, "detail": what }));
         if self.verbosity.is_some() {
             self.line(&format!("{hook} hook {what}"));
         }
@@ -446,7 +451,7 @@ impl Reporter {
 
     /// An error of `retry` itself or of starting the command: always said.
     pub fn error(&self, text: &str) {
-        self.event("error", json!({ "message": text }));
+        self.event("error", || json!({ "message": text }));
         if self.verbosity.is_some() {
             self.line(text);
         }

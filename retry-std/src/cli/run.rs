@@ -30,14 +30,49 @@ pub enum Exit {
     Signal(i32),
 }
 
-/// A fresh, empty hint file for one attempt, removed when dropped.
-struct HintFile(PathBuf);
+/// A fresh, empty hint file for one attempt, gone when dropped.
+enum HintFile {
+    /// A file in memory (a memfd), which the command opens by its path under
+    /// `/proc/<retry's pid>/fd/`: nothing is created on or removed from a disk,
+    /// which is most of the cost of an attempt of a short command.
+    Memory {
+        /// `retry`'s descriptor of the file.
+        file: std::fs::File,
+        /// The path the command is given.
+        path: PathBuf,
+    },
+    /// A file in the temporary directory (when `/proc` is not there), removed
+    /// when dropped.
+    Disk(PathBuf),
+}
 
 /// The most of a hint file that is read (a header dump is far smaller).
 const HINT_FILE_LIMIT: u64 = 64 * 1024;
 
 impl HintFile {
     fn create(attempt: u32) -> Option<HintFile> {
+        HintFile::in_memory().or_else(|| HintFile::on_disk(attempt))
+    }
+
+    /// A memfd, when `/proc` is there for the command to open it by.
+    fn in_memory() -> Option<HintFile> {
+        use std::os::fd::AsRawFd;
+        if !sys::proc_is_mounted() {
+            return None;
+        }
+        let fd = sys::memory_file().ok()?;
+        let path = PathBuf::from(format!(
+            "/proc/{}/fd/{}",
+            std::process::id(),
+            fd.as_raw_fd()
+        ));
+        Some(HintFile::Memory {
+            file: std::fs::File::from(fd),
+            path,
+        })
+    }
+
+    fn on_disk(attempt: u32) -> Option<HintFile> {
         use std::os::unix::fs::OpenOptionsExt;
         let dir = std::env::temp_dir();
         let stamp = std::time::SystemTime::now()
@@ -56,17 +91,35 @@ impl HintFile {
                 .mode(0o600)
                 .open(&path);
             if created.is_ok() {
-                return Some(HintFile(path));
+                return Some(HintFile::Disk(path));
             }
         }
         None
     }
 
+    /// The path the command is given.
+    fn path(&self) -> &std::path::Path {
+        match self {
+            HintFile::Memory { path, .. } | HintFile::Disk(path) => path,
+        }
+    }
+
     /// The file's bytes (none when empty or unreadable).
     fn bytes(&self) -> Vec<u8> {
+        use std::io::{Seek, SeekFrom};
         let mut bytes = Vec::new();
-        if let Ok(file) = std::fs::File::open(&self.0) {
-            let _ = file.take(HINT_FILE_LIMIT).read_to_end(&mut bytes);
+        match self {
+            HintFile::Memory { file, .. } => {
+                let mut file = file;
+                if file.seek(SeekFrom::Start(0)).is_ok() {
+                    let _ = file.take(HINT_FILE_LIMIT).read_to_end(&mut bytes);
+                }
+            }
+            HintFile::Disk(path) => {
+                if let Ok(file) = std::fs::File::open(path) {
+                    let _ = file.take(HINT_FILE_LIMIT).read_to_end(&mut bytes);
+                }
+            }
         }
         bytes
     }
@@ -74,7 +127,9 @@ impl HintFile {
 
 impl Drop for HintFile {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        if let HintFile::Disk(path) = self {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 
@@ -182,7 +237,7 @@ pub fn run(invocation: &Invocation, command: &[OsString]) -> Exit {
         attempt_pid: None,
         attempt_took: Duration::ZERO,
     };
-    let described = match &invocation.delays {
+    let described = || match &invocation.delays {
         Some(delays) => format!(
             "{policy}; delays {}",
             delays
@@ -193,7 +248,7 @@ pub fn run(invocation: &Invocation, command: &[OsString]) -> Exit {
         ),
         None => policy.to_string(),
     };
-    run.reporter.start(command, &described, seed);
+    run.reporter.start(command, described, seed);
     let mut machine = RetryMachine::new(&machine_policy, seed);
     let mut goal = ProcessGoal::new(invocation.goal);
     let mut action = machine.poll(Event::Start, run.clock.now());
@@ -322,7 +377,7 @@ impl Run<'_> {
         let hint_file = HintFile::create(number);
         let mut env = attempt_env(number, invocation, self.last_status, deadline_in);
         if let Some(hint) = &hint_file {
-            env.push(("RETRY_HINT_FILE", hint.0.clone().into_os_string()));
+            env.push(("RETRY_HINT_FILE", hint.path().as_os_str().to_owned()));
         }
         let began = std::time::Instant::now();
         let finished = {
@@ -406,11 +461,12 @@ impl Run<'_> {
         if bytes.is_empty() {
             return None;
         }
-        let now_unix = std::time::SystemTime::now()
+        // The wall clock to the nanosecond: an HTTP-date is a whole second, and
+        // the wait is from now, not from the start of the current second.
+        let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
-        let read = ChildHint::read(&bytes, now_unix);
+            .unwrap_or(Duration::ZERO);
+        let read = ChildHint::read_at(&bytes, now);
         if let Some(problem) = read.problem {
             let line = bytes
                 .split(|&b| b == b'\n')

@@ -276,6 +276,12 @@ pub(super) fn die_of(signal: i32) -> ! {
     std::process::exit(128_i32.saturating_add(signal))
 }
 
+extern "C" {
+    /// The process's environment: a null-terminated array of `KEY=value` C
+    /// strings (POSIX).
+    static environ: *const *const libc::c_char;
+}
+
 /// Everything a child needs between `fork` and `exec`, prepared beforehand so
 /// that the child only makes system calls.
 #[derive(Debug)]
@@ -284,7 +290,9 @@ pub(super) struct SpawnPlan {
     program: std::ffi::CString,
     /// The arguments, `argv[0]` included; kept alive for `argv`.
     _args: Vec<std::ffi::CString>,
-    /// The environment, `KEY=value`; kept alive for `envp`.
+    /// The variables added to the environment, `KEY=value`; kept alive for
+    /// `envp`, which points at them and, for the rest, into the process's own
+    /// environment.
     _env: Vec<std::ffi::CString>,
     argv: Vec<*const libc::c_char>,
     envp: Vec<*const libc::c_char>,
@@ -298,6 +306,10 @@ pub(super) struct SpawnPlan {
 impl SpawnPlan {
     /// A plan to run `argv` with the process's environment plus `extra`.
     /// `None` if an argument or variable holds a NUL byte.
+    ///
+    /// The inherited variables are not copied: the plan points at the
+    /// process's environment, which `retry` never changes (it calls no
+    /// `setenv`), so those strings outlive the plan.
     pub(super) fn new(
         argv: &[std::ffi::OsString],
         extra: &[(&str, std::ffi::OsString)],
@@ -309,32 +321,47 @@ impl SpawnPlan {
             .map(|a| c(a.as_bytes()))
             .collect::<Option<_>>()?;
         let program = args.first()?.clone();
-        let mut env: Vec<std::ffi::CString> = Vec::new();
-        for (key, value) in std::env::vars_os() {
-            if extra.iter().any(|(k, _)| key.as_bytes() == k.as_bytes()) {
-                continue;
-            }
-            let mut pair = key.as_bytes().to_vec();
-            pair.push(b'=');
-            pair.extend_from_slice(value.as_bytes());
-            env.push(c(&pair)?);
-        }
+        let mut env: Vec<std::ffi::CString> = Vec::with_capacity(extra.len());
         for (key, value) in extra {
-            let mut pair = key.as_bytes().to_vec();
+            let mut pair = Vec::with_capacity(key.len() + value.len() + 2);
+            pair.extend_from_slice(key.as_bytes());
             pair.push(b'=');
             pair.extend_from_slice(value.as_bytes());
             env.push(c(&pair)?);
         }
-        let pointers = |list: &[std::ffi::CString]| {
-            list.iter()
-                .map(|s| s.as_ptr())
-                .chain(core::iter::once(core::ptr::null()))
-                .collect::<Vec<_>>()
+        let mut envp: Vec<*const libc::c_char> = Vec::with_capacity(64);
+        let replaced = |entry: &[u8]| {
+            extra.iter().any(|(k, _)| {
+                entry
+                    .strip_prefix(k.as_bytes())
+                    .is_some_and(|rest| rest.first() == Some(&b'='))
+            })
         };
+        // SAFETY: `environ` is the process's null-terminated array of
+        // NUL-terminated strings; nothing in `retry` changes it (no setenv), so
+        // it is read here while no other code writes it, and its strings stay
+        // valid for as long as the plan points at them.
+        unsafe {
+            let mut at = environ;
+            while !at.is_null() && !(*at).is_null() {
+                let entry = *at;
+                if !replaced(std::ffi::CStr::from_ptr(entry).to_bytes()) {
+                    envp.push(entry);
+                }
+                at = at.add(1);
+            }
+        }
+        envp.extend(env.iter().map(|s| s.as_ptr()));
+        envp.push(core::ptr::null());
+        let argv = args
+            .iter()
+            .map(|s| s.as_ptr())
+            .chain(core::iter::once(core::ptr::null()))
+            .collect::<Vec<_>>();
         Some(SpawnPlan {
             program,
-            argv: pointers(&args),
-            envp: pointers(&env),
+            argv,
+            envp,
             _args: args,
             _env: env,
             stdin: None,
@@ -498,6 +525,31 @@ pub(super) fn exec_result(report: &OwnedFd) -> Option<io::Error> {
         }
     }
     (got == bytes.len()).then(|| io::Error::from_raw_os_error(i32::from_ne_bytes(bytes)))
+}
+
+/// A new anonymous file in memory (`memfd_create(2)`), close-on-exec: no
+/// directory entry to create or remove.
+pub(super) fn memory_file() -> io::Result<OwnedFd> {
+    // SAFETY: the name is a C string literal; the flags are valid.
+    let fd = unsafe { libc::memfd_create(c"retry-hint".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return last_error();
+    }
+    // SAFETY: memfd_create succeeded, so `fd` is open and owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Whether `/proc` is the process file system, through which a command can
+/// open a descriptor of `retry`'s (`/proc/<pid>/fd/<n>`). One `statfs(2)` of
+/// a directory entry the kernel has at hand: cheaper than resolving the
+/// descriptor's own path there.
+pub(super) fn proc_is_mounted() -> bool {
+    // SAFETY: `info` is a local statfs for the call to fill in; the path is a
+    // C string literal.
+    unsafe {
+        let mut info: libc::statfs = core::mem::zeroed();
+        libc::statfs(c"/proc".as_ptr(), &mut info) == 0 && info.f_type == libc::PROC_SUPER_MAGIC
+    }
 }
 
 /// A pipe: (read end, write end), both close-on-exec.

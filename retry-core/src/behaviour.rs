@@ -1,0 +1,252 @@
+//! The behaviour every machine in this crate keeps, in one place.
+//!
+//! This page has no items. It states the rules that the types elsewhere in the
+//! crate follow, with the exact numbers, so that a doc comment can point here
+//! instead of repeating them. Each rule is checked by the crate's tests (timeline
+//! snapshots, properties and the fuzz corpus replay).
+//!
+//! # Terms
+//!
+//! An *attempt* is one call of the caller's operation; the first call is
+//! attempt 1. A *retry* is any attempt after the first, so retry `r` is attempt
+//! `r + 1`. A *delay* is the sleep before a retry. No delay ever comes before
+//! attempt 1, after a success or after the last failure.
+//!
+//! # Counting attempts
+//!
+//! A policy limits either attempts (`max_attempts`, the first call included) or
+//! retries (`max_retries`, the calls after the first: `N` retries allow `N + 1`
+//! attempts). A configuration may name one of the two, never both. One attempt
+//! (zero retries) turns retrying off. A policy may also allow unlimited attempts,
+//! in which case only a time budget, a retry budget, a permanent failure or
+//! cancellation ends the call. When the attempts run out, the error says how many
+//! ran and carries the last failure.
+//!
+//! # Backoff curves
+//!
+//! The delay before retry `r` (`r` = 1, 2, …):
+//!
+//! | curve | delay before retry `r` |
+//! |---|---|
+//! | none | zero |
+//! | constant | `d` |
+//! | linear | `initial + (r - 1) × increment` (the increment is `initial` unless set) |
+//! | exponential | `initial × factor^(r - 1)` (factor 2 unless set; any finite factor ≥ 1) |
+//! | fibonacci | the sum of the two delays before it, starting from `initial` |
+//!
+//! `max_delay` caps every curve and `min_delay` may floor it. All arithmetic
+//! saturates: any `r` up to `u32::MAX` and any delay up to the largest
+//! `Duration` give an answer without overflow, wrap-around or panic.
+//!
+//! Worked examples, without jitter, that the tests hold exactly:
+//!
+//! - initial 1 s, factor 2, cap 60 s, 8 attempts: 1, 2, 4, 8, 16, 32 and 60 s,
+//!   123 s of sleep in all;
+//! - initial 5 ms, cap 12 ms, 4 attempts: 5, 10 and 12 ms;
+//! - initial 500 ms, cap 5 s, 3 attempts: 500 ms and 1 s.
+//!
+//! # Jitter
+//!
+//! Randomness comes only from a seed given by the caller (the adapters draw one
+//! from the operating system unless the caller fixes it). The same policy, seed
+//! and events give the same timeline to the nanosecond on every platform. The
+//! jitter of retry `r` depends only on the seed, `r` and the base delay, so any
+//! retry's delay can be recomputed on its own and a restored machine draws the
+//! same delays; decorrelated jitter is the one kind that depends on the previous
+//! delay.
+//!
+//! | kind | delay for a base delay `d` |
+//! |---|---|
+//! | none | `d` |
+//! | full | uniform in `[0, d]` |
+//! | equal | `d / 2` plus uniform in `[0, d / 2]` |
+//! | decorrelated | the smaller of the cap and uniform in `[initial, 3 × previous]` |
+//! | subtract(`f`) | `d` minus uniform in `[0, f × d]`, so within `[d × (1 − f), d]` |
+//! | add(`f`) | `d` plus uniform in `[0, f × d)`, never below `d` |
+//! | spread(`f`) | `d × (1 + u)` with `u` uniform in `[−f, +f]` |
+//!
+//! The fraction `f` must lie in `[0, 1]`; a negative, NaN or larger value is a
+//! configuration error. Full, equal, subtract and spread apply after the cap, so
+//! they never exceed it; add may exceed it by at most `f` of it. Delays are
+//! rounded to whole milliseconds unless the policy asks for nanoseconds, and the
+//! rounded delay stays inside the jitter's interval.
+//!
+//! # Server hints
+//!
+//! A server may say how long to wait. Sources, strongest first:
+//! `retry-after-ms` (milliseconds, fractions allowed), then `Retry-After` as
+//! seconds or as an HTTP date (the IMF-fixdate form and the two obsolete forms,
+//! with fractional seconds accepted). A date becomes a delay against a wall-clock
+//! "now" the caller passes in; a date already past is a zero delay. A value that
+//! does not parse, is negative or is empty is no hint, and the curve applies; a
+//! huge value saturates instead of overflowing.
+//!
+//! The policy chooses how a hint combines with the curve:
+//!
+//! - **override** (the HTTP presets' default): the hint replaces the curve, gets
+//!   no jitter and is clamped to `[retry_after_min, retry_after_max]`, 100 ms and
+//!   60 s unless set. The floor keeps a "0" or a past date from turning into a
+//!   tight loop against a server that is already struggling.
+//! - **at-least**: sleep the larger of the curve's delay and the hint (the hint
+//!   capped at `hint_cap`, 5 minutes unless set), plus any additive jitter; never
+//!   less than the honoured hint.
+//!
+//! A policy may also ignore hints altogether.
+//!
+//! # Time budget and attempt timeout
+//!
+//! A time budget (none unless set; 30 s in the HTTP presets) bounds the whole
+//! call: attempts and delays together. A retry is not started when the time spent
+//! so far plus its delay would reach or pass the budget; the call then ends with
+//! the reason "budget" and the last failure. The budget decides whether a retry
+//! starts, not how long a started attempt may run, so a call may overrun it by up
+//! to one attempt timeout, unless the policy caps each attempt's deadline at the
+//! budget's end.
+//!
+//! An attempt timeout gives every attempt a fresh deadline. An attempt that
+//! reaches its deadline is a failure of kind "timeout" and is retried only when
+//! the policy retries timeouts; an answer that arrives on the very tick of the
+//! deadline is a timeout too. When the last permitted attempt timed out, the
+//! error says "timed out" with the attempt number and the timeout; when the
+//! attempts ran out on other failures it says "exhausted".
+//!
+//! # Classifying failures
+//!
+//! For each failure the caller's classifier answers: retryable, permanent, or
+//! retryable with a server hint. A permanent failure ends the call at once with
+//! the original error and never takes from the retry budget. Ready classifiers,
+//! none of which allocates:
+//!
+//! - process exit codes: 0 is success; a set of codes is never retried, by
+//!   default {78} (`EX_CONFIG`, a configuration error a retry cannot fix);
+//!   everything else is retried. A set of retryable codes may be given instead.
+//! - HTTP statuses: 408, 429 and 500–599 are retried unless set otherwise.
+//! - named error codes, such as `TRANSIENT`, `TIMEOUT`, `RATE_LIMIT`.
+//! - any predicate on the error, or a list of sentinel errors compared by value.
+//!
+//! Connection errors and timeouts follow the operation's idempotency. "Auto"
+//! retries them for methods safe to replay (GET, HEAD, OPTIONS) and not for the
+//! others, POST included, since a replayed POST may charge twice; PUT and DELETE
+//! may be added as replayable. A failure in which nothing reached the server
+//! (no connection could be taken from the pool, say) is always retryable. When
+//! an operation marked non-idempotent is retried anyway, a warning event comes
+//! before the repeated attempt, whatever its outcome.
+//!
+//! # Cancellation
+//!
+//! Cancellation is checked before every attempt and before every delay. Cancelled
+//! during a delay, the waiter wakes at once, its timer is released and the call
+//! ends as "cancelled", which is never confused with "exhausted" and never
+//! retried. No attempt starts after cancellation.
+//!
+//! # Results
+//!
+//! A success carries the value, the number of attempts and the time the whole
+//! call took. A failure is one error type whose variants carry: exhausted (attempts and
+//! last error), permanent (the original error), budget (attempts and last error),
+//! timed out (attempt number and timeout), cancelled (attempts), refused by the
+//! retry budget, and circuit open (how long until the breaker admits again). Each
+//! variant has a stable dotted code for logs and metrics: `retry.exhausted`,
+//! `retry.permanent`, `retry.budget`, `retry.timeout`, `retry.cancelled`,
+//! `retry.retry_budget`, `retry.circuit_open`.
+//!
+//! # Configuration
+//!
+//! Policies and breaker settings read from and write to any serde format (TOML,
+//! JSON, YAML). Durations are written as text ("500ms", "1m30s"); in a
+//! configuration a bare number means milliseconds (the `retry` program refuses a
+//! bare number on its command line and shows both spellings). Unknown fields are
+//! errors. Every invalid value is refused when read, with a typed error naming the
+//! field and what is wrong with it (a negative or NaN number, jitter outside
+//! `[0, 1]`, a zero timeout, a minimum above its maximum, an unknown curve, both
+//! `max_attempts` and `max_retries`).
+//!
+//! Layering: a complete policy replaces another as a whole; a partial override
+//! (every field optional) changes only the fields it names, a list replaces the
+//! whole list, and an absent field leaves the base as it was (an explicit zero is
+//! a value: `max_retries = 0` turns retries off). An empty override changes
+//! nothing, and merging never changes the base.
+//!
+//! Named presets give the defaults of five well-known retry setups:
+//!
+//! - a pipeline engine: 8 attempts, exponential from 1 s doubling to a 60 s cap,
+//!   exit code 78 never retried, hints at-least with a 5 minute cap, add(0.1)
+//!   jitter keyed by a seed that names the step;
+//! - an HTTP SDK: 3 attempts (2 retries), 500 ms doubling to 5 s, subtract(0.25)
+//!   jitter, statuses 408/429/5xx, hints override used exactly as given (no floor
+//!   and no ceiling), a 30 s budget, connection errors and timeouts retried;
+//! - an HTTP client with a method guard: as the SDK, with hints clamped to
+//!   `[100 ms, 60 s]` and connection errors and timeouts retried by method;
+//! - a TypeScript-style builder set: constant, linear and exponential curves with
+//!   full, equal, decorrelated or no jitter and a min/max clamp;
+//! - a streaming pipeline: one attempt unless set, base 100 ms, cap 10 s,
+//!   spread(0.1) jitter, codes `TRANSIENT`, `TIMEOUT`, `RATE_LIMIT` retried,
+//!   idempotent.
+//!
+//! # Circuit breaker
+//!
+//! States: closed, open and half-open, plus forced open and disabled under an
+//! operator's control. Closed turns open when the failure rule trips: a number
+//! of failures in a row, or a failure rate and/or slow-call rate at or above a
+//! threshold over a sliding window (the last N calls, or the last T seconds in
+//! buckets), judged only once a minimum number of calls has been seen. Open turns
+//! half-open after the open duration, counted in the caller's time; the duration
+//! may grow on each re-open along a backoff curve. Half-open admits at most
+//! `half_open_permits` probes at a time and rejects the rest; by default
+//! `success_threshold` good probes in a row close the breaker and any failed
+//! probe re-opens it (a rate verdict over N probes may be chosen instead), and a
+//! maximum wait in half-open keeps a breaker whose probes never report from
+//! staying there. A rejected call never runs the operation, and the rejection
+//! says when the breaker will admit again. Every transition is reported with its
+//! source state, target state and instant. Windows live in fixed-size storage
+//! chosen at compile time.
+//!
+//! An attempt abandoned by its caller (dropped, cancelled, panicked) counts as a
+//! failure when it was abandoned after the slow-call duration or its deadline,
+//! and is released without an outcome when abandoned earlier.
+//!
+//! # Retry budget
+//!
+//! A budget shared by many calls keeps retries from multiplying load during an
+//! outage, as gRPC's retry throttling, the AWS SDK's retry quota and Finagle's
+//! percentage budget do: retries withdraw tokens, successes give some back, and
+//! below a threshold retries are refused while first attempts still run.
+//!
+//! # Streams and metrics
+//!
+//! A stream mapped through a fallible operation with per-item retry holds one
+//! concurrency slot per retrying item, never more; one item's exhaustion fails
+//! that item alone and later items go on. Behind feature flags the adapters
+//! report `retry.attempt.total` (outcome success, failure, exhausted or aborted),
+//! the histogram `retry.attempt.delay_ms` (by curve),
+//! `circuit_breaker.state_change.total` (from, to) and
+//! `circuit_breaker.call.duration_ms`; without an exporter they cost nothing.
+//!
+//! # Determinism and time
+//!
+//! Nothing in this crate reads a clock, sleeps, draws randomness from the
+//! operating system or allocates. Time enters only as a value passed with each
+//! event, so the same inputs give the same outputs, and timelines can be
+//! snapshot-tested and fuzzed.
+//!
+//! # Snapshots
+//!
+//! [`RetryMachine`](crate::RetryMachine), [`CircuitBreaker`](crate::CircuitBreaker)
+//! and [`RetryBudget`](crate::RetryBudget) save to a versioned snapshot (serde,
+//! still without `std`). A snapshot taken at any point and restored on any
+//! platform answers every later event exactly as the original would have. A
+//! corrupt or inconsistent snapshot is refused with a typed error naming the
+//! field; it never panics and never yields a machine that breaks its own rules.
+//!
+//! # Hedging
+//!
+//! [`HedgeMachine`](crate::HedgeMachine) sends extra copies of a slow idempotent
+//! call and keeps the first good answer. Its policy bounds the copies in flight
+//! and in total; the delay before the next copy is fixed or a percentile of
+//! recent latencies (a fixed-size histogram, used only after a minimum number of
+//! samples); the modes are latency, fallback and parallel. A non-fatal failure
+//! launches the next copy at once, a permanent one ends the call and cancels the
+//! rest, and a pushback hint delays the next copy by exactly the hint. Each copy
+//! beyond the first withdraws from the retry budget when one is used; a refusal
+//! stops further copies without failing those in flight. A call not marked
+//! idempotent is never hedged unless the caller says so.

@@ -306,7 +306,8 @@ impl<const WORDS: usize, const BUCKETS: usize> Inner<WORDS, BUCKETS> {
         self.sync_errors.fetch_add(1, Ordering::Relaxed);
         observe::sync(false);
         observe::store_error(e);
-        self.log.log("the fleet breaker", e);
+        self.log
+            .log("the fleet breaker decides alone until a sync succeeds", e);
     }
 
     /// One sync: publish and read, let the core decide, send what it asks.
@@ -426,7 +427,9 @@ impl<const WORDS: usize, const BUCKETS: usize> Inner<WORDS, BUCKETS> {
                 Ok(report) => {
                     seen.insert(member, report);
                 }
-                Err(e) => self.log.log("the fleet breaker", &e),
+                Err(e) => self
+                    .log
+                    .log("the fleet breaker decides alone until a sync succeeds", &e),
             }
         }
         let mut window = WindowStats::default();

@@ -401,7 +401,8 @@ impl Inner {
     fn failed(&self, e: &StoreError) {
         self.errors.fetch_add(1, Ordering::Relaxed);
         observe::store_error(e);
-        self.log.log("the fleet budget", e);
+        self.log
+            .log("the fleet budget answers withdrawals from its fallback", e);
     }
 
     /// Reads the script's `{0, answer, tokens, cost}` or `{-1, code, detail}`.

@@ -150,13 +150,13 @@ impl LogOnce {
         }
         self.logged.fetch_add(1, Ordering::Relaxed);
         #[cfg(feature = "tracing")]
-        tracing::warn!(code = error.code(), %error, "{what} falls back to its local answer");
+        tracing::warn!(code = error.code(), %error, "{what}");
         #[cfg(not(feature = "tracing"))]
         {
             use std::io::Write as _;
             let _ = writeln!(
                 std::io::stderr(),
-                "retry-redis: {error} ({}); {what} falls back to its local answer (logged once)",
+                "retry-redis: {error} ({}); {what} (logged once)",
                 error.code()
             );
         }

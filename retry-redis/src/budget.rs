@@ -8,9 +8,9 @@ use std::time::Instant;
 
 use redis::Value;
 use retry_core::{
-    budget_steps, hedge_budget_steps, Action, AttemptKind, BudgetConfig, BudgetInput,
-    BudgetParameters, BudgetSteps, Event, HedgeAction, HedgeEvent, Requirement, RetryBudget,
-    RetryKind, RetryMachine, Tokens, Withdrawal,
+    budget_steps, hedge_budget_steps, Action, Admission, AttemptKind, BreakerConfig, BudgetConfig,
+    BudgetInput, BudgetParameters, BudgetSteps, CallOutcome, CircuitBreaker, Event, HedgeAction,
+    HedgeEvent, Requirement, RetryBudget, RetryKind, RetryMachine, Tokens, Withdrawal,
 };
 use retry_shared::Budget;
 
@@ -146,6 +146,7 @@ impl FleetBudgetBuilder {
                 local: Mutex::new(Local {
                     budget: RetryBudget::new(self.config),
                     origin: None,
+                    guard: store_guard(),
                 }),
                 fallbacks: AtomicU64::new(0),
                 errors: AtomicU64::new(0),
@@ -165,7 +166,11 @@ impl FleetBudgetBuilder {
 /// is short). Without an answer in time, or on bad data in the key, the
 /// withdrawal gets the [`Fallback`]'s answer: this process's own core budget
 /// (fail open, the default; it hears every input, so it is warm) or a refusal
-/// (fail closed). Each fallback is counted ([`FleetBudget::fallbacks`], and
+/// (fail closed). After three round trips in a row fail for want of Redis
+/// (a timeout, a refused or broken connection), withdrawals are answered by
+/// the fallback at once for 250 ms, then one tries Redis again: an outage
+/// costs each caller one timeout, not one per retry (a core breaker guards
+/// Redis itself). Each fallback is counted ([`FleetBudget::fallbacks`], and
 /// the `retry_redis_fallbacks` metric with the `metrics` feature) and each kind
 /// of error is logged once. The other inputs (first attempts, failures,
 /// successes) are sent without waiting.
@@ -200,6 +205,18 @@ struct Inner {
 struct Local {
     budget: RetryBudget,
     origin: Option<Instant>,
+    /// A core breaker guarding Redis itself: after three round trips in a row
+    /// fail for want of Redis, withdrawals go straight to the fallback for
+    /// 250 ms, then one tries Redis again.
+    guard: Option<CircuitBreaker<0, 0>>,
+}
+
+/// The breaker that guards the round trips to Redis (see `Local::guard`); the
+/// config is valid, so this is always `Some`.
+fn store_guard() -> Option<CircuitBreaker<0, 0>> {
+    BreakerConfig::basic(3, Duration::from_millis(250), 1)
+        .and_then(CircuitBreaker::new)
+        .ok()
 }
 
 /// What Redis answered to a batch of inputs.
@@ -294,13 +311,26 @@ impl FleetBudget {
         if inputs.is_empty() {
             return None;
         }
-        let local = {
+        let (local, at, permit) = {
             let mut cell = self.lock();
             let origin = *cell.origin.get_or_insert(now);
             let at = retry_core::Instant::from_duration(now.saturating_duration_since(origin));
-            steps.apply(&mut cell.budget, at)
+            let local = steps.apply(&mut cell.budget, at);
+            let permit = match cell.guard.as_mut().map(|g| g.request(at)) {
+                Some(Admission::Admitted { permit, .. }) => Some(Some(permit)),
+                Some(Admission::Rejected { .. }) => None,
+                None => Some(None),
+            };
+            (local, at, permit)
+        };
+        let Some(permit) = permit else {
+            // Redis failed just now: answer at once rather than wait again.
+            return steps.withdraws().then(|| self.fall_back(local));
         };
         if !steps.withdraws() {
+            if let (Some(permit), Some(g)) = (permit, self.lock().guard.as_mut()) {
+                g.release(permit, at);
+            }
             let inner = Arc::clone(&self.inner);
             self.send(inputs, None, move |r| {
                 if let Err(e) = r {
@@ -309,7 +339,18 @@ impl FleetBudget {
             });
             return None;
         }
-        match self.apply_blocking(inputs, None) {
+        let started = Instant::now();
+        let answer = self.apply_blocking(inputs, None);
+        if let Some(permit) = permit {
+            let outcome = match &answer {
+                Err(e) if !e.is_bad_data() => CallOutcome::failure(started.elapsed()),
+                _ => CallOutcome::success(started.elapsed()),
+            };
+            if let Some(g) = self.lock().guard.as_mut() {
+                let _ = g.record(permit, outcome, at);
+            }
+        }
+        match answer {
             Ok(FleetAnswer {
                 withdrawal: Some(w),
                 ..
@@ -317,14 +358,17 @@ impl FleetBudget {
             Ok(FleetAnswer {
                 withdrawal: None, ..
             })
-            | Err(_) => {
-                self.inner.fallbacks.fetch_add(1, Ordering::Relaxed);
-                observe::fallback();
-                Some(match self.inner.fallback {
-                    Fallback::Local => local.is_some_and(|w| w.is_granted()),
-                    Fallback::Refuse => false,
-                })
-            }
+            | Err(_) => Some(self.fall_back(local)),
+        }
+    }
+
+    /// The fallback's answer to a withdrawal, counted.
+    fn fall_back(&self, local: Option<Withdrawal>) -> bool {
+        self.inner.fallbacks.fetch_add(1, Ordering::Relaxed);
+        observe::fallback();
+        match self.inner.fallback {
+            Fallback::Local => local.is_some_and(|w| w.is_granted()),
+            Fallback::Refuse => false,
         }
     }
 

@@ -29,7 +29,13 @@ struct Timed {
 }
 
 impl Budget for Timed {
-    fn feed(&self, machine: &RetryMachine, event: Event, action: Action, now: Instant) -> Option<Event> {
+    fn feed(
+        &self,
+        machine: &RetryMachine,
+        event: Event,
+        action: Action,
+        now: Instant,
+    ) -> Option<Event> {
         let start = Instant::now();
         let answer = self.budget.feed(machine, event, action, now);
         if answer.is_some() {
@@ -40,7 +46,12 @@ impl Budget for Timed {
         answer
     }
 
-    fn feed_hedge(&self, event: HedgeEvent, action: HedgeAction, now: Instant) -> Option<HedgeEvent> {
+    fn feed_hedge(
+        &self,
+        event: HedgeEvent,
+        action: HedgeAction,
+        now: Instant,
+    ) -> Option<HedgeEvent> {
         self.budget.feed_hedge(event, action, now)
     }
 }
@@ -75,10 +86,16 @@ fn redis_killed_mid_run_and_restarted() {
     let mut instances = Vec::new();
     let mut threads = Vec::new();
     for _ in 0..3 {
-        let fleet = Fleet::connect(&server.url()).unwrap().namespace("outage").unwrap();
+        let fleet = Fleet::connect(&server.url())
+            .unwrap()
+            .namespace("outage")
+            .unwrap();
         let budget = Arc::new(Timed {
             budget: fleet
-                .budget("shared", BudgetConfig::aws().capacity(100_000).build().unwrap())
+                .budget(
+                    "shared",
+                    BudgetConfig::aws().capacity(100_000).build().unwrap(),
+                )
                 .timeout(TIMEOUT)
                 .build()
                 .unwrap(),
@@ -110,12 +127,19 @@ fn redis_killed_mid_run_and_restarted() {
             Arc::clone(&instance.ended),
         );
         threads.push(std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
             runtime.block_on(async move {
                 let workers: Vec<_> = (0..20)
                     .map(|_| {
-                        let (retry, stop, started, ended) =
-                            (Arc::clone(&retry), Arc::clone(&stop), Arc::clone(&started), Arc::clone(&ended));
+                        let (retry, stop, started, ended) = (
+                            Arc::clone(&retry),
+                            Arc::clone(&stop),
+                            Arc::clone(&started),
+                            Arc::clone(&ended),
+                        );
                         tokio::spawn(async move {
                             while !stop.load(Ordering::Relaxed) {
                                 started.fetch_add(1, Ordering::Relaxed);
@@ -144,17 +168,29 @@ fn redis_killed_mid_run_and_restarted() {
     }
 
     std::thread::sleep(Duration::from_millis(500));
-    let before: Vec<u64> = instances.iter().map(|i| i.budget.budget.fallbacks()).collect();
+    let before: Vec<u64> = instances
+        .iter()
+        .map(|i| i.budget.budget.fallbacks())
+        .collect();
     let synced: Vec<u64> = instances.iter().map(|i| i.breaker.syncs()).collect();
-    assert!(synced.iter().all(|s| *s >= 2), "syncing while redis is up: {synced:?}");
+    assert!(
+        synced.iter().all(|s| *s >= 2),
+        "syncing while redis is up: {synced:?}"
+    );
 
     server.kill();
     let killed = Instant::now();
     std::thread::sleep(Duration::from_millis(800));
     for (n, i) in instances.iter().enumerate() {
         let fallbacks = i.budget.budget.fallbacks();
-        assert!(fallbacks > before[n], "instance {n}: withdrawals fell back ({fallbacks})");
-        assert!(i.breaker.sync_errors() > 0, "instance {n}: failed syncs are counted");
+        assert!(
+            fallbacks > before[n],
+            "instance {n}: withdrawals fell back ({fallbacks})"
+        );
+        assert!(
+            i.breaker.sync_errors() > 0,
+            "instance {n}: failed syncs are counted"
+        );
     }
 
     server.restart();
@@ -174,7 +210,10 @@ fn redis_killed_mid_run_and_restarted() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(converged, "the fleet view converged after the restart");
-    eprintln!("the fleet view converged {:?} after the restart", restarted.elapsed());
+    eprintln!(
+        "the fleet view converged {:?} after the restart",
+        restarted.elapsed()
+    );
     // The budget answers from Redis again.
     let deadline = Instant::now() + Duration::from_secs(10);
     while instances[0]
@@ -192,8 +231,14 @@ fn redis_killed_mid_run_and_restarted() {
         t.join().unwrap();
     }
     for (n, i) in instances.iter().enumerate() {
-        let (started, ended) = (i.started.load(Ordering::Relaxed), i.ended.load(Ordering::Relaxed));
-        assert_eq!(started, ended, "instance {n}: every call ended exactly once");
+        let (started, ended) = (
+            i.started.load(Ordering::Relaxed),
+            i.ended.load(Ordering::Relaxed),
+        );
+        assert_eq!(
+            started, ended,
+            "instance {n}: every call ended exactly once"
+        );
         let longest = Duration::from_micros(i.budget.longest_micros.load(Ordering::Relaxed));
         eprintln!(
             "instance {n}: {started} calls, {} withdrawals, {} fallbacks, longest wait {longest:?} (timeout {TIMEOUT:?})",
@@ -202,7 +247,10 @@ fn redis_killed_mid_run_and_restarted() {
         );
         // The wait is bounded by the timeout; the slack is the thread being
         // scheduled again on a loaded machine, not Redis.
-        assert!(longest <= TIMEOUT + Duration::from_millis(30), "instance {n}: waited {longest:?}");
+        assert!(
+            longest <= TIMEOUT + Duration::from_millis(30),
+            "instance {n}: waited {longest:?}"
+        );
         assert!(i.budget.budget.logged() >= 1);
     }
 }

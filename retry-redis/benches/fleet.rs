@@ -24,7 +24,9 @@ use retry_shared::{Breaker, Gate, SharedBreaker};
 fn admit(b: &dyn Breaker) {
     let now = Instant::now();
     match b.request(now) {
-        Gate::Admitted(permit) => b.record(permit, CallOutcome::success(Duration::from_micros(50)), now),
+        Gate::Admitted(permit) => {
+            b.record(permit, CallOutcome::success(Duration::from_micros(50)), now)
+        }
         Gate::Rejected { .. } => panic!("the benchmark's breaker must stay closed"),
     }
 }
@@ -44,12 +46,20 @@ fn breaker(c: &mut Criterion, url: &str) {
         .build()
         .unwrap();
     std::thread::sleep(Duration::from_millis(100));
-    assert!(fleet_breaker.syncs() > 0, "the fleet breaker syncs during the benchmark");
+    assert!(
+        fleet_breaker.syncs() > 0,
+        "the fleet breaker syncs during the benchmark"
+    );
     let mut g = c.benchmark_group("breaker_admission");
-    g.bench_function("shared_breaker", |b| b.iter(|| admit(black_box(&shared))));
-    g.bench_function("fleet_breaker_syncing", |b| {
-        b.iter(|| admit(black_box(&fleet_breaker)));
-    });
+    // Measured twice, interleaved, so that the order does not favour either.
+    for round in ["a", "b"] {
+        g.bench_function(format!("shared_breaker/{round}"), |b| {
+            b.iter(|| admit(black_box(&shared)));
+        });
+        g.bench_function(format!("fleet_breaker_syncing/{round}"), |b| {
+            b.iter(|| admit(black_box(&fleet_breaker)));
+        });
+    }
     g.finish();
     eprintln!(
         "fleet breaker: {} syncs, {} failed, during the benchmark",
@@ -60,13 +70,20 @@ fn breaker(c: &mut Criterion, url: &str) {
 
 fn budget(c: &mut Criterion, url: &str) {
     let fleet = Fleet::connect(url).unwrap().namespace("bench").unwrap();
-    let config = BudgetConfig::aws().capacity(1_000_000).retry_cost(0).build().unwrap();
+    let config = BudgetConfig::aws()
+        .capacity(1_000_000)
+        .retry_cost(0)
+        .build()
+        .unwrap();
     let budget = fleet
         .budget("withdrawals", config)
         .timeout(Duration::from_secs(1))
         .build()
         .unwrap();
-    let withdraw = [BudgetInput::Failure, BudgetInput::Withdraw(RetryKind::Failure)];
+    let withdraw = [
+        BudgetInput::Failure,
+        BudgetInput::Withdraw(RetryKind::Failure),
+    ];
     // Warm up (loads the script), then time each round trip.
     for _ in 0..1_000 {
         budget.apply_blocking(&withdraw, None).unwrap();

@@ -134,6 +134,11 @@ impl FleetBudgetBuilder {
         let mut fixed = vec![FORMAT.to_string(), fingerprint.clone(), kind.to_owned()];
         fixed.extend(params.iter().map(u64::to_string));
         fixed.push(ttl.as_millis().to_string());
+        // Connect and load the script now, so that the first withdrawal does
+        // not pay for either.
+        self.fleet.io.spawn(|mut conn| async move {
+            let _ = SCRIPT.load_async(&mut conn).await;
+        });
         Ok(FleetBudget {
             inner: Arc::new(Inner {
                 io: self.fleet.io.clone(),

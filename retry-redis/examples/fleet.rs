@@ -6,6 +6,7 @@
 //! 127.0.0.1:6379, or set `REDIS_URL`). Without a Redis it still runs: the
 //! budget falls back to each replica's own, and each breaker decides alone.
 
+use core::error::Error;
 use core::time::Duration;
 
 use retry_core::{Backoff, BreakerConfig, BudgetConfig, FleetConfig, FleetRule, RetryPolicy};
@@ -13,9 +14,7 @@ use retry_redis::{Fleet, FleetBreaker, FleetBudget};
 use retry_tokio::Retry;
 
 /// One replica: its own connection, the shared budget and breaker, a retrier.
-fn replica(
-    url: &str,
-) -> Result<(FleetBudget, FleetBreaker, Retry<String>), Box<dyn std::error::Error>> {
+fn replica(url: &str) -> Result<(FleetBudget, FleetBreaker, Retry<String>), Box<dyn Error>> {
     let fleet = Fleet::connect(url)?.namespace("example")?;
     // The AWS SDKs' quota, for the whole fleet: 500 tokens, 5 a retry.
     let budget = fleet
@@ -42,8 +41,9 @@ fn replica(
     Ok((budget, breaker, retry))
 }
 
+/// Runs the example against `REDIS_URL` (or a local Redis).
 #[tokio::main(flavor = "current_thread")]
-pub async fn main() -> Result<(), Box<dyn std::error::Error>> {
+pub async fn main() -> Result<(), Box<dyn Error>> {
     let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
     let followed = run(&url).await?;
     if !followed {
@@ -53,7 +53,7 @@ pub async fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// Replica A fails, replica B follows; whether B's breaker opened with the fleet.
-pub async fn run(url: &str) -> Result<bool, Box<dyn std::error::Error>> {
+pub async fn run(url: &str) -> Result<bool, Box<dyn Error>> {
     let (_, breaker_a, a) = replica(url)?;
     let (budget_b, breaker_b, b) = replica(url)?;
 

@@ -2,9 +2,9 @@
 //! Redis every interval.
 
 use core::fmt;
+use core::sync::atomic::{AtomicU64, Ordering};
 use core::time::Duration;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Instant;
 
@@ -29,6 +29,10 @@ static CLAIM: std::sync::LazyLock<redis::Script> =
 
 /// How long a closed decision (and an open one, past its period) stays in Redis.
 const DECISION_TTL: Duration = Duration::from_secs(3600);
+
+/// What the sync script read: the server's clock (ms), the raw decision, and
+/// the members' raw reports (the current bucket's first).
+type SyncReply = (u64, String, Vec<(String, String)>);
 
 /// A hook told about every state change of a fleet breaker.
 type TransitionHook = dyn Fn(&Transition) + Send + Sync;
@@ -390,10 +394,7 @@ impl<const WORDS: usize, const BUCKETS: usize> Inner<WORDS, BUCKETS> {
     }
 
     /// `{0, now_ms, decision, current, previous}`.
-    fn parse_sync(
-        &self,
-        reply: &Value,
-    ) -> Result<(u64, String, Vec<(String, String)>), StoreError> {
+    fn parse_sync(&self, reply: &Value) -> Result<SyncReply, StoreError> {
         let Some(items) = reply_items(reply) else {
             return Err(self.script_error(reply));
         };

@@ -2,7 +2,7 @@
 //! [`SetupError`]: a fleet budget or breaker that cannot be built.
 
 use core::fmt;
-use std::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, Ordering};
 
 /// Why a round trip to Redis gave no usable answer. Every such error makes the
 /// caller fall back to its local answer; each kind is logged once per budget or

@@ -5,8 +5,8 @@
 
 mod common;
 
+use core::sync::atomic::{AtomicU64, Ordering};
 use core::time::Duration;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
@@ -162,7 +162,7 @@ fn three_processes_of_a_thousand_concurrent_retries_withdraw_exactly_the_quota()
     let url = server.url();
     let instances: Vec<_> = (0..3)
         .map(|_| {
-            let (url, policy, attempts) = (url.clone(), policy.clone(), Arc::clone(&attempts));
+            let (url, policy, attempts) = (url.clone(), policy, Arc::clone(&attempts));
             std::thread::spawn(move || {
                 // Its own connection and its own runtime: an independent instance.
                 let fleet = Fleet::connect(&url).unwrap().namespace("quota").unwrap();
@@ -352,7 +352,7 @@ fn bad_data_is_a_typed_error_logged_once_with_the_local_fallback() {
         .build()
         .unwrap();
     for (budget, attempts_each) in [(&open, 2), (&closed, 1)] {
-        let retry = retry_tokio::Retry::<&str>::new(policy.clone()).budget(budget.clone());
+        let retry = retry_tokio::Retry::<&str>::new(policy).budget(budget.clone());
         for _ in 0..5 {
             let attempts = AtomicU64::new(0);
             let _ = runtime.block_on(retry.call(|_| {

@@ -5,8 +5,8 @@
 
 mod common;
 
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use core::time::Duration;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -117,7 +117,7 @@ fn redis_killed_mid_run_and_restarted() {
             ended: Arc::new(AtomicU64::new(0)),
         };
         let retry = Arc::new(
-            retry_tokio::Retry::<&str>::new(policy.clone())
+            retry_tokio::Retry::<&str>::new(policy)
                 .budget(Arc::clone(&instance.budget))
                 .breaker(instance.breaker.clone()),
         );

@@ -26,7 +26,10 @@ fn the_example_runs_and_b_follows_the_fleet() {
     let Some(server) = common::start("the_example_runs_and_b_follows_the_fleet") else {
         return;
     };
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let followed = runtime.block_on(example::run(&server.url())).unwrap();
     assert!(followed, "B's breaker followed the fleet");
 }

@@ -7,11 +7,12 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+use core::time::Duration;
 use std::io::Write as _;
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 pub struct RedisServer {
     child: Option<Child>,

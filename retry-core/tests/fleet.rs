@@ -58,23 +58,10 @@ impl Fleet {
     }
 
     fn view(&self) -> FleetView {
-        let reports = self.store.reports.iter().flatten();
-        let mut window = WindowStats::default();
-        let (mut members, mut open) = (0, 0);
-        for r in reports {
-            members += 1;
-            open += u32::from(r.open);
-            window.calls += r.window.calls;
-            window.failures += r.window.failures;
-            window.slow += r.window.slow;
-            window.slow_failures += r.window.slow_failures;
-        }
-        FleetView {
-            members,
-            open_members: open,
-            window,
-            decision: self.store.decision,
-        }
+        FleetView::of(
+            self.store.reports.iter().flatten().copied(),
+            self.store.decision,
+        )
     }
 
     /// One sync of member `i`, as an adapter does it.
@@ -370,7 +357,7 @@ fn a_crashed_probers_claim_lapses() {
 }
 
 #[test]
-fn older_decisions_are_ignored_and_manual_states_left_alone() {
+fn an_older_decision_means_the_store_lost_its_state_and_manual_states_are_left_alone() {
     let mut breaker = Breaker::new(basic()).unwrap();
     let mut member = FleetMember::new(FleetConfig::new(FleetRule::Quorum(1)));
     let now = Instant::from_secs(5);
@@ -380,12 +367,19 @@ fn older_decisions_are_ignored_and_manual_states_left_alone() {
     };
     assert!(member.apply(&mut breaker, open, now).is_some());
     assert_eq!(member.epoch(), 3);
-    // An older close (read from a replica, say) changes nothing.
-    assert_eq!(
-        member.apply(&mut breaker, FleetDecision::Closed { epoch: 2 }, now),
-        None
-    );
+    // An older decision: the store lost its keys (restarted without
+    // persistence). The member decides alone again; its breaker is untouched.
+    assert_eq!(member.apply(&mut breaker, FleetDecision::CLOSED, now), None);
     assert_eq!(breaker.state(), BreakerState::Open);
+    assert!(!member.is_following());
+    assert_eq!(member.epoch(), 0);
+    // The next decision, whatever its epoch, is followed again.
+    let again = FleetDecision::Open {
+        until: Instant::from_secs(60),
+        epoch: 2,
+    };
+    assert!(member.apply(&mut breaker, again, now).is_some());
+    assert!(member.is_following());
     // An operator's forced-open is left alone by a newer close.
     breaker.force(ManualState::ForcedOpen, now).unwrap();
     assert_eq!(
@@ -515,19 +509,14 @@ fn prop_the_fleet_keeps_its_invariants() {
                     failed_at[member] |= ran && !success;
                 }
                 Op::Sync { member } => {
-                    let view = {
-                        let mut v = fleet.view();
-                        v.decision = before;
-                        v
-                    };
                     fleet.sync(member);
                     // The fleet opens from closed only on a quorum of members
                     // that opened on their own (this sync's report included).
                     if let (FleetDecision::Closed { .. }, FleetDecision::Open { .. }) =
                         (before, fleet.store.decision)
                     {
-                        let mut seen = fleet.view();
-                        seen.decision = view.decision;
+                        let seen =
+                            FleetView::of(fleet.store.reports.iter().flatten().copied(), before);
                         if seen.open_members < script.quorum {
                             return false;
                         }
@@ -574,8 +563,15 @@ fn prop_the_fleet_keeps_its_invariants() {
         }
         // After a full round of syncs, every automatic member agrees with an
         // open decision still running.
-        fleet.sync_all();
-        fleet.sync_all();
+        // (Rounds until the decision settles: a report made under an earlier
+        // decision counts only once its member has reported again.)
+        for _ in 0..5 {
+            let before = fleet.store.decision;
+            fleet.sync_all();
+            if fleet.store.decision == before {
+                break;
+            }
+        }
         if let FleetDecision::Open { until, .. } = fleet.store.decision {
             if until > fleet.now {
                 for (breaker, _) in &fleet.members {

@@ -134,7 +134,60 @@ fn all(c: &mut Criterion) {
 
 criterion_group!(benches, all);
 
+/// `n` admissions on the in-process breaker (for callgrind's `--toggle-collect`).
+#[inline(never)]
+fn loop_shared(b: &SharedBreaker, n: u64) {
+    for _ in 0..n {
+        admit(black_box(b));
+    }
+}
+
+/// `n` admissions on the fleet breaker, its sync task running meanwhile.
+#[inline(never)]
+fn loop_fleet(b: &retry_redis::FleetBreaker, n: u64) {
+    for _ in 0..n {
+        admit(black_box(b));
+    }
+}
+
+/// With `FLEET_BENCH_COUNT=n`: `n` admissions on each breaker and nothing else,
+/// for instruction counts under callgrind (repeatable on a loaded machine):
+/// `FLEET_BENCH_COUNT=100000 valgrind --tool=callgrind --toggle-collect='*loop_shared*' ...`.
+fn count_only(n: u64) {
+    let Some(server) = common::start("the fleet benchmark") else {
+        return;
+    };
+    let config = BreakerConfig::basic(5, Duration::from_secs(30), 1).unwrap();
+    let shared = SharedBreaker::new(config).unwrap();
+    let fleet = Fleet::connect(&server.url())
+        .unwrap()
+        .namespace("count")
+        .unwrap();
+    let fleet_breaker = fleet
+        .breaker(
+            "admission",
+            config,
+            FleetConfig::new(FleetRule::Quorum(2)).sync_interval(Duration::from_millis(10)),
+        )
+        .build()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    loop_shared(&shared, n);
+    loop_fleet(&fleet_breaker, n);
+    eprintln!(
+        "{n} admissions each; fleet breaker synced {} times",
+        fleet_breaker.syncs()
+    );
+}
+
 fn main() {
+    if let Some(n) = std::env::var("FLEET_BENCH_COUNT")
+        .ok()
+        .and_then(|n| n.parse().ok())
+    {
+        count_only(n);
+        return;
+    }
     benches();
     Criterion::default().configure_from_args().final_summary();
 }

@@ -416,8 +416,9 @@ impl<const WORDS: usize, const BUCKETS: usize> Inner<WORDS, BUCKETS> {
         Ok((u64::try_from(*now).unwrap_or(0), text(decision), entries))
     }
 
-    /// Sums the members' reports (each member's newest), logging bad ones once
-    /// and leaving them out.
+    /// The fleet's view from the members' reports (each member's newest; the
+    /// core counts only those made under `decision`), logging bad ones once and
+    /// leaving them out.
     fn view(&self, entries: &[(String, String)], decision: FleetDecision) -> FleetView {
         let mut seen: HashMap<&str, MemberReport> = HashMap::new();
         for (member, raw) in entries {
@@ -428,26 +429,10 @@ impl<const WORDS: usize, const BUCKETS: usize> Inner<WORDS, BUCKETS> {
                 Ok(report) => {
                     seen.insert(member, report);
                 }
-                Err(e) => self
-                    .log
-                    .log("the fleet breaker decides alone until a sync succeeds", &e),
+                Err(e) => self.log.log("the fleet breaker leaves the report out", &e),
             }
         }
-        let mut window = WindowStats::default();
-        let mut open = 0_u32;
-        for r in seen.values() {
-            open = open.saturating_add(u32::from(r.open));
-            window.calls = window.calls.saturating_add(r.window.calls);
-            window.failures = window.failures.saturating_add(r.window.failures);
-            window.slow = window.slow.saturating_add(r.window.slow);
-            window.slow_failures = window.slow_failures.saturating_add(r.window.slow_failures);
-        }
-        FleetView {
-            members: u32::try_from(seen.len()).unwrap_or(u32::MAX),
-            open_members: open,
-            window,
-            decision,
-        }
+        FleetView::of(seen.into_values(), decision)
     }
 
     /// The typed error of a script's `{-1, code, type, key}` (or of a reply
@@ -531,12 +516,13 @@ impl Clock {
     }
 }
 
-/// `1|open|calls|failures|slow|slow_failures`.
+/// `1|open|epoch|calls|failures|slow|slow_failures`.
 fn encode_report(r: &MemberReport) -> String {
     let w = &r.window;
     format!(
-        "{FORMAT}|{}|{}|{}|{}|{}",
+        "{FORMAT}|{}|{}|{}|{}|{}|{}",
         u8::from(r.open),
+        r.epoch,
         w.calls,
         w.failures,
         w.slow,
@@ -552,7 +538,7 @@ fn decode_report(raw: &str, key: &str) -> Result<MemberReport, StoreError> {
     let parts: Vec<&str> = raw.split('|').collect();
     check_version(parts.first().copied(), key, garbage)?;
     let num = |s: &str| s.parse::<u32>().map_err(|_| garbage());
-    let [_, open, calls, failures, slow, slow_failures] = parts.as_slice() else {
+    let [_, open, epoch, calls, failures, slow, slow_failures] = parts.as_slice() else {
         return Err(garbage());
     };
     let open = match *open {
@@ -560,6 +546,7 @@ fn decode_report(raw: &str, key: &str) -> Result<MemberReport, StoreError> {
         "1" => true,
         _ => return Err(garbage()),
     };
+    let epoch = epoch.parse::<u64>().map_err(|_| garbage())?;
     let window = WindowStats {
         calls: num(calls)?,
         failures: num(failures)?,
@@ -572,7 +559,11 @@ fn decode_report(raw: &str, key: &str) -> Result<MemberReport, StoreError> {
     {
         return Err(garbage());
     }
-    Ok(MemberReport { open, window })
+    Ok(MemberReport {
+        open,
+        window,
+        epoch,
+    })
 }
 
 /// `1|closed|epoch` or `1|open|until_ms|epoch`.

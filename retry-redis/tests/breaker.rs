@@ -411,3 +411,47 @@ fn the_tower_breaker_layer_takes_a_fleet_breaker() {
         }
     });
 }
+
+#[test]
+fn a_store_that_lost_its_keys_lets_the_instances_decide_alone() {
+    let Some(server) = common::start("a_store_that_lost_its_keys_lets_the_instances_decide_alone")
+    else {
+        return;
+    };
+    let open = Duration::from_millis(300);
+    let fleet = FleetConfig::new(FleetRule::Quorum(1)).sync_interval(INTERVAL);
+    let members = three(&server.url(), "lost", fleet, open);
+    for _ in 0..3 {
+        assert!(fail(&members[0]));
+    }
+    let followed = wait_for(2 * INTERVAL + MARGIN, || {
+        members[1..].iter().all(|m| m.is_following())
+    });
+    assert!(followed.is_some());
+    // Redis loses everything (a restart without persistence, a flush).
+    let _: () = redis::cmd("FLUSHALL").query(&mut server.conn()).unwrap();
+    // The dependency is healthy again: every instance gets back to closed (on
+    // its own or through a new fleet decision and its probe), none stays stuck
+    // following a decision nobody holds.
+    let recovered = wait_for(open + Duration::from_secs(3), || {
+        for m in &members {
+            let _ = succeed(m);
+        }
+        members.iter().all(|m| m.state() == BreakerState::Closed)
+    });
+    assert!(
+        recovered.is_some(),
+        "{:?}",
+        members
+            .iter()
+            .map(|m| (
+                m.state(),
+                m.is_following(),
+                m.epoch(),
+                m.syncs(),
+                m.sync_errors(),
+                m.last_sync()
+            ))
+            .collect::<Vec<_>>()
+    );
+}

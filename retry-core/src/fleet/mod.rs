@@ -263,6 +263,51 @@ pub struct MemberReport {
     pub open: bool,
     /// What the member's window holds.
     pub window: WindowStats,
+    /// The epoch of the fleet decision the member had applied when it made the
+    /// report: a report made under an earlier decision (before the fleet closed,
+    /// say) is not counted under a later one.
+    pub epoch: u64,
+}
+
+impl FleetView {
+    /// The view of `reports` (one per member, the newest) under `decision`:
+    /// every member counts towards [`FleetView::members`]; only the reports
+    /// made under this decision count towards the open members and the summed
+    /// window, so that a report from before the fleet last changed (still in
+    /// the store for an interval or two) cannot trip it again.
+    ///
+    /// ```
+    /// use retry_core::{FleetDecision, FleetView, MemberReport, WindowStats};
+    ///
+    /// let open = |epoch| MemberReport { open: true, window: WindowStats::default(), epoch };
+    /// let view = FleetView::of([open(7), open(9)], FleetDecision::Closed { epoch: 9 });
+    /// assert_eq!((view.members, view.open_members), (2, 1));
+    /// ```
+    #[must_use]
+    pub fn of(
+        reports: impl IntoIterator<Item = MemberReport>,
+        decision: FleetDecision,
+    ) -> FleetView {
+        let mut view = FleetView {
+            members: 0,
+            open_members: 0,
+            window: WindowStats::default(),
+            decision,
+        };
+        for r in reports {
+            view.members = view.members.saturating_add(1);
+            if r.epoch != decision.epoch() {
+                continue;
+            }
+            view.open_members = view.open_members.saturating_add(u32::from(r.open));
+            let w = &mut view.window;
+            w.calls = w.calls.saturating_add(r.window.calls);
+            w.failures = w.failures.saturating_add(r.window.failures);
+            w.slow = w.slow.saturating_add(r.window.slow);
+            w.slow_failures = w.slow_failures.saturating_add(r.window.slow_failures);
+        }
+        view
+    }
 }
 
 /// The decision published for the whole fleet. Every new decision has a
@@ -370,6 +415,9 @@ pub struct FleetMember {
     tickets: u32,
     /// When the claimed slots lapse (the store frees them then).
     tickets_until: Instant,
+    /// The end of the open period the fleet put the breaker in: a breaker open
+    /// until another instant re-opened on its own (a probe failed).
+    held_until: Instant,
 }
 
 impl FleetMember {
@@ -382,6 +430,7 @@ impl FleetMember {
             following: false,
             tickets: 0,
             tickets_until: Instant::ORIGIN,
+            held_until: Instant::ORIGIN,
         }
     }
 
@@ -420,6 +469,7 @@ impl FleetMember {
         MemberReport {
             open: !self.following && matches!(state, BreakerState::Open | BreakerState::HalfOpen),
             window: breaker.stats(now),
+            epoch: self.epoch,
         }
     }
 
@@ -485,7 +535,7 @@ impl FleetMember {
                 match breaker.state() {
                     BreakerState::Closed => sync.proposal = Some(Proposal::Close),
                     BreakerState::Open => match breaker.open_until() {
-                        Some(own) if own > until && own > now => {
+                        Some(own) if own != self.held_until && own > now => {
                             sync.proposal = Some(Proposal::Open { until: own });
                         }
                         _ => sync.claim = self.claim(breaker),
@@ -503,7 +553,10 @@ impl FleetMember {
     /// put the breaker in a manual state (which the fleet leaves alone). A newer
     /// open decision opens a closed (or half-open) breaker until its end and
     /// makes the member follow the fleet; a newer closed decision closes a
-    /// breaker that follows the fleet. Returns the transition made, if any.
+    /// breaker that follows the fleet. A decision older than the one the member
+    /// follows means the store lost its state: the member stops following and
+    /// decides alone, its breaker untouched. Returns the transition made, if
+    /// any.
     pub fn apply<const W: usize, const B: usize>(
         &mut self,
         breaker: &mut CircuitBreaker<W, B>,
@@ -511,7 +564,16 @@ impl FleetMember {
         now: Instant,
     ) -> Option<Transition> {
         let epoch = decision.epoch();
-        if epoch < self.epoch || breaker.state().is_manual() {
+        if epoch < self.epoch {
+            // The store lost the decisions this member followed (flushed, or
+            // restarted without persistence): decide alone, the breaker as it
+            // is, until the fleet decides again.
+            self.epoch = epoch;
+            self.following = false;
+            self.tickets = 0;
+            return None;
+        }
+        if breaker.state().is_manual() {
             return None;
         }
         let newer = epoch > self.epoch;
@@ -535,15 +597,21 @@ impl FleetMember {
                     // turn half-open together; a member closed meanwhile (by an
                     // operator) is opened again.
                     let same = state == BreakerState::Open && breaker.open_until() == Some(until);
-                    if same || (!newer && state != BreakerState::Closed) {
+                    if same {
+                        self.held_until = until;
                         return None;
                     }
+                    if !newer && state != BreakerState::Closed {
+                        return None;
+                    }
+                    self.held_until = until;
                     return breaker.force(ManualState::OpenUntil(until), now).ok();
                 }
                 if newer && state == BreakerState::Closed {
                     // The fleet is probing already: stay out until the next sync
                     // claims a slot or brings the verdict.
                     let next = now.saturating_add(self.config.sync_interval);
+                    self.held_until = next;
                     return breaker
                         .ensure(ManualState::OpenUntil(next), now)
                         .ok()

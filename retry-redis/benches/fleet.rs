@@ -31,12 +31,13 @@ fn admit(b: &dyn Breaker) {
     }
 }
 
-fn breaker(c: &mut Criterion, url: &str) {
+/// The two breakers compared: in-process, and shared by a fleet through the
+/// Redis at `url`, syncing every 10 ms (25 times as often as the default) to
+/// make any interference from the sync task visible.
+fn breakers(url: &str) -> (SharedBreaker, retry_redis::FleetBreaker) {
     let config = BreakerConfig::basic(5, Duration::from_secs(30), 1).unwrap();
     let shared = SharedBreaker::new(config).unwrap();
     let fleet = Fleet::connect(url).unwrap().namespace("bench").unwrap();
-    // Syncing every 10 ms (25 times as often as the default) to make any
-    // interference from the sync task visible.
     let fleet_breaker = fleet
         .breaker(
             "admission",
@@ -46,6 +47,11 @@ fn breaker(c: &mut Criterion, url: &str) {
         .build()
         .unwrap();
     std::thread::sleep(Duration::from_millis(100));
+    (shared, fleet_breaker)
+}
+
+fn breaker(c: &mut Criterion, url: &str) {
+    let (shared, fleet_breaker) = breakers(url);
     assert!(
         fleet_breaker.syncs() > 0,
         "the fleet breaker syncs during the benchmark"
@@ -157,21 +163,7 @@ fn count_only(n: u64) {
     let Some(server) = common::start("the fleet benchmark") else {
         return;
     };
-    let config = BreakerConfig::basic(5, Duration::from_secs(30), 1).unwrap();
-    let shared = SharedBreaker::new(config).unwrap();
-    let fleet = Fleet::connect(&server.url())
-        .unwrap()
-        .namespace("count")
-        .unwrap();
-    let fleet_breaker = fleet
-        .breaker(
-            "admission",
-            config,
-            FleetConfig::new(FleetRule::Quorum(2)).sync_interval(Duration::from_millis(10)),
-        )
-        .build()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(100));
+    let (shared, fleet_breaker) = breakers(&server.url());
     loop_shared(&shared, n);
     loop_fleet(&fleet_breaker, n);
     eprintln!(

@@ -18,7 +18,7 @@ use retry_core::{
 use retry_shared::{Breaker, Gate};
 
 use crate::error::{LogOnce, SetupError, StoreError};
-use crate::{check_duration, check_name, observe, Fleet, FORMAT};
+use crate::{check_duration, check_name, observe, text, Fleet, FORMAT};
 
 static SYNC: std::sync::LazyLock<redis::Script> =
     std::sync::LazyLock::new(|| redis::Script::new(include_str!("lua/sync.lua")));
@@ -606,16 +606,6 @@ fn reply_items(v: &Value) -> Option<Vec<Value>> {
     match v {
         Value::Array(items) => Some(items.clone()),
         _ => None,
-    }
-}
-
-fn text(v: &Value) -> String {
-    match v {
-        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-        Value::SimpleString(s) => s.clone(),
-        Value::Int(i) => i.to_string(),
-        Value::Nil => String::new(),
-        other => format!("{other:?}"),
     }
 }
 

@@ -16,7 +16,7 @@ use retry_shared::Budget;
 
 use crate::error::{Fallback, LogOnce, SetupError, StoreError};
 use crate::io::Io;
-use crate::{check_duration, check_name, observe, Fleet, FORMAT};
+use crate::{check_duration, check_name, observe, text, Fleet, FORMAT};
 
 /// The most a number may be for Lua's doubles to keep it exact.
 const EXACT: u64 = (1 << 53) - 1;
@@ -505,16 +505,6 @@ impl Inner {
             }
             _ => Requirement::AtLeast(Tokens::ZERO),
         }
-    }
-}
-
-/// A Redis string as text (lossy), or a description of what else it was.
-fn text(v: &Value) -> String {
-    match v {
-        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-        Value::SimpleString(s) => s.clone(),
-        Value::Int(i) => i.to_string(),
-        other => format!("{other:?}"),
     }
 }
 

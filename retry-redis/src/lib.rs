@@ -167,3 +167,15 @@ fn check_duration(field: &'static str, d: Duration) -> Result<(), SetupError> {
     }
     Ok(())
 }
+
+/// A Redis reply as text (lossy; nil is empty), or a description of what else
+/// it was.
+fn text(v: &redis::Value) -> String {
+    match v {
+        redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        redis::Value::SimpleString(s) => s.clone(),
+        redis::Value::Int(i) => i.to_string(),
+        redis::Value::Nil => String::new(),
+        other => format!("{other:?}"),
+    }
+}

@@ -10,10 +10,7 @@ use core::time::Duration;
 use std::sync::Arc;
 
 use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
-use retry_core::{
-    AttemptKind, Backoff, BudgetConfig, BudgetInput, Instant, Jitter, RetryBudget, RetryKind,
-    RetryPolicy, Tokens,
-};
+use retry_core::{AttemptKind, BudgetConfig, BudgetInput, Instant, RetryBudget, RetryKind, Tokens};
 use retry_redis::{Fallback, Fleet, StoreError};
 
 /// A generous timeout: these tests check answers, not latency (the machine is
@@ -151,13 +148,7 @@ fn three_processes_of_a_thousand_concurrent_retries_withdraw_exactly_the_quota()
     // AWS: 500 tokens, 5 a retry: exactly 100 retries, whatever the order (no
     // call succeeds, so nothing is refunded).
     let config = BudgetConfig::aws_standard();
-    let policy = RetryPolicy::builder()
-        .max_attempts(2)
-        .backoff(Backoff::constant(Duration::from_millis(1)))
-        .jitter(Jitter::None)
-        .use_retry_budget(true)
-        .build()
-        .unwrap();
+    let policy = common::one_retry();
     let attempts = Arc::new(AtomicU64::new(0));
     let url = server.url();
     let instances: Vec<_> = (0..3)
@@ -344,13 +335,7 @@ fn bad_data_is_a_typed_error_logged_once_with_the_local_fallback() {
         .enable_all()
         .build()
         .unwrap();
-    let policy = RetryPolicy::builder()
-        .max_attempts(2)
-        .backoff(Backoff::constant(Duration::from_millis(1)))
-        .jitter(Jitter::None)
-        .use_retry_budget(true)
-        .build()
-        .unwrap();
+    let policy = common::one_retry();
     for (budget, attempts_each) in [(&open, 2), (&closed, 1)] {
         let retry = retry_tokio::Retry::<&str>::new(policy).budget(budget.clone());
         for _ in 0..5 {

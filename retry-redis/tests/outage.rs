@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use retry_core::{
-    Action, Backoff, BreakerConfig, BudgetConfig, BudgetInput, Event, FleetConfig, FleetRule,
-    HedgeAction, HedgeEvent, Jitter, Rate, RetryKind, RetryMachine, RetryPolicy,
+    Action, BreakerConfig, BudgetConfig, BudgetInput, Event, FleetConfig, FleetRule, HedgeAction,
+    HedgeEvent, Rate, RetryKind, RetryMachine,
 };
 use retry_redis::{Fleet, FleetBreaker, FleetBudget};
 use retry_shared::Budget;
@@ -75,13 +75,7 @@ fn redis_killed_mid_run_and_restarted() {
         .minimum_calls(100)
         .build()
         .unwrap();
-    let policy = RetryPolicy::builder()
-        .max_attempts(2)
-        .backoff(Backoff::constant(Duration::from_millis(1)))
-        .jitter(Jitter::None)
-        .use_retry_budget(true)
-        .build()
-        .unwrap();
+    let policy = common::one_retry();
     let stop = Arc::new(AtomicBool::new(false));
     let mut instances = Vec::new();
     let mut threads = Vec::new();

@@ -125,3 +125,15 @@ impl Drop for RedisServer {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// A call with one retry, 1 ms after the first attempt, that asks the retry
+/// budget first.
+pub fn one_retry() -> retry_core::RetryPolicy {
+    retry_core::RetryPolicy::builder()
+        .max_attempts(2)
+        .backoff(retry_core::Backoff::constant(Duration::from_millis(1)))
+        .jitter(retry_core::Jitter::None)
+        .use_retry_budget(true)
+        .build()
+        .expect("a valid policy")
+}

@@ -250,3 +250,23 @@
 //! beyond the first withdraws from the retry budget when one is used; a refusal
 //! stops further copies without failing those in flight. A call not marked
 //! idempotent is never hedged unless the caller says so.
+//!
+//! # Sharing across a fleet
+//!
+//! Many processes may share one retry budget and one view of a breaker through
+//! a store (the `retry-redis` crate uses Redis). Budget operations run
+//! atomically in the store with exactly this crate's budget arithmetic (the
+//! integers [`BudgetConfig::parameters`](crate::BudgetConfig::parameters)
+//! gives), each bounded by a timeout, after which the process falls back to its
+//! own budget or refuses, as configured. Each process keeps admitting calls with
+//! its own breaker and publishes its window counts every sync interval (250 ms
+//! unless set). The fleet opens by quorum (at least Q processes, or a fraction of
+//! them, have opened on their own, so one bad process cannot open the others) or
+//! by the aggregate rule (the summed windows cross the thresholds). An open
+//! decision is published with its expiry and reaches every process within one
+//! interval; half-open probes are claimed fleet-wide, with an expiry so that a
+//! crashed prober frees its claim, and their verdict closes or re-opens the
+//! fleet. What a member does with the fleet's view is decided here, by
+//! [`FleetMember`](crate::FleetMember); the store's crate only carries the data.
+//! Keys are namespaced, expire and stay bounded, and bad data in the store is a
+//! typed error with the local fallback.

@@ -9,7 +9,7 @@
 use core::time::Duration;
 
 use crate::breaker::{Admission, CallOutcome};
-use crate::budget::{AttemptKind, RetryBudget, RetryKind};
+use crate::budget::{AttemptKind, BudgetInput, BudgetOutput, RetryBudget, RetryKind, Withdrawal};
 use crate::classify::FailureKind;
 use crate::retry::{Action, Event, RetryMachine};
 use crate::time::Instant;
@@ -48,9 +48,45 @@ pub fn feed_budget(
     action: Action,
     now: Instant,
 ) -> Option<Event> {
+    budget_steps(machine, event, action)
+        .apply(budget, now)
+        .map(|w| {
+            if w.is_granted() {
+                Event::Granted
+            } else {
+                Event::Refused
+            }
+        })
+}
+
+/// What a retry budget hears about one step of a call (the `event` the driver
+/// sent and the `action` the machine answered): the inputs
+/// [`feed_budget`] applies, in order. A budget kept elsewhere (in a store shared
+/// by a fleet) sends these instead of holding a [`RetryBudget`]; a withdrawal,
+/// if any, is always the last input.
+///
+/// ```
+/// use retry_core::{budget_steps, BudgetInput, Event, Failure, Instant, RetryKind, RetryMachine, RetryPolicy};
+///
+/// let policy = RetryPolicy::builder().use_retry_budget(true).build()?;
+/// let mut m = RetryMachine::new(&policy, 1);
+/// let now = Instant::ORIGIN;
+/// let a = m.poll(Event::Start, now);
+/// assert_eq!(budget_steps(&m, Event::Start, a).as_slice(), &[BudgetInput::FirstAttempt]);
+/// let event = Event::Failed(Failure::retryable());
+/// let a = m.poll(event, now);
+/// assert_eq!(
+///     budget_steps(&m, event, a).as_slice(),
+///     &[BudgetInput::Failure, BudgetInput::Withdraw(RetryKind::Failure)]
+/// );
+/// # Ok::<(), retry_core::PolicyError>(())
+/// ```
+#[must_use]
+pub fn budget_steps(machine: &RetryMachine, event: Event, action: Action) -> BudgetSteps {
+    let mut steps = BudgetSteps::NONE;
     match event {
-        Event::Failed(f) if f.is_retryable() => budget.on_failure(now),
-        Event::TimedOut if machine.policy().retries_timeouts() => budget.on_failure(now),
+        Event::Failed(f) if f.is_retryable() => steps.push(BudgetInput::Failure),
+        Event::TimedOut if machine.policy().retries_timeouts() => steps.push(BudgetInput::Failure),
         Event::Succeeded => {
             let attempt = match action {
                 Action::Done { attempts } if attempts > 1 => {
@@ -58,14 +94,13 @@ pub fn feed_budget(
                 }
                 _ => AttemptKind::First,
             };
-            budget.on_success(now, attempt);
+            steps.push(BudgetInput::Success(attempt));
         }
         _ => {}
     }
     match action {
         Action::Attempt { number: 1, .. } if event == Event::Start => {
-            budget.on_first_attempt(now);
-            None
+            steps.push(BudgetInput::FirstAttempt);
         }
         Action::Withdraw { after_timeout, .. } => {
             let kind = if after_timeout {
@@ -73,13 +108,58 @@ pub fn feed_budget(
             } else {
                 RetryKind::Failure
             };
-            Some(if budget.try_withdraw(kind, now).is_granted() {
-                Event::Granted
-            } else {
-                Event::Refused
-            })
+            steps.push(BudgetInput::Withdraw(kind));
         }
-        _ => None,
+        _ => {}
+    }
+    steps
+}
+
+/// The inputs one step of a call gives a retry budget: at most two (a failure or
+/// a success, then a first attempt or a withdrawal), in the order they apply.
+/// Made by [`budget_steps`] and [`hedge_budget_steps`](crate::hedge_budget_steps).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BudgetSteps {
+    inputs: [BudgetInput; 2],
+    len: usize,
+}
+
+impl BudgetSteps {
+    /// No input.
+    pub const NONE: BudgetSteps = BudgetSteps {
+        inputs: [BudgetInput::FirstAttempt; 2],
+        len: 0,
+    };
+
+    pub(crate) fn push(&mut self, input: BudgetInput) {
+        if let Some(free) = self.inputs.get_mut(self.len) {
+            *free = input;
+            self.len = self.len.saturating_add(1);
+        }
+    }
+
+    /// The inputs, in order.
+    #[must_use]
+    pub fn as_slice(&self) -> &[BudgetInput] {
+        self.inputs.get(..self.len).unwrap_or(&[])
+    }
+
+    /// Whether the last input is a withdrawal, whose answer the machine waits for.
+    #[must_use]
+    pub fn withdraws(&self) -> bool {
+        matches!(self.as_slice().last(), Some(BudgetInput::Withdraw(_)))
+    }
+
+    /// Applies the inputs to `budget` at `now`, returning the withdrawal's answer
+    /// if there was one.
+    pub fn apply(&self, budget: &mut RetryBudget, now: Instant) -> Option<Withdrawal> {
+        let mut answer = None;
+        for input in self.as_slice() {
+            if let BudgetOutput::Withdrawal(w) = budget.apply(*input, now) {
+                answer = Some(w);
+            }
+        }
+        answer
     }
 }
 

@@ -26,12 +26,14 @@ extern crate std;
 // time every machine counts in (time.rs) and the glue between the retry machine
 // and the shared breaker and budget (compose.rs), and the error a snapshot that
 // cannot be restored is refused with (snapshot.rs). The hedge machine, with its
-// policy, latency histogram, simulator and glue, has its own folder (hedge/).
+// policy, latency histogram, simulator and glue, has its own folder (hedge/), and
+// so has what a member of a fleet sharing one breaker view decides (fleet/).
 pub mod behaviour;
 mod breaker;
 mod budget;
 mod classify;
 mod compose;
+mod fleet;
 mod hedge;
 mod hint;
 mod retry;
@@ -54,8 +56,8 @@ pub use breaker::{
 };
 pub use budget::{
     AttemptKind, AwsQuotaBuilder, BudgetConfig, BudgetError, BudgetEvent, BudgetInput,
-    BudgetOutput, BudgetSnapshot, BudgetStep, BudgetTimeline, FinagleBudgetBuilder, Requirement,
-    RetryBudget, RetryKind, Tokens, Withdrawal,
+    BudgetOutput, BudgetParameters, BudgetSnapshot, BudgetStep, BudgetTimeline,
+    FinagleBudgetBuilder, Requirement, RetryBudget, RetryKind, Tokens, Withdrawal,
 };
 pub use classify::{
     may_replay, may_retry_connection_error, pushback_failure, ChildHint, ErrorCodeSet,
@@ -64,7 +66,8 @@ pub use classify::{
     SetParseErrorKind, SignalSet, StatusSet, Statuses, SIGINT, SIGPIPE,
 };
 pub use compose::{
-    abandoned_outcome, attempt_outcome, breaker_outcome, feed_budget, rejection, AttemptOutcome,
+    abandoned_outcome, attempt_outcome, breaker_outcome, budget_steps, feed_budget, rejection,
+    AttemptOutcome, BudgetSteps,
 };
 #[cfg(feature = "serde")]
 #[doc(no_inline)]
@@ -72,11 +75,15 @@ pub use config::{ConfigError, Curve, PolicyOverride, RetryAfter};
 #[cfg(feature = "serde")]
 #[doc(no_inline)]
 pub use duration_text::{parse_duration, BareNumber, DurationParseError, DurationText};
+pub use fleet::{
+    FleetConfig, FleetDecision, FleetError, FleetMember, FleetRule, FleetSync, FleetView,
+    MemberReport, Proposal,
+};
 pub use hedge::{
-    feed_hedge_budget, hedge_breaker_outcome, hedge_rejection, Copies, CopiesIter, HedgeAction,
-    HedgeDelay, HedgeEvent, HedgeMachine, HedgeMisuse, HedgeMode, HedgePhase, HedgePolicy,
-    HedgePolicyBuilder, HedgePolicyError, HedgeSimulation, HedgeStep, HedgeTimeline,
-    LatencyHistogram, WaitReason, MAX_COPIES,
+    feed_hedge_budget, hedge_breaker_outcome, hedge_budget_steps, hedge_rejection, Copies,
+    CopiesIter, HedgeAction, HedgeDelay, HedgeEvent, HedgeMachine, HedgeMisuse, HedgeMode,
+    HedgePhase, HedgePolicy, HedgePolicyBuilder, HedgePolicyError, HedgeSimulation, HedgeStep,
+    HedgeTimeline, LatencyHistogram, WaitReason, MAX_COPIES,
 };
 pub use hint::{
     format_http_date, parse_grpc_pushback, parse_http_date, parse_retry_after,

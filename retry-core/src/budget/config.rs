@@ -437,3 +437,93 @@ impl FinagleBudgetBuilder {
         })
     }
 }
+
+/// The integer parameters of a [`BudgetConfig`], every amount in thousandths of
+/// a token: what a budget kept outside this process (in a shared store, say)
+/// needs to do exactly the arithmetic of [`RetryBudget`](super::RetryBudget).
+///
+/// ```
+/// use retry_core::{BudgetConfig, BudgetParameters};
+///
+/// let p = BudgetConfig::aws_standard().parameters();
+/// assert_eq!(
+///     p,
+///     BudgetParameters::Aws { capacity: 500_000, retry_cost: 5_000, timeout_cost: 10_000, no_retry_increment: 1_000 }
+/// );
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BudgetParameters {
+    /// gRPC throttling: the bucket starts at `max`; a retryable failure takes
+    /// 1,000 (saturating at zero); a success adds `ratio` (capped at `max`); a
+    /// retry is granted, free, while the bucket holds more than `max / 2`
+    /// (integer division).
+    Grpc {
+        /// The bucket size.
+        max: u64,
+        /// What a success adds.
+        ratio: u64,
+    },
+    /// The AWS quota: the bucket starts at `capacity`; a retry takes its cost
+    /// (`timeout_cost` after a timeout) if at least that much is left, and is
+    /// refused otherwise; a success refunds its retry's cost, or
+    /// `no_retry_increment` for a first attempt (capped at `capacity`).
+    Aws {
+        /// The bucket size and starting count.
+        capacity: u64,
+        /// What a retry after an ordinary failure costs.
+        retry_cost: u64,
+        /// What a retry after a timeout costs.
+        timeout_cost: u64,
+        /// What a success of a first attempt adds.
+        no_retry_increment: u64,
+    },
+    /// Finagle: ten slices of `slice_nanos` each; slot `s` of time `t` is
+    /// `t / slice_nanos` (nanoseconds since the budget's origin). A first
+    /// attempt adds `deposit` to its slot's slice, a granted retry subtracts
+    /// `withdrawal`; a slice is reset when a new slot lands on it (slot modulo
+    /// ten), and holds at most `slice_cap`. The balance at slot `s` is
+    /// `reserve` plus the slices whose slot is in `(s - 10, s]`, clamped into
+    /// `[0, max]`; a retry is granted when the balance is at least `withdrawal`.
+    Finagle {
+        /// What a request deposits.
+        deposit: u64,
+        /// What a retry costs.
+        withdrawal: u64,
+        /// The standing reserve.
+        reserve: u64,
+        /// The most one slice holds.
+        slice_cap: u64,
+        /// The ceiling of the balance.
+        max: u64,
+        /// The length of one slice, in nanoseconds (at least 100 ms).
+        slice_nanos: u64,
+    },
+}
+
+impl BudgetConfig {
+    /// The configuration's integer parameters (see [`BudgetParameters`]).
+    #[must_use]
+    pub fn parameters(&self) -> BudgetParameters {
+        match self.kind {
+            Kind::Grpc(g) => BudgetParameters::Grpc {
+                max: g.max,
+                ratio: g.ratio,
+            },
+            Kind::Aws(a) => BudgetParameters::Aws {
+                capacity: a.capacity,
+                retry_cost: a.retry_cost,
+                timeout_cost: a.timeout_cost,
+                no_retry_increment: a.no_retry_increment,
+            },
+            Kind::Finagle(fc) => BudgetParameters::Finagle {
+                deposit: fc.deposit,
+                withdrawal: fc.withdrawal,
+                reserve: fc.reserve,
+                slice_cap: SLICE_CAP.unsigned_abs(),
+                max: fc.max(),
+                slice_nanos: fc.slice_nanos,
+            },
+        }
+    }
+}

@@ -29,7 +29,7 @@ mod sim;
 mod snapshot;
 mod window;
 
-pub use config::{AwsQuotaBuilder, BudgetConfig, FinagleBudgetBuilder};
+pub use config::{AwsQuotaBuilder, BudgetConfig, BudgetParameters, FinagleBudgetBuilder};
 pub use error::BudgetError;
 pub use sim::{BudgetEvent, BudgetInput, BudgetOutput, BudgetStep, BudgetTimeline};
 pub use snapshot::BudgetSnapshot;

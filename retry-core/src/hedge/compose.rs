@@ -8,7 +8,8 @@ use core::time::Duration;
 
 use super::machine::{HedgeAction, HedgeEvent};
 use crate::breaker::{Admission, CallOutcome};
-use crate::budget::{AttemptKind, RetryBudget, RetryKind};
+use crate::budget::{AttemptKind, BudgetInput, RetryBudget, RetryKind};
+use crate::compose::BudgetSteps;
 use crate::time::Instant;
 
 /// Tells a shared [`RetryBudget`] about one step of a hedged call (the `event`
@@ -49,15 +50,38 @@ pub fn feed_hedge_budget(
     action: HedgeAction,
     now: Instant,
 ) -> Option<HedgeEvent> {
+    hedge_budget_steps(event, action)
+        .apply(budget, now)
+        .map(|w| {
+            if w.is_granted() {
+                HedgeEvent::Granted
+            } else {
+                HedgeEvent::Refused
+            }
+        })
+}
+
+/// What a retry budget hears about one step of a hedged call: the inputs
+/// [`feed_hedge_budget`] applies, in order (a withdrawal, if any, last). A
+/// budget kept elsewhere sends these instead of holding a [`RetryBudget`].
+///
+/// ```
+/// use retry_core::{hedge_budget_steps, BudgetInput, HedgeAction, HedgeEvent, RetryKind};
+///
+/// let steps = hedge_budget_steps(HedgeEvent::Woke, HedgeAction::Withdraw { copy: 2 });
+/// assert_eq!(steps.as_slice(), &[BudgetInput::Withdraw(RetryKind::Failure)]);
+/// ```
+#[must_use]
+pub fn hedge_budget_steps(event: HedgeEvent, action: HedgeAction) -> BudgetSteps {
+    let mut steps = BudgetSteps::NONE;
     if let HedgeEvent::Failed { failure, .. } = event {
         if failure.is_retryable() {
-            budget.on_failure(now);
+            steps.push(BudgetInput::Failure);
         }
     }
     match action {
         HedgeAction::Launch { copy: 1, .. } if event == HedgeEvent::Start => {
-            budget.on_first_attempt(now);
-            None
+            steps.push(BudgetInput::FirstAttempt);
         }
         HedgeAction::Done { copy, .. }
             if matches!(event, HedgeEvent::Succeeded { .. } | HedgeEvent::Stopped) =>
@@ -67,18 +91,12 @@ pub fn feed_hedge_budget(
             } else {
                 AttemptKind::First
             };
-            budget.on_success(now, attempt);
-            None
+            steps.push(BudgetInput::Success(attempt));
         }
-        HedgeAction::Withdraw { .. } => Some(
-            if budget.try_withdraw(RetryKind::Failure, now).is_granted() {
-                HedgeEvent::Granted
-            } else {
-                HedgeEvent::Refused
-            },
-        ),
-        _ => None,
+        HedgeAction::Withdraw { .. } => steps.push(BudgetInput::Withdraw(RetryKind::Failure)),
+        _ => {}
     }
+    steps
 }
 
 /// What a circuit breaker records for one copy, from the event the driver sends

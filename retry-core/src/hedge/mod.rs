@@ -15,7 +15,7 @@ mod machine;
 mod policy;
 mod sim;
 
-pub use compose::{feed_hedge_budget, hedge_breaker_outcome, hedge_rejection};
+pub use compose::{feed_hedge_budget, hedge_breaker_outcome, hedge_budget_steps, hedge_rejection};
 pub use copies::{Copies, CopiesIter, MAX_COPIES};
 pub use error::HedgePolicyError;
 pub use latency::LatencyHistogram;

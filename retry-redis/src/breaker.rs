@@ -1,0 +1,658 @@
+//! [`FleetBreaker`]: a local circuit breaker that syncs with the fleet's view in
+//! Redis every interval.
+
+use core::fmt;
+use core::sync::atomic::{AtomicU64, Ordering};
+use core::time::Duration;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Instant;
+
+use redis::aio::ConnectionManager;
+use redis::Value;
+use retry_core::{
+    Admission, BreakerConfig, BreakerMetrics, BreakerState, CallOutcome, CircuitBreaker,
+    FleetConfig, FleetDecision, FleetMember, FleetView, MemberReport, Permit, Proposal, Transition,
+    WindowStats,
+};
+use retry_shared::{Breaker, Gate};
+
+use crate::error::{LogOnce, SetupError, StoreError};
+use crate::{check_duration, check_name, observe, text, Fleet, FORMAT};
+
+static SYNC: std::sync::LazyLock<redis::Script> =
+    std::sync::LazyLock::new(|| redis::Script::new(include_str!("lua/sync.lua")));
+static DECIDE: std::sync::LazyLock<redis::Script> =
+    std::sync::LazyLock::new(|| redis::Script::new(include_str!("lua/decide.lua")));
+static CLAIM: std::sync::LazyLock<redis::Script> =
+    std::sync::LazyLock::new(|| redis::Script::new(include_str!("lua/claim.lua")));
+
+/// How long a closed decision (and an open one, past its period) stays in Redis.
+const DECISION_TTL: Duration = Duration::from_secs(3600);
+
+/// What the sync script read: the server's clock (ms), the raw decision, and
+/// the members' raw reports (the current bucket's first).
+type SyncReply = (u64, String, Vec<(String, String)>);
+
+/// A hook told about every state change of a fleet breaker.
+type TransitionHook = dyn Fn(&Transition) + Send + Sync;
+
+/// Builds a [`FleetBreaker`]; start with [`Fleet::breaker`].
+#[must_use]
+pub struct FleetBreakerBuilder {
+    fleet: Fleet,
+    name: String,
+    config: BreakerConfig,
+    fleet_config: FleetConfig,
+    on_transition: Option<Arc<TransitionHook>>,
+}
+
+impl fmt::Debug for FleetBreakerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FleetBreakerBuilder")
+            .field("name", &self.name)
+            .field("config", &self.config)
+            .field("fleet_config", &self.fleet_config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FleetBreakerBuilder {
+    pub(crate) fn new(
+        fleet: Fleet,
+        name: &str,
+        config: BreakerConfig,
+        fleet_config: FleetConfig,
+    ) -> Self {
+        FleetBreakerBuilder {
+            fleet,
+            name: name.to_owned(),
+            config,
+            fleet_config,
+            on_transition: None,
+        }
+    }
+
+    /// Calls `hook` with every state change of this member's breaker: those
+    /// its own calls cause and those the fleet's decisions cause.
+    pub fn on_transition(mut self, hook: impl Fn(&Transition) + Send + Sync + 'static) -> Self {
+        self.on_transition = Some(Arc::new(hook));
+        self
+    }
+
+    /// Checks the settings, starts syncing, and returns the breaker, with room
+    /// for a count window of up to 1,024 calls.
+    ///
+    /// # Errors
+    /// A [`SetupError`]: a bad name, a breaker or fleet config the core
+    /// refuses, or a sync interval or claim lifetime out of range.
+    pub fn build(self) -> Result<FleetBreaker, SetupError> {
+        self.build_with_capacity()
+    }
+
+    /// As [`FleetBreakerBuilder::build`], with the capacity the type names
+    /// (`WORDS × 64` calls of count window, `BUCKETS` buckets of time window).
+    ///
+    /// # Errors
+    /// As [`FleetBreakerBuilder::build`].
+    pub fn build_with_capacity<const WORDS: usize, const BUCKETS: usize>(
+        self,
+    ) -> Result<FleetBreaker<WORDS, BUCKETS>, SetupError> {
+        check_name("name", &self.name)?;
+        self.fleet_config
+            .validate(&self.config)
+            .map_err(SetupError::Fleet)?;
+        check_duration("sync_interval", self.fleet_config.interval())?;
+        check_duration("claim_ttl", self.fleet_config.claim_lifetime())?;
+        let breaker =
+            CircuitBreaker::<WORDS, BUCKETS>::new(self.config).map_err(SetupError::Breaker)?;
+        let prefix = format!("{}:breaker:{}", self.fleet.namespace, self.name);
+        let inner = Arc::new(Inner {
+            cell: Mutex::new(Cell {
+                breaker,
+                member: FleetMember::new(self.fleet_config),
+            }),
+            origin: Instant::now(),
+            slow_call_duration: self.config.slow_call_duration(),
+            decision_key: format!("{prefix}:decision"),
+            claims_key: format!("{prefix}:probes"),
+            bucket_prefix: format!("{prefix}:members:"),
+            member_id: self.fleet.member.clone(),
+            fleet_config: self.fleet_config,
+            on_transition: self.on_transition,
+            syncs: AtomicU64::new(0),
+            sync_errors: AtomicU64::new(0),
+            last: Mutex::new(None),
+            log: LogOnce::default(),
+        });
+        let weak = Arc::downgrade(&inner);
+        self.fleet
+            .io
+            .spawn(move |conn| sync_loop(weak, conn, self.fleet_config.interval()));
+        Ok(FleetBreaker {
+            inner,
+            fleet: self.fleet,
+        })
+    }
+}
+
+/// A circuit breaker shared by a fleet of processes through Redis.
+///
+/// Each process keeps its own core [`CircuitBreaker`] and admits calls
+/// locally, exactly as a `SharedBreaker` does (no round trip per call). Every
+/// sync interval (default 250 ms) a background task publishes this member's
+/// window and whether its breaker opened on its own into a time-bucketed key,
+/// reads the other members' back, and hands the view to
+/// [`retry_core::FleetMember`], which decides:
+///
+/// - **quorum rule** ([`FleetRule::Quorum`](retry_core::FleetRule::Quorum),
+///   [`FleetRule::Fraction`](retry_core::FleetRule::Fraction)): the fleet opens
+///   when at least that many members opened on their own, so one bad member
+///   cannot open the others;
+/// - **aggregate rule** ([`FleetRule::Aggregate`](retry_core::FleetRule::Aggregate)):
+///   the fleet opens when the members' windows, summed, cross the breaker's
+///   rate thresholds.
+///
+/// An open decision is published with its end (compare-and-set on the
+/// decision's epoch, so two members deciding at once publish one decision),
+/// and every member opens until then at its next sync. After it, the fleet is
+/// half-open: at most [`FleetConfig::probes`] probes run fleet-wide, claimed in
+/// Redis with a lifetime (a member that crashed mid-probe frees its claim), and
+/// their verdict, published the same way, closes or re-opens every member.
+///
+/// If Redis is down or holds bad data, syncs fail (counted, each kind of error
+/// logged once) and the member decides alone until they succeed again; no call
+/// ever waits on Redis. Keys: `{namespace}:breaker:{name}:decision`,
+/// `…:probes` and one `…:members:{bucket}` hash per sync interval, each
+/// expiring after three intervals, so a breaker has at most five keys
+/// however long it runs.
+#[derive(Clone)]
+pub struct FleetBreaker<const WORDS: usize = 16, const BUCKETS: usize = 0> {
+    inner: Arc<Inner<WORDS, BUCKETS>>,
+    /// Keeps the connection open while the breaker lives.
+    fleet: Fleet,
+}
+
+struct Inner<const WORDS: usize, const BUCKETS: usize> {
+    cell: Mutex<Cell<WORDS, BUCKETS>>,
+    origin: Instant,
+    slow_call_duration: Duration,
+    decision_key: String,
+    claims_key: String,
+    bucket_prefix: String,
+    member_id: String,
+    fleet_config: FleetConfig,
+    on_transition: Option<Arc<TransitionHook>>,
+    syncs: AtomicU64,
+    sync_errors: AtomicU64,
+    last: Mutex<Option<SyncReport>>,
+    log: LogOnce,
+}
+
+struct Cell<const WORDS: usize, const BUCKETS: usize> {
+    breaker: CircuitBreaker<WORDS, BUCKETS>,
+    member: FleetMember,
+}
+
+/// What the latest successful sync read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyncReport {
+    /// When the sync read the view.
+    pub at: Instant,
+    /// The view, in this member's time.
+    pub view: FleetView,
+}
+
+impl<const WORDS: usize, const BUCKETS: usize> FleetBreaker<WORDS, BUCKETS> {
+    /// This member's breaker state.
+    #[must_use]
+    pub fn state(&self) -> BreakerState {
+        self.lock().breaker.state()
+    }
+
+    /// This member's breaker as a dashboard shows it at `now`.
+    #[must_use]
+    pub fn metrics(&self, now: Instant) -> BreakerMetrics {
+        let at = self.inner.at(now);
+        self.lock().breaker.metrics(at)
+    }
+
+    /// Whether this member's breaker is open (or half-open) because the fleet
+    /// is.
+    #[must_use]
+    pub fn is_following(&self) -> bool {
+        self.lock().member.is_following()
+    }
+
+    /// The epoch of the latest fleet decision this member applied.
+    #[must_use]
+    pub fn epoch(&self) -> u64 {
+        self.lock().member.epoch()
+    }
+
+    /// Syncs that completed.
+    #[must_use]
+    pub fn syncs(&self) -> u64 {
+        self.inner.syncs.load(Ordering::Relaxed)
+    }
+
+    /// Syncs that failed (Redis down or slow, or bad data): the member decided
+    /// alone meanwhile.
+    #[must_use]
+    pub fn sync_errors(&self) -> u64 {
+        self.inner.sync_errors.load(Ordering::Relaxed)
+    }
+
+    /// How many errors were logged (each kind once).
+    #[must_use]
+    pub fn logged(&self) -> u32 {
+        self.inner.log.count()
+    }
+
+    /// What the latest successful sync read.
+    #[must_use]
+    pub fn last_sync(&self) -> Option<SyncReport> {
+        *self
+            .inner
+            .last
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// This member's id.
+    #[must_use]
+    pub fn member_id(&self) -> &str {
+        self.fleet.member_id()
+    }
+
+    /// The Redis key holding the fleet's decision.
+    #[must_use]
+    pub fn decision_key(&self) -> &str {
+        &self.inner.decision_key
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Cell<WORDS, BUCKETS>> {
+        self.inner.lock()
+    }
+}
+
+impl<const WORDS: usize, const BUCKETS: usize> Inner<WORDS, BUCKETS> {
+    fn lock(&self) -> MutexGuard<'_, Cell<WORDS, BUCKETS>> {
+        // The breaker and member are plain values updated by whole assignments
+        // in the core: a panic elsewhere cannot leave them half-written.
+        self.cell.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn at(&self, now: Instant) -> retry_core::Instant {
+        retry_core::Instant::from_duration(now.saturating_duration_since(self.origin))
+    }
+
+    fn instant(&self, at: retry_core::Instant) -> Option<Instant> {
+        self.origin.checked_add(at.as_duration())
+    }
+
+    fn tell(&self, transition: Option<Transition>) {
+        if let Some(t) = transition {
+            #[cfg(feature = "tracing")]
+            tracing::info!(
+                from = t.from.name(),
+                to = t.to.name(),
+                cause = t.cause.code(),
+                "fleet breaker changed state"
+            );
+            if let Some(hook) = &self.on_transition {
+                hook(&t);
+            }
+        }
+    }
+
+    fn failed(&self, e: &StoreError) {
+        self.sync_errors.fetch_add(1, Ordering::Relaxed);
+        observe::sync(false);
+        observe::store_error(e);
+        self.log
+            .log("the fleet breaker decides alone until a sync succeeds", e);
+    }
+
+    /// One sync: publish and read, let the core decide, send what it asks.
+    async fn sync(&self, conn: &mut ConnectionManager) -> Result<(), StoreError> {
+        let timeout = self.fleet_config.interval();
+        let now = Instant::now();
+        let at = self.at(now);
+        let report = {
+            let cell = self.lock();
+            cell.member.report(&cell.breaker, at)
+        };
+        let mut call = SYNC.key(&self.decision_key);
+        call.arg(&self.member_id)
+            .arg(encode_report(&report))
+            .arg(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX))
+            .arg(&self.bucket_prefix);
+        let reply = bounded(timeout, call.invoke_async::<Value>(conn)).await?;
+        let (server_ms, raw_decision, entries) = self.parse_sync(&reply)?;
+        let clock = Clock {
+            server_ms,
+            local: at,
+        };
+        let decision = match raw_decision.as_str() {
+            "" => FleetDecision::CLOSED,
+            raw => parse_decision(raw, &self.decision_key, &clock)?,
+        };
+        let view = self.view(&entries, decision);
+        let sync = {
+            let mut cell = self.lock();
+            let Cell { breaker, member } = &mut *cell;
+            member.sync(breaker, &view, at)
+        };
+        self.tell(sync.transition);
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some(SyncReport { at: now, view });
+        if let Some(proposal) = sync.proposal {
+            let (kind, until_ms) = match proposal {
+                Proposal::Open { until } => ("open", clock.server(until)),
+                Proposal::Close => ("close", 0),
+            };
+            let mut call = DECIDE.key(&self.decision_key);
+            call.key(&self.claims_key)
+                .arg(sync.seen_epoch)
+                .arg(kind)
+                .arg(until_ms)
+                .arg(u64::try_from(DECISION_TTL.as_millis()).unwrap_or(u64::MAX));
+            let reply = bounded(timeout, call.invoke_async::<Value>(conn)).await?;
+            let raw = match reply_items(&reply).as_deref() {
+                Some([Value::Int(0 | 1), raw]) => text(raw),
+                _ => return Err(self.script_error(&reply)),
+            };
+            let decision = match raw.as_str() {
+                "" => FleetDecision::CLOSED,
+                raw => parse_decision(raw, &self.decision_key, &clock)?,
+            };
+            let transition = {
+                let mut cell = self.lock();
+                let Cell { breaker, member } = &mut *cell;
+                member.apply(breaker, decision, at)
+            };
+            self.tell(transition);
+        }
+        if sync.claim > 0 {
+            let mut call = CLAIM.key(&self.claims_key);
+            call.arg(&self.member_id)
+                .arg(sync.claim)
+                .arg(self.fleet_config.probe_limit())
+                .arg(
+                    u64::try_from(self.fleet_config.claim_lifetime().as_millis())
+                        .unwrap_or(u64::MAX),
+                );
+            let reply = bounded(timeout, call.invoke_async::<Value>(conn)).await?;
+            let granted = match reply_items(&reply).as_deref() {
+                Some([Value::Int(0), Value::Int(n)]) => u32::try_from(*n).unwrap_or(0),
+                _ => return Err(self.script_error(&reply)),
+            };
+            self.lock().member.on_claimed(granted, at);
+        }
+        Ok(())
+    }
+
+    /// `{0, now_ms, decision, current, previous}`.
+    fn parse_sync(&self, reply: &Value) -> Result<SyncReply, StoreError> {
+        let Some(items) = reply_items(reply) else {
+            return Err(self.script_error(reply));
+        };
+        let [Value::Int(0), Value::Int(now), decision, current, previous] = items.as_slice() else {
+            return Err(self.script_error(reply));
+        };
+        let mut entries = Vec::new();
+        // The current bucket first: a member's newest report wins.
+        for bucket in [current, previous] {
+            let Some(list) = reply_items(bucket) else {
+                return Err(self.script_error(reply));
+            };
+            for pair in list.chunks(2) {
+                if let [member, report] = pair {
+                    entries.push((text(member), text(report)));
+                }
+            }
+        }
+        Ok((u64::try_from(*now).unwrap_or(0), text(decision), entries))
+    }
+
+    /// The fleet's view from the members' reports (each member's newest; the
+    /// core counts only those made under `decision`), logging bad ones once and
+    /// leaving them out.
+    fn view(&self, entries: &[(String, String)], decision: FleetDecision) -> FleetView {
+        let mut seen: HashMap<&str, MemberReport> = HashMap::new();
+        for (member, raw) in entries {
+            if seen.contains_key(member.as_str()) {
+                continue;
+            }
+            match decode_report(raw, &self.bucket_prefix) {
+                Ok(report) => {
+                    seen.insert(member, report);
+                }
+                Err(e) => self.log.log("the fleet breaker leaves the report out", &e),
+            }
+        }
+        FleetView::of(seen.into_values(), decision)
+    }
+
+    /// The typed error of a script's `{-1, code, type, key}` (or of a reply
+    /// this crate does not know).
+    fn script_error(&self, reply: &Value) -> StoreError {
+        match reply_items(reply).as_deref() {
+            Some([Value::Int(-1), code, found, key]) if text(code) == "wrong_type" => {
+                StoreError::WrongType {
+                    key: text(key),
+                    found: text(found),
+                    expected: "hash, string or sorted set",
+                }
+            }
+            Some([Value::Int(-1), _, field, key]) => StoreError::Garbage {
+                key: text(key),
+                field: text(field),
+            },
+            _ => StoreError::Garbage {
+                key: self.decision_key.clone(),
+                field: "script reply".to_owned(),
+            },
+        }
+    }
+}
+
+/// The background task: one sync per interval while the breaker lives.
+async fn sync_loop<const WORDS: usize, const BUCKETS: usize>(
+    weak: Weak<Inner<WORDS, BUCKETS>>,
+    mut conn: ConnectionManager,
+    interval: Duration,
+) {
+    let mut ticker = tokio::time::interval(interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        let Some(inner) = weak.upgrade() else {
+            return;
+        };
+        match inner.sync(&mut conn).await {
+            Ok(()) => {
+                inner.syncs.fetch_add(1, Ordering::Relaxed);
+                observe::sync(true);
+            }
+            Err(e) => inner.failed(&e),
+        }
+    }
+}
+
+async fn bounded<T>(
+    timeout: Duration,
+    call: impl core::future::Future<Output = redis::RedisResult<T>>,
+) -> Result<T, StoreError> {
+    match tokio::time::timeout(timeout, call).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(StoreError::from_redis(&e)),
+        Err(_) => Err(StoreError::Timeout {
+            millis: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+        }),
+    }
+}
+
+/// The server's clock at the moment this member's clock read `local`.
+#[derive(Clone, Copy, Debug)]
+struct Clock {
+    server_ms: u64,
+    local: retry_core::Instant,
+}
+
+impl Clock {
+    /// A server time in this member's time.
+    fn local(&self, server_ms: u64) -> retry_core::Instant {
+        let ahead = server_ms.saturating_sub(self.server_ms);
+        self.local.saturating_add(Duration::from_millis(ahead))
+    }
+
+    /// This member's time on the server's clock (rounded up to a millisecond).
+    fn server(&self, at: retry_core::Instant) -> u64 {
+        let ahead = at.saturating_duration_since(self.local);
+        let ms = u64::try_from(ahead.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX);
+        self.server_ms.saturating_add(ms)
+    }
+}
+
+/// `1|open|epoch|calls|failures|slow|slow_failures`.
+fn encode_report(r: &MemberReport) -> String {
+    let w = &r.window;
+    format!(
+        "{FORMAT}|{}|{}|{}|{}|{}|{}",
+        u8::from(r.open),
+        r.epoch,
+        w.calls,
+        w.failures,
+        w.slow,
+        w.slow_failures
+    )
+}
+
+fn decode_report(raw: &str, key: &str) -> Result<MemberReport, StoreError> {
+    let garbage = || StoreError::Garbage {
+        key: key.to_owned(),
+        field: "member report".to_owned(),
+    };
+    let parts: Vec<&str> = raw.split('|').collect();
+    check_version(parts.first().copied(), key, garbage)?;
+    let num = |s: &str| s.parse::<u32>().map_err(|_| garbage());
+    let [_, open, epoch, calls, failures, slow, slow_failures] = parts.as_slice() else {
+        return Err(garbage());
+    };
+    let open = match *open {
+        "0" => false,
+        "1" => true,
+        _ => return Err(garbage()),
+    };
+    let epoch = epoch.parse::<u64>().map_err(|_| garbage())?;
+    let window = WindowStats {
+        calls: num(calls)?,
+        failures: num(failures)?,
+        slow: num(slow)?,
+        slow_failures: num(slow_failures)?,
+    };
+    if window.failures > window.calls
+        || window.slow > window.calls
+        || window.slow_failures > window.slow.min(window.failures)
+    {
+        return Err(garbage());
+    }
+    Ok(MemberReport {
+        open,
+        window,
+        epoch,
+    })
+}
+
+/// `1|closed|epoch` or `1|open|until_ms|epoch`.
+fn parse_decision(raw: &str, key: &str, clock: &Clock) -> Result<FleetDecision, StoreError> {
+    let garbage = || StoreError::Garbage {
+        key: key.to_owned(),
+        field: "value".to_owned(),
+    };
+    let parts: Vec<&str> = raw.split('|').collect();
+    check_version(parts.first().copied(), key, garbage)?;
+    let num = |s: &str| s.parse::<u64>().map_err(|_| garbage());
+    match parts.as_slice() {
+        [_, "closed", epoch] => Ok(FleetDecision::Closed { epoch: num(epoch)? }),
+        [_, "open", until, epoch] => Ok(FleetDecision::Open {
+            until: clock.local(num(until)?),
+            epoch: num(epoch)?,
+        }),
+        _ => Err(garbage()),
+    }
+}
+
+/// The format version in front of every value: this crate's, or an error.
+fn check_version(
+    part: Option<&str>,
+    key: &str,
+    garbage: impl Fn() -> StoreError,
+) -> Result<(), StoreError> {
+    match part.map(str::parse::<u32>) {
+        Some(Ok(v)) if v == FORMAT => Ok(()),
+        Some(Ok(v)) if v > FORMAT => Err(StoreError::FutureFormat {
+            key: key.to_owned(),
+            found: v.to_string(),
+            supported: FORMAT,
+        }),
+        _ => Err(garbage()),
+    }
+}
+
+fn reply_items(v: &Value) -> Option<Vec<Value>> {
+    match v {
+        Value::Array(items) => Some(items.clone()),
+        _ => None,
+    }
+}
+
+impl<const WORDS: usize, const BUCKETS: usize> Breaker for FleetBreaker<WORDS, BUCKETS> {
+    fn request(&self, now: Instant) -> Gate {
+        let at = self.inner.at(now);
+        let (gate, transition) = {
+            let mut cell = self.lock();
+            let Cell { breaker, member } = &mut *cell;
+            match member.request(breaker, at) {
+                Admission::Admitted { permit, transition } => (Gate::Admitted(permit), transition),
+                Admission::Rejected {
+                    until, transition, ..
+                } => (
+                    Gate::Rejected {
+                        until: until.and_then(|u| self.inner.instant(u)),
+                    },
+                    transition,
+                ),
+            }
+        };
+        self.inner.tell(transition);
+        gate
+    }
+
+    fn record(&self, permit: Permit, outcome: CallOutcome, now: Instant) {
+        let at = self.inner.at(now);
+        let recorded = self.lock().breaker.record(permit, outcome, at);
+        self.inner.tell(recorded.transition);
+    }
+
+    fn release(&self, permit: Permit, now: Instant) {
+        let at = self.inner.at(now);
+        self.lock().breaker.release(permit, at);
+    }
+
+    fn slow_call_duration(&self) -> Duration {
+        self.inner.slow_call_duration
+    }
+}
+
+impl<const WORDS: usize, const BUCKETS: usize> fmt::Debug for FleetBreaker<WORDS, BUCKETS> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FleetBreaker")
+            .field("decision_key", &self.inner.decision_key)
+            .field("member", &self.inner.member_id)
+            .field("state", &self.state())
+            .finish_non_exhaustive()
+    }
+}

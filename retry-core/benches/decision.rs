@@ -91,5 +91,82 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+/// A policy whose delays follow `backoff` from 10 ms, capped at 1 s, as the
+/// backon builders below are configured.
+fn policy(backoff: Backoff, jitter: Jitter) -> RetryPolicy {
+    RetryPolicy::builder()
+        .max_attempts(u32::MAX)
+        .backoff(backoff)
+        .max_delay(Duration::from_secs(1))
+        .jitter(jitter)
+        .build()
+        .unwrap()
+}
+
+/// The next delay alone: `RetryPolicy::delay(r, seed)` for r = 1, 2, 3, … (the
+/// same sequence a backon iterator walks with `next()`), against backon's
+/// `next()` on the same curve, cap and jitter. backon's jitter adds up to the
+/// whole delay again, as `Jitter::Add(1.0)` does; `Jitter::Full` (our default)
+/// is measured too.
+fn next_delay(c: &mut Criterion) {
+    let mut g = c.benchmark_group("next_delay");
+    let ms10 = Duration::from_millis(10);
+    let curves = [
+        ("exponential", Backoff::exponential(ms10, 2.0)),
+        ("constant", Backoff::constant(ms10)),
+        ("fibonacci", Backoff::fibonacci(ms10)),
+    ];
+    for (curve, backoff) in curves {
+        for (jname, jitter) in [
+            ("none", Jitter::None),
+            ("add_1", Jitter::Add(1.0)),
+            ("full", Jitter::Full),
+        ] {
+            let p = policy(backoff, jitter);
+            let mut r = 0u32;
+            g.bench_function(format!("retry_core/{curve}_{jname}"), |b| {
+                b.iter(|| {
+                    r = r.wrapping_add(1);
+                    black_box(black_box(&p).delay(r, black_box(0x5eed)))
+                })
+            });
+        }
+    }
+    let max = Duration::from_secs(1);
+    let exp = backon::ExponentialBuilder::new()
+        .with_min_delay(ms10)
+        .with_max_delay(max)
+        .with_factor(2.0)
+        .without_max_times();
+    let constant = backon::ConstantBuilder::new()
+        .with_delay(ms10)
+        .without_max_times();
+    let fib = backon::FibonacciBuilder::new()
+        .with_min_delay(ms10)
+        .with_max_delay(max)
+        .without_max_times();
+    let mut it = exp.build();
+    g.bench_function("backon/exponential_none", |b| {
+        b.iter(|| black_box(it.next()))
+    });
+    let mut it = exp.with_jitter().with_jitter_seed(0x5eed).build();
+    g.bench_function("backon/exponential_jitter", |b| {
+        b.iter(|| black_box(it.next()))
+    });
+    let mut it = constant.build();
+    g.bench_function("backon/constant_none", |b| b.iter(|| black_box(it.next())));
+    let mut it = constant.with_jitter().with_jitter_seed(0x5eed).build();
+    g.bench_function("backon/constant_jitter", |b| {
+        b.iter(|| black_box(it.next()))
+    });
+    let mut it = fib.build();
+    g.bench_function("backon/fibonacci_none", |b| b.iter(|| black_box(it.next())));
+    let mut it = fib.with_jitter().with_jitter_seed(0x5eed).build();
+    g.bench_function("backon/fibonacci_jitter", |b| {
+        b.iter(|| black_box(it.next()))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, next_delay, bench);
 criterion_main!(benches);

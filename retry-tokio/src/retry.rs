@@ -439,6 +439,10 @@ pub(crate) async fn run_attempt<T, E>(
             None => Ran::Returned(attempt.await),
         }
     };
+    // Nothing can cancel the call: no race to set up (the common case).
+    if cancel.call.is_none() && cancel.retry.is_none() {
+        return bounded.await;
+    }
     tokio::select! {
         biased;
         () = cancel.cancelled() => Ran::Cancelled,

@@ -857,18 +857,18 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             Mode::ForcedOpen => Recorded::ignored(Ignored::ForcedOpen),
             Mode::Disabled => Recorded::ignored(Ignored::Disabled),
             Mode::MetricsOnly => {
-                let exceeded = self.push(failed, slow, now, late);
+                let (exceeded, _) = self.push(failed, slow, now, late);
                 Recorded {
                     exceeded,
                     ..Recorded::NOTHING
                 }
             }
             Mode::Closed => {
-                let exceeded = self.push(failed, slow, now, late);
+                let (exceeded, stats) = self.push(failed, slow, now, late);
                 let transition = if late {
                     None
                 } else {
-                    self.trip_cause(now).map(|cause| self.open(now, cause))
+                    self.trip_cause(&stats).map(|cause| self.open(now, cause))
                 };
                 Recorded {
                     transition,
@@ -1126,19 +1126,20 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     }
 
     /// Records one outcome in the window, and in the streak unless late. Returns
-    /// the rates this outcome brought to their thresholds.
-    fn push(&mut self, failed: bool, slow: bool, now: Instant, late: bool) -> Exceeded {
+    /// the rates this outcome brought to their thresholds, and what the window
+    /// holds now (for the trip rules: the calls, the failures, and the slow
+    /// calls when the slow-call rule is on).
+    ///
+    /// A count window is read once: the counts before the outcome are the counts
+    /// after it, less the outcome, plus the call it pushed out.
+    fn push(
+        &mut self,
+        failed: bool,
+        slow: bool,
+        now: Instant,
+        late: bool,
+    ) -> (Exceeded, WindowStats) {
         let rated = self.config.failure_rate().is_some() || self.config.slow_call_rate().is_some();
-        let before = if rated {
-            self.stats(now)
-        } else {
-            WindowStats::default()
-        };
-        if let Some(calls) = self.config.window_calls() {
-            self.calls.push(calls, failed, slow);
-        } else if let Some((nanos, buckets)) = self.config.bucket_shape() {
-            self.buckets.push(now, nanos, buckets, failed, slow);
-        }
         if !late {
             self.consecutive_failures = if failed {
                 self.consecutive_failures.saturating_add(1)
@@ -1146,10 +1147,35 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 0
             };
         }
-        if !rated {
-            return Exceeded::NONE;
-        }
-        let after = self.stats(now);
+        let (before, after) = if let Some(calls) = self.config.window_calls() {
+            let evicted = self.calls.push(calls, failed, slow);
+            if !rated {
+                return (Exceeded::NONE, WindowStats::default());
+            }
+            let after = self.calls.tally(self.config.slow_call_rate().is_some());
+            let mut before = after;
+            before.calls = before.calls.saturating_sub(u32::from(evicted.is_none()));
+            before.failures = before.failures.saturating_sub(u32::from(failed));
+            before.slow = before.slow.saturating_sub(u32::from(slow));
+            if let Some((f, s)) = evicted {
+                before.failures = before.failures.saturating_add(u32::from(f));
+                before.slow = before.slow.saturating_add(u32::from(s));
+            }
+            (before, after)
+        } else if let Some((nanos, buckets)) = self.config.bucket_shape() {
+            let before = if rated {
+                self.stats(now)
+            } else {
+                WindowStats::default()
+            };
+            self.buckets.push(now, nanos, buckets, failed, slow);
+            if !rated {
+                return (Exceeded::NONE, WindowStats::default());
+            }
+            (before, self.stats(now))
+        } else {
+            return (Exceeded::NONE, WindowStats::default());
+        };
         let minimum = self.config.minimum_calls();
         let crossed = |rate: Option<Rate>, count: fn(&WindowStats) -> u32| {
             let rate = rate?;
@@ -1159,13 +1185,16 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 .then(|| RateReading::of(count(&after), after.calls, minimum).rate())
                 .flatten()
         };
-        Exceeded {
+        let exceeded = Exceeded {
             failure_rate: crossed(self.config.failure_rate(), |w| w.failures),
             slow_call_rate: crossed(self.config.slow_call_rate(), |w| w.slow),
-        }
+        };
+        (exceeded, after)
     }
 
-    fn trip_cause(&self, now: Instant) -> Option<TransitionCause> {
+    /// The rule that trips the breaker, if any, given what the window holds
+    /// (as [`push`](Self::push) returns it).
+    fn trip_cause(&self, stats: &WindowStats) -> Option<TransitionCause> {
         let config = &self.config;
         if config
             .failure_threshold()
@@ -1173,7 +1202,6 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         {
             return Some(TransitionCause::ConsecutiveFailures);
         }
-        let stats = self.stats(now);
         if stats.calls < config.minimum_calls() {
             return None;
         }

@@ -85,18 +85,42 @@ impl<const WORDS: usize> CountRing<WORDS> {
 
     /// Adds one call to a window of `size` calls, pushing out the oldest once full.
     /// A `size` above the capacity is cut to it (the breaker refuses such configs).
-    pub(crate) fn push(&mut self, size: u16, failed: bool, slow: bool) {
+    /// Returns the call pushed out (failed, slow), if one was.
+    pub(crate) fn push(&mut self, size: u16, failed: bool, slow: bool) -> Option<(bool, bool)> {
         let cap = u16::try_from(Self::CAPACITY).unwrap_or(u16::MAX);
         let size = size.min(cap);
         if size == 0 {
-            return;
+            return None;
         }
         let slot = self.next.min(size.saturating_sub(1));
+        // Once full, the slot written next holds the oldest call.
+        let evicted = (self.len >= size).then(|| (bit(&self.failed, slot), bit(&self.slow, slot)));
         set_bit(&mut self.failed, slot, failed);
         set_bit(&mut self.slow, slot, slow);
         let after = slot.saturating_add(1);
         self.next = if after >= size { 0 } else { after };
         self.len = self.len.saturating_add(1).min(size);
+        evicted
+    }
+
+    /// The calls, failures and (when `slow` is asked for) slow calls held, as
+    /// [`stats`](Self::stats) counts them; the rest left at zero. The trip
+    /// rules need no more.
+    #[inline]
+    pub(crate) fn tally(&self, slow: bool) -> WindowStats {
+        let words = usize::from(self.len).div_ceil(64);
+        let count = |ring: &[[u32; 2]; WORDS]| {
+            ring.get(..words)
+                .unwrap_or(ring)
+                .iter()
+                .fold(0u32, |n, w| n.saturating_add(word(*w).count_ones()))
+        };
+        WindowStats {
+            calls: u32::from(self.len),
+            failures: count(&self.failed),
+            slow: if slow { count(&self.slow) } else { 0 },
+            slow_failures: 0,
+        }
     }
 
     pub(crate) fn stats(&self) -> WindowStats {

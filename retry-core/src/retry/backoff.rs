@@ -231,7 +231,7 @@ fn exponential(initial: Duration, factor: f64, steps: u32) -> Duration {
 }
 
 /// `x^n` by repeated squaring (core has no `powi` without std).
-fn powi(mut x: f64, mut n: u32) -> f64 {
+pub(crate) fn powi(mut x: f64, mut n: u32) -> f64 {
     let mut acc = 1.0_f64;
     while n > 0 {
         if n & 1 == 1 {

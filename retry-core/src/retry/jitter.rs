@@ -123,7 +123,20 @@ impl Jitter {
         previous: Duration,
         cap: Duration,
     ) -> (u128, u128, u128) {
-        let n = nanos(d);
+        self.draw_within_nanos(nanos(d), draw, nanos(initial), nanos(previous), nanos(cap))
+    }
+
+    /// [`Jitter::draw_within`] on whole nanoseconds (`n` the delay, then the
+    /// curve's initial delay, the previous delay and the cap).
+    #[cfg_attr(target_pointer_width = "64", inline)]
+    pub(crate) fn draw_within_nanos(
+        &self,
+        n: u128,
+        draw: u64,
+        initial: u128,
+        previous: u128,
+        cap: u128,
+    ) -> (u128, u128, u128) {
         // Uniform in `[lo, hi]` (`lo <= hi`), as (value, lo, hi).
         let between = |lo: u128, hi: u128| {
             (
@@ -137,9 +150,8 @@ impl Jitter {
             Jitter::Full => between(0, n),
             Jitter::Equal => between(n / 2, n),
             Jitter::Decorrelated => {
-                let lo = nanos(initial);
-                let hi = nanos(previous).saturating_mul(3).max(lo);
-                let cap = nanos(cap);
+                let lo = initial;
+                let hi = previous.saturating_mul(3).max(lo);
                 let (value, lo, hi) = between(lo, hi);
                 (value.min(cap), lo.min(cap), hi.min(cap))
             }
@@ -157,7 +169,6 @@ impl Jitter {
             Jitter::Add(f) => between(n, n.saturating_add(span(n, f).saturating_sub(1))),
             Jitter::Spread(f) => {
                 let s = span(n, f);
-                let cap = nanos(cap);
                 // n + (offset - s) for an offset in [0, 2s], never below zero.
                 let (value, _, _) = between(0, s.saturating_mul(2));
                 let value = n.saturating_add(value).saturating_sub(s);
@@ -182,8 +193,22 @@ impl fmt::Display for Jitter {
 
 /// `f · n`, rounded down; a fraction outside `[0, 1]` is clamped (the builder
 /// rejects it earlier).
+#[cfg_attr(target_pointer_width = "64", inline)]
 fn span(n: u128, f: f64) -> u128 {
     let f = if f.is_nan() { 0.0 } else { f.clamp(0.0, 1.0) };
+    // Below 2^63 a u64 converts to and from `f64` in a few instructions (a u128
+    // takes a library call), rounds to the same `f64`, and the product (at most
+    // 2^63) converts back unsaturated: the same span, sooner.
+    let small = if n < 1 << 63 {
+        u64::try_from(n).ok()
+    } else {
+        None
+    };
+    if let Some(small) = small {
+        #[allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
+        let span = ((small as f64) * f) as u64;
+        return u128::from(span);
+    }
     // `as` saturates; f <= 1 keeps the product within n; dropping the fraction is
     // the rounding down.
     #[allow(clippy::cast_possible_truncation)]
@@ -193,6 +218,7 @@ fn span(n: u128, f: f64) -> u128 {
 
 /// Uniform in `[0, x]` from one 64-bit draw, by multiply-high (Lemire), with no
 /// division and no loop. Ranges wider than 2^64 keep their top 64 bits.
+#[cfg_attr(target_pointer_width = "64", inline)]
 fn uniform_inclusive(x: u128, draw: u64) -> u128 {
     if x == 0 {
         return 0;
@@ -239,9 +265,32 @@ pub const fn jitter_draw(seed: u64, retry: u32, base: Duration) -> u64 {
     mix64(z ^ hi)
 }
 
+/// [`jitter_draw`] for a base delay below 2^64 nanoseconds, given in
+/// nanoseconds (its high word is then zero): the same word, without widening.
+#[inline]
+pub(crate) const fn jitter_draw_nanos(seed: u64, retry: u32, base: u64) -> u64 {
+    let mut z = mix64(seed ^ 0x6A09_E667_F3BC_C908);
+    z = mix64(z ^ retry as u64);
+    z = mix64(z ^ base);
+    mix64(z)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_narrow_draw_is_the_draw() {
+        for base in [0, 1, 999_999, 1_000_000_000, u64::MAX] {
+            for retry in [0, 1, 7, u32::MAX] {
+                assert_eq!(
+                    jitter_draw_nanos(0x5eed, retry, base),
+                    jitter_draw(0x5eed, retry, Duration::from_nanos(base)),
+                    "{retry} {base}"
+                );
+            }
+        }
+    }
 
     const MS: fn(u64) -> Duration = Duration::from_millis;
 

@@ -487,6 +487,7 @@ impl RetryMachine {
     /// The end of the budget measured from `start`; only meaningful once `Start`
     /// has set it (every internal caller runs after that, including the first
     /// attempt, which begins while the phase still reads idle).
+    #[cfg_attr(target_pointer_width = "64", inline)]
     fn budget_end_from_start(&self) -> Option<Instant> {
         let budget = self.policy.budget()?;
         Some(self.start.saturating_add(budget))
@@ -535,6 +536,7 @@ impl RetryMachine {
 
     /// Tells the machine what happened at `now` and returns what to do next.
     /// Misuse is answered as the type's docs say and changes nothing.
+    #[cfg_attr(target_pointer_width = "64", inline)]
     pub fn poll(&mut self, event: Event, now: Instant) -> Action {
         match self.try_poll(event, now) {
             Ok(action) => action,
@@ -547,6 +549,7 @@ impl RetryMachine {
     ///
     /// # Errors
     /// [`Misuse`] when the event does not fit the current phase.
+    #[cfg_attr(target_pointer_width = "64", inline)]
     pub fn try_poll(&mut self, event: Event, now: Instant) -> Result<Action, Misuse> {
         let now = now.max(self.last_now);
         let action = match (self.state, event) {
@@ -638,6 +641,8 @@ impl RetryMachine {
         Ok(action)
     }
 
+    #[cold]
+    #[inline(never)]
     fn misuse(&self, event: Event) -> Misuse {
         let answer = match self.pending() {
             Some(action) => action,
@@ -654,6 +659,7 @@ impl RetryMachine {
         }
     }
 
+    #[cfg_attr(target_pointer_width = "64", inline)]
     fn begin_attempt(&mut self, number: u32, now: Instant) -> Action {
         // A deadline past the last representable instant is no deadline at all.
         let mut deadline = self
@@ -674,6 +680,7 @@ impl RetryMachine {
         self.attempt_action(number, deadline)
     }
 
+    #[cfg_attr(target_pointer_width = "64", inline)]
     fn attempt_action(&self, number: u32, deadline: Option<Instant>) -> Action {
         Action::Attempt {
             number,
@@ -703,6 +710,7 @@ impl RetryMachine {
 
     /// Attempt `number` failed at `now`. `timed_out` carries the attempt's timeout
     /// when the failure was a timeout.
+    #[cfg_attr(target_pointer_width = "64", inline)]
     fn after_failure(
         &mut self,
         number: u32,
@@ -752,6 +760,7 @@ impl RetryMachine {
 
     /// Sleeps `delay` before attempt `next`, or starts it at once if the delay is
     /// zero. The caller has checked the delay against the budget.
+    #[cfg_attr(target_pointer_width = "64", inline)]
     fn sleep_or_attempt(
         &mut self,
         next: u32,
@@ -805,13 +814,14 @@ impl RetryMachine {
     }
 
     /// The delay before the retry after attempt `number`, and where it came from.
+    #[cfg_attr(target_pointer_width = "64", inline)]
     fn next_delay(&mut self, number: u32, hint: Option<Hint>) -> (Duration, SleepReason) {
         let policy = &self.policy;
         let retry = number;
         let step = number.saturating_sub(self.curve_origin);
         match (policy.hints(), hint) {
             (HintMode::Ignore, _) | (_, None) => {
-                let (delay, _) = policy.curve_delay(retry, step, self.seed, self.previous_delay);
+                let delay = policy.curve_delay(retry, step, self.seed, self.previous_delay);
                 self.previous_delay = delay;
                 (delay, SleepReason::Curve)
             }

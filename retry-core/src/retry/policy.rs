@@ -4,9 +4,9 @@
 use core::fmt;
 use core::time::Duration;
 
-use super::backoff::Backoff;
+use super::backoff::{powi, Backoff};
 use super::error::PolicyError;
-use super::jitter::{jitter_draw, Jitter};
+use super::jitter::{jitter_draw, jitter_draw_nanos, Jitter};
 use super::nanos::{from_nanos, nanos};
 
 /// How delays are rounded after jitter (see [the rules](crate::behaviour#jitter)).
@@ -122,7 +122,21 @@ pub struct RetryPolicy {
     use_retry_budget: bool,
     circuit_open: CircuitOpen,
     idempotent: bool,
+    /// Worked out from the fields above whenever a policy is made
+    /// ([`RetryPolicy::planned`]): from this step on the capped curve no
+    /// longer changes (`u32::MAX` when that is not known).
+    steady_step: u32,
+    /// Worked out with `steady_step`: [`STEADY_IS_MAX`], [`STEADY_IS_EXACT`].
+    plan: u8,
 }
+
+/// The capped curve settles at `max_delay` (otherwise at the bounded initial
+/// delay: a flat curve).
+const STEADY_IS_MAX: u8 = 1;
+/// The settled value needs no rounding: unjittered, it is the delay itself.
+const STEADY_IS_EXACT: u8 = 2;
+/// The curve settles (at `steady_step`); without it nothing is assumed.
+const SETTLES: u8 = 4;
 
 impl Default for RetryPolicy {
     fn default() -> Self {
@@ -141,7 +155,10 @@ impl Default for RetryPolicy {
             use_retry_budget: false,
             circuit_open: CircuitOpen::GiveUp,
             idempotent: true,
+            steady_step: u32::MAX,
+            plan: 0,
         }
+        .planned()
     }
 }
 
@@ -297,32 +314,286 @@ impl RetryPolicy {
     /// method then treats the previous delay as the curve's initial one; the
     /// [`RetryMachine`](crate::RetryMachine) tracks the real one).
     #[must_use]
+    #[inline]
     pub fn delay(&self, retry: u32, seed: u64) -> Duration {
-        let initial = self.backoff.initial();
-        self.curve_delay(retry, retry, seed, initial).0
+        // Only decorrelated jitter reads the previous delay.
+        let previous = match self.jitter {
+            Jitter::Decorrelated => self.backoff.initial(),
+            _ => Duration::ZERO,
+        };
+        self.curve_delay(retry, retry, seed, previous)
+    }
+
+    /// The policy with its plan worked out: the step from which the capped
+    /// curve stops changing, what it settles at, and whether that value needs
+    /// rounding. Only curves whose growth is exact or clearly above rounding
+    /// error get a settling step (integer curves, flat curves, and exponential
+    /// factors of at least 1.0001, whose computed powers then grow strictly);
+    /// the rest keep `u32::MAX` and are computed in full at every step.
+    fn planned(mut self) -> RetryPolicy {
+        if !FAST_PATH {
+            return self;
+        }
+        let flat = match self.backoff {
+            Backoff::None | Backoff::Constant { .. } => true,
+            Backoff::Linear { increment, .. } => increment.is_zero(),
+            // A factor of 1 keeps the initial delay exactly while it converts
+            // to `f64` exactly (below 2^53 ns, about 104 days).
+            Backoff::Exponential { initial, factor } => {
+                initial.is_zero()
+                    || !(factor.is_finite() && factor >= 1.0)
+                    || (factor <= 1.0 && initial.as_nanos() <= 1 << 53)
+            }
+            Backoff::Fibonacci { initial } => initial.is_zero(),
+        };
+        let monotone = match self.backoff {
+            Backoff::Exponential { factor, .. } => factor >= 1.0001,
+            _ => true,
+        };
+        let (step, at_max, settles) = if flat {
+            (1, false, true)
+        } else if monotone && self.capped_delay(u32::MAX) == self.max_delay {
+            // The capped curve never decreases: the first step at the cap.
+            let (mut lo, mut hi) = (1u32, u32::MAX);
+            while lo < hi {
+                let mid = lo.wrapping_add(hi.wrapping_sub(lo) / 2);
+                if self.capped_delay(mid) == self.max_delay {
+                    hi = mid;
+                } else {
+                    lo = mid.saturating_add(1);
+                }
+            }
+            (lo, true, true)
+        } else {
+            (u32::MAX, false, false)
+        };
+        self.steady_step = step;
+        self.plan = 0;
+        if at_max {
+            self.plan |= STEADY_IS_MAX;
+        }
+        if settles {
+            self.plan |= SETTLES;
+        }
+        let steady = self.steady();
+        let exact = match self.resolution {
+            Resolution::Nanos => true,
+            Resolution::Millis => steady.subsec_nanos() % 1_000_000 == 0,
+        };
+        if exact {
+            self.plan |= STEADY_IS_EXACT;
+        }
+        self
+    }
+
+    /// Whether the capped curve has settled by `step`.
+    #[inline]
+    const fn settled(&self, step: u32) -> bool {
+        self.plan & SETTLES != 0 && step >= self.steady_step
+    }
+
+    /// The capped curve's value from `steady_step` on.
+    #[inline]
+    fn steady(&self) -> Duration {
+        if self.plan & STEADY_IS_MAX != 0 {
+            self.max_delay
+        } else {
+            bounded(self.backoff.initial(), self.min_delay, self.max_delay)
+        }
     }
 
     /// The full curve computation. `retry` keys the jitter draw; `step` is the
     /// position on the curve (they differ after a pushback restarts the curve);
-    /// `previous` is the previous delay (decorrelated jitter only). Returns the delay
-    /// and its value before jitter.
+    /// `previous` is the previous delay (decorrelated jitter only).
+    ///
+    /// Policies whose delays all stay below about 292 years (every practical
+    /// one) take a path in 64-bit whole nanoseconds ([`RetryPolicy::fast_delay`]);
+    /// the rest the general one. Both give the same delay to the nanosecond.
+    #[inline]
     pub(crate) fn curve_delay(
         &self,
         retry: u32,
         step: u32,
         seed: u64,
         previous: Duration,
-    ) -> (Duration, Duration) {
+    ) -> Duration {
+        if self.settled(step)
+            && self.plan & STEADY_IS_EXACT != 0
+            && matches!(self.jitter, Jitter::None)
+        {
+            return self.steady();
+        }
+        match self.fast_delay(retry, step, seed, previous) {
+            Some(n) => Duration::from_nanos(n),
+            None => self.general_delay(retry, step, seed, previous),
+        }
+    }
+
+    /// The general path of [`RetryPolicy::curve_delay`], in `Duration`s and
+    /// 128-bit nanoseconds, for any bounds.
+    pub(crate) fn general_delay(
+        &self,
+        retry: u32,
+        step: u32,
+        seed: u64,
+        previous: Duration,
+    ) -> Duration {
         let capped = self.capped_delay(step);
-        let delay = self.jittered(
+        self.jittered(
             capped,
             retry,
             seed,
             previous,
             self.max_delay,
             Duration::ZERO,
-        );
-        (delay, capped)
+        )
+    }
+
+    /// [`RetryPolicy::curve_delay`] in 64-bit whole nanoseconds, when the cap
+    /// (and so every bound) is below [`FAST_SECS`] seconds, and the initial and
+    /// previous delays too under decorrelated jitter; `None` otherwise. Every
+    /// value then fits a `u64` with room to double, the curve is capped as it
+    /// is computed (a factor-2 curve is a shift, a Fibonacci curve stops adding
+    /// at the cap), the jitter's multiply-high works on one word, and
+    /// millisecond rounding is a remainder by a constant (a multiply, no
+    /// division). The same arithmetic as the general path, step for step.
+    #[inline]
+    fn fast_delay(&self, retry: u32, step: u32, seed: u64, previous: Duration) -> Option<u64> {
+        if !FAST_PATH {
+            return None;
+        }
+        let max = small_nanos(self.max_delay)?;
+        let min = small_nanos(self.min_delay)?;
+        // `bounded`: floored, then capped.
+        let n = if self.settled(step) {
+            small_nanos(self.steady())?
+        } else {
+            self.fast_curve(step, max).max(min).min(max)
+        };
+        let (value, lo, hi) = match self.jitter {
+            Jitter::None => (n, n, n),
+            jitter => {
+                let (initial, previous) = match jitter {
+                    Jitter::Decorrelated => {
+                        (small_nanos(self.backoff.initial())?, small_nanos(previous)?)
+                    }
+                    _ => (0, 0),
+                };
+                let draw = jitter_draw_nanos(seed, retry, n);
+                let (value, lo, hi) = jitter.draw_within_nanos(
+                    u128::from(n),
+                    draw,
+                    u128::from(initial),
+                    u128::from(previous),
+                    u128::from(max),
+                );
+                // Within `[0, 2 max + 1]`: one word each.
+                (
+                    u64::try_from(value).ok()?,
+                    u64::try_from(lo).ok()?,
+                    u64::try_from(hi).ok()?,
+                )
+            }
+        };
+        let (lo, hi) = (lo.max(min), hi.max(min));
+        let value = value.max(lo).min(hi);
+        Some(match self.resolution {
+            Resolution::Nanos => value,
+            Resolution::Millis => {
+                const MS: u64 = 1_000_000;
+                // All values are below 2^64 - 2 ms: no sum below can wrap.
+                let floor = |v: u64| v.wrapping_sub(v % MS);
+                let ceil = |v: u64| match v % MS {
+                    0 => v,
+                    r => v.wrapping_add(MS.wrapping_sub(r)),
+                };
+                let (first, last) = (ceil(lo), floor(hi));
+                if first <= last {
+                    let near = if value % MS >= MS / 2 {
+                        ceil(value)
+                    } else {
+                        floor(value)
+                    };
+                    near.max(first).min(last)
+                } else {
+                    // No whole millisecond inside: the nearest one, within the
+                    // floor and the cap (additive jitter's top included).
+                    let nearest = floor(value.wrapping_add(MS / 2));
+                    nearest.max(min).min(max.max(hi))
+                }
+            }
+        })
+    }
+
+    /// The curve's delay before step `step`, capped at `max` nanoseconds (below
+    /// 2^63): [`Backoff::delay`] followed by the cap, without ever computing
+    /// past the cap.
+    #[inline]
+    fn fast_curve(&self, step: u32, max: u64) -> u64 {
+        let steps = step.saturating_sub(1);
+        // Below the cap, so below 2^63 ns.
+        let below = |d: Duration| small_nanos(d.min(self.max_delay)).unwrap_or(max);
+        let wide = |n: u128| u64::try_from(n.min(u128::from(max))).unwrap_or(max);
+        match self.backoff {
+            Backoff::None => 0,
+            Backoff::Constant { delay } => below(delay),
+            Backoff::Linear { initial, increment } => {
+                // Both below 2^63, `steps` below 2^32: the sum fits a u128.
+                let (a, b) = (u128::from(below(initial)), u128::from(below(increment)));
+                wide(a.saturating_add(b.saturating_mul(u128::from(steps))))
+            }
+            Backoff::Exponential { initial, factor } => {
+                let base = below(initial);
+                if base == 0 || steps == 0 || base == max || !(factor.is_finite() && factor >= 1.0)
+                {
+                    return base;
+                }
+                // Exact integer path for the common factor 2 (an exact comparison
+                // on purpose), as in `Backoff::delay`.
+                #[allow(clippy::float_cmp)]
+                let doubling = factor == 2.0;
+                if doubling {
+                    // base >= 1 and max < 2^63: 2^63 and beyond are past the cap.
+                    return if steps >= 63 {
+                        max
+                    } else {
+                        wide(u128::from(base) << steps)
+                    };
+                }
+                #[allow(clippy::cast_precision_loss)]
+                let scaled = base as f64 * powi(factor, steps);
+                // Below 2^63, `as` truncates (and reads NaN as zero) exactly as the
+                // general path's conversion to u128 does.
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                if scaled >= 9_223_372_036_854_775_808.0 {
+                    max
+                } else {
+                    (scaled as u64).min(max)
+                }
+            }
+            Backoff::Fibonacci { initial } => {
+                let base = u128::from(below(initial));
+                if base == 0 || base == u128::from(max) {
+                    return wide(base);
+                }
+                // F(94) and beyond saturate a u64: past any cap below 2^63.
+                if step > 93 {
+                    return max;
+                }
+                // F(step) with F(1) = F(2) = 1, stopping at the cap: at most 92
+                // additions, usually a handful.
+                let (mut a, mut b) = (0u64, 1u64);
+                for _ in 1..step.max(1) {
+                    if base.saturating_mul(u128::from(b)) >= u128::from(max) {
+                        return max;
+                    }
+                    let next = a.saturating_add(b);
+                    a = b;
+                    b = next;
+                }
+                wide(base.saturating_mul(u128::from(b)))
+            }
+        }
     }
 
     /// Jitters `base`, then bounds and rounds it. `cap` is the ceiling the capping
@@ -429,6 +700,31 @@ fn round_millis(d: Duration) -> Duration {
         ceil_millis(d).unwrap_or_else(|| floor_millis(d))
     } else {
         floor_millis(d)
+    }
+}
+
+/// Whether the 64-bit path and the settling step are compiled in: on 64-bit
+/// targets, where they pay for their code. Elsewhere (a 32-bit microcontroller,
+/// where code size counts most) every delay takes the general path; the
+/// results are the same to the nanosecond either way.
+const FAST_PATH: bool = cfg!(target_pointer_width = "64");
+
+/// Below this many seconds a duration's nanoseconds fit a `u64` with room to
+/// double: 9 × 10^18 ns < 2^63 ns (about 285 years).
+pub(crate) const FAST_SECS: u64 = 9_000_000_000;
+
+/// The whole duration in nanoseconds if it is below [`FAST_SECS`] seconds.
+#[inline]
+pub(crate) const fn small_nanos(d: Duration) -> Option<u64> {
+    let secs = d.as_secs();
+    if secs < FAST_SECS {
+        // secs < 9e9 and the fraction < 1e9: at most 9e18 + 1e9 < 2^63.
+        Some(
+            secs.wrapping_mul(1_000_000_000)
+                .wrapping_add(d.subsec_nanos() as u64),
+        )
+    } else {
+        None
     }
 }
 
@@ -630,7 +926,7 @@ impl RetryPolicyBuilder {
             (None, None) => policy.max_attempts,
         };
         policy.validate()?;
-        Ok(policy)
+        Ok(policy.planned())
     }
 }
 
@@ -677,8 +973,118 @@ impl<'a> arbitrary::Arbitrary<'a> for RetryPolicy {
             use_retry_budget: u.arbitrary()?,
             circuit_open: u.arbitrary()?,
             idempotent: u.arbitrary()?,
-        };
+            steady_step: u32::MAX,
+            plan: 0,
+        }
+        .planned();
         debug_assert!(policy.validate().is_ok());
         Ok(policy)
+    }
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation,
+    clippy::indexing_slicing
+)]
+mod fast_path_tests {
+    use super::*;
+    use crate::retry::mix64;
+
+    /// A small deterministic generator of test inputs.
+    struct Gen(u64);
+    impl Gen {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(1);
+            mix64(self.0)
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+        /// Durations around every boundary the paths care about: whole and
+        /// fractional milliseconds, the fast path's limit, `Duration::MAX`.
+        fn duration(&mut self) -> Duration {
+            match self.below(8) {
+                0 => Duration::ZERO,
+                1 => Duration::from_nanos(self.below(5_000_000)),
+                2 => Duration::from_millis(self.below(100_000)),
+                3 => Duration::from_nanos(self.next() >> self.below(64)),
+                4 => Duration::new(FAST_SECS - 1 + self.below(3), 999_999_999),
+                5 => Duration::MAX,
+                6 => Duration::new(self.next(), 0),
+                _ => Duration::from_micros(self.below(10_000_000)),
+            }
+        }
+        fn fraction(&mut self) -> f64 {
+            [0.0, 0.1, 0.25, 0.5, 1.0, 0.333][self.below(6) as usize]
+        }
+    }
+
+    /// The 64-bit path gives exactly what the general one gives, for every
+    /// curve, jitter kind, resolution and bound, retry, step, seed and previous
+    /// delay (500,000 random cases).
+    #[test]
+    fn the_fast_path_is_the_general_path() {
+        let mut g = Gen(7);
+        let mut fast_taken = 0u32;
+        for _ in 0..500_000 {
+            let backoff = match g.below(5) {
+                0 => Backoff::None,
+                1 => Backoff::constant(g.duration()),
+                2 => Backoff::linear_by(g.duration(), g.duration()),
+                3 => Backoff::exponential(
+                    g.duration(),
+                    [1.0, 1.5, 2.0, 3.0, 1.000_001, 10.0, 1.0001][g.below(7) as usize],
+                ),
+                _ => Backoff::fibonacci(g.duration()),
+            };
+            let jitter = match g.below(7) {
+                0 => Jitter::None,
+                1 => Jitter::Full,
+                2 => Jitter::Equal,
+                3 => Jitter::Decorrelated,
+                4 => Jitter::Subtract(g.fraction()),
+                5 => Jitter::Add(g.fraction()),
+                _ => Jitter::Spread(g.fraction()),
+            };
+            let (a, b) = (g.duration(), g.duration());
+            let resolution = if g.below(2) == 0 {
+                Resolution::Millis
+            } else {
+                Resolution::Nanos
+            };
+            let policy = RetryPolicy::builder()
+                .backoff(backoff)
+                .jitter(jitter)
+                .min_delay(a.min(b))
+                .max_delay(a.max(b))
+                .resolution(resolution)
+                .build()
+                .unwrap();
+            let small = |g: &mut Gen| match g.below(4) {
+                0 => 1 + g.below(10) as u32,
+                1 => 1 + g.below(100) as u32,
+                2 => g.next() as u32,
+                _ => u32::MAX - g.below(2) as u32,
+            };
+            let (retry, step, seed) = (small(&mut g), small(&mut g), g.next());
+            let previous = g.duration();
+            let general = policy.general_delay(retry, step, seed, previous);
+            if let Some(fast) = policy.fast_delay(retry, step, seed, previous) {
+                fast_taken += 1;
+                assert_eq!(
+                    Duration::from_nanos(fast),
+                    general,
+                    "{policy} retry {retry} step {step} seed {seed} previous {previous:?}"
+                );
+            }
+            assert_eq!(
+                policy.curve_delay(retry, step, seed, previous),
+                general,
+                "{policy} retry {retry} step {step} seed {seed} previous {previous:?}"
+            );
+        }
+        assert!(fast_taken > 150_000, "the fast path ran {fast_taken} times");
     }
 }

@@ -1,0 +1,100 @@
+//! The core's hot paths as fixed workloads for counting instructions per call
+//! (callgrind measures those steadily on a shared, noisy machine, where time
+//! does not): `delay-<curve>-<jitter>` is `RetryPolicy::delay` for retries
+//! 1, 2, 3, …; `decision-<jitter>` is one retry decision (a failure answered
+//! with a sleep, the wake with the next attempt); `breaker` is the breaker's
+//! closed path (admit + record a success, 100-call window).
+//!
+//! ```text
+//! cargo build --release -p retry-core --example hot_path_core
+//! valgrind --tool=callgrind --callgrind-out-file=/dev/null target/release/examples/hot_path_core delay-exponential-full 100000
+//! valgrind --tool=callgrind --callgrind-out-file=/dev/null target/release/examples/hot_path_core delay-exponential-full 0
+//! ```
+//!
+//! (the difference of the two `I refs` totals, divided by 100,000).
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+use core::hint::black_box;
+use core::time::Duration;
+use retry_core::{
+    Action, Admission, Backoff, BreakerConfig, CallOutcome, CircuitBreaker, Event, Failure,
+    Instant, Jitter, Rate, RetryMachine, RetryPolicy,
+};
+
+fn policy(backoff: Backoff, jitter: Jitter) -> RetryPolicy {
+    RetryPolicy::builder()
+        .max_attempts(u32::MAX)
+        .backoff(backoff)
+        .max_delay(Duration::from_secs(1))
+        .jitter(jitter)
+        .build()
+        .unwrap()
+}
+
+fn jitter(name: &str) -> Jitter {
+    match name {
+        "none" => Jitter::None,
+        "full" => Jitter::Full,
+        "add" => Jitter::Add(1.0),
+        "decorrelated" => Jitter::Decorrelated,
+        other => panic!("unknown jitter {other}"),
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let what = args
+        .next()
+        .unwrap_or_else(|| "delay-exponential-full".into());
+    let n: u32 = args.next().map_or(1_000_000, |a| a.parse().unwrap());
+    let ms10 = Duration::from_millis(10);
+    let parts: Vec<&str> = what.split('-').collect();
+    let mut sum = 0u128;
+    match parts.as_slice() {
+        ["delay", curve, j] => {
+            let backoff = match *curve {
+                "exponential" => Backoff::exponential(ms10, 2.0),
+                "constant" => Backoff::constant(ms10),
+                "fibonacci" => Backoff::fibonacci(ms10),
+                other => panic!("unknown curve {other}"),
+            };
+            let p = policy(backoff, jitter(j));
+            for r in 1..=n {
+                sum += black_box(&p).delay(r, black_box(0x5eed)).as_nanos();
+            }
+        }
+        ["decision", j] => {
+            let p = policy(Backoff::exponential(ms10, 2.0), jitter(j));
+            let mut m = RetryMachine::new(&p, 0x5eed);
+            let mut now = Instant::ORIGIN;
+            let _ = m.poll(Event::Start, now);
+            for _ in 0..n {
+                match black_box(&mut m).poll(Event::Failed(Failure::retryable()), now) {
+                    Action::Sleep { until, .. } => {
+                        now = until;
+                        let _ = black_box(m.poll(Event::Woke, until));
+                    }
+                    other => sum += u128::from(matches!(other, Action::Attempt { .. })),
+                }
+            }
+        }
+        ["breaker"] => {
+            let config = BreakerConfig::builder()
+                .failure_rate(Rate::from_percent(50))
+                .count_window(100)
+                .minimum_calls(100)
+                .build()
+                .unwrap();
+            let mut b = CircuitBreaker::<2, 0>::new(config).unwrap();
+            for i in 0..n {
+                let now = Instant::from_micros(u64::from(i));
+                if let Admission::Admitted { permit, .. } = black_box(&mut b).request(now) {
+                    let outcome = CallOutcome::success(Duration::from_micros(1));
+                    let _ = black_box(b.record(permit, outcome, now));
+                    sum += 1;
+                }
+            }
+        }
+        _ => panic!("unknown workload {what}"),
+    }
+    black_box(sum);
+}

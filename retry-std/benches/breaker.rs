@@ -1,0 +1,173 @@
+//! A call guarded by the thread-shared breaker exactly as the adapters use it,
+//! against `recloser` and `failsafe`, on one thread and on two threads sharing
+//! one breaker. Run: `cargo bench -p retry-std --bench breaker`.
+//!
+//! - `guarded_call`: one call that succeeds. `retry_std` is a reused
+//!   `retry_std::Retry` (1 attempt, a `SharedBreaker`); `shared_breaker` is the
+//!   breaker alone as the driver asks it (the clock read before the attempt,
+//!   `request`, the operation, the clock read after it, `record`); the peers'
+//!   `call`.
+//! - `two_threads_mix`: 200,000 calls, every 5th failing, split over two threads
+//!   sharing one breaker; the time is per call.
+//!
+//! Our breaker judges the failure rate (50 %) over the last 100 calls once it
+//! holds 100, recloser's default rule; failsafe keeps its default.
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use core::hint::black_box;
+use core::time::Duration;
+use std::time::Instant;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use failsafe::CircuitBreaker as _;
+use retry_core::{BreakerConfig, CallOutcome, Rate, RetryPolicy};
+use retry_shared::{Breaker, Gate, SharedBreaker};
+use retry_std::Retry;
+
+const MIX_CALLS: u64 = 200_000;
+
+fn shared() -> SharedBreaker {
+    let config = BreakerConfig::builder()
+        .failure_rate(Rate::from_percent(50))
+        .count_window(100)
+        .minimum_calls(100)
+        .build()
+        .unwrap();
+    SharedBreaker::new(config).unwrap()
+}
+
+fn retrier(breaker: &SharedBreaker) -> Retry<()> {
+    let policy = RetryPolicy::builder().max_attempts(1).build().unwrap();
+    Retry::new(policy).seed(7).breaker(breaker.clone())
+}
+
+/// One call through the shared breaker as the driver makes it.
+fn shared_call(b: &SharedBreaker, fail: bool) -> bool {
+    let start = Instant::now();
+    match b.request(start) {
+        Gate::Admitted(permit) => {
+            let ok = black_box(!fail);
+            let end = Instant::now();
+            let took = end.saturating_duration_since(start);
+            let outcome = if ok {
+                CallOutcome::success(took)
+            } else {
+                CallOutcome::failure(took)
+            };
+            b.record(permit, outcome, end);
+            ok
+        }
+        Gate::Rejected { .. } => false,
+    }
+}
+
+fn guarded_call(c: &mut Criterion) {
+    let mut g = c.benchmark_group("guarded_call");
+    let b = shared();
+    let r = retrier(&b);
+    g.bench_function("retry_std", |bench| {
+        bench.iter(|| black_box(r.call(|_| Ok::<_, ()>(black_box(1u64))).is_ok()))
+    });
+    let b = shared();
+    g.bench_function("shared_breaker", |bench| {
+        bench.iter(|| black_box(shared_call(&b, false)))
+    });
+    let rc = recloser::Recloser::default();
+    g.bench_function("recloser", |bench| {
+        bench.iter(|| black_box(rc.call(|| Ok::<u64, ()>(black_box(1))).is_ok()))
+    });
+    let fs = failsafe::Config::new().build();
+    g.bench_function("failsafe", |bench| {
+        bench.iter(|| black_box(fs.call(|| Ok::<u64, ()>(black_box(1))).is_ok()))
+    });
+    g.finish();
+}
+
+/// `calls` calls split over `threads` threads; returns the wall time.
+fn spread(threads: u64, calls: u64, call: impl Fn(u64) + Sync) -> Duration {
+    let per_thread = calls / threads;
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let call = &call;
+            s.spawn(move || {
+                for i in 0..per_thread {
+                    call(t * per_thread + i);
+                }
+            });
+        }
+    });
+    start.elapsed()
+}
+
+/// Per call: each criterion iteration is one call's share of a run of
+/// `MIX_CALLS` calls on `threads` threads.
+fn per_call(iters: u64, run: impl Fn() -> Duration) -> Duration {
+    let runs = iters.div_ceil(MIX_CALLS).max(1);
+    let mut total = Duration::ZERO;
+    for _ in 0..runs {
+        total += run();
+    }
+    total.mul_f64(iters as f64 / (runs * MIX_CALLS) as f64)
+}
+
+fn mix(c: &mut Criterion, threads: u64) {
+    let name = if threads == 1 {
+        "one_thread_mix"
+    } else {
+        "two_threads_mix"
+    };
+    let mut g = c.benchmark_group(name);
+    g.sample_size(10);
+    g.bench_function("retry_std", |bench| {
+        bench.iter_custom(|iters| {
+            per_call(iters, || {
+                let b = shared();
+                let r = retrier(&b);
+                spread(threads, MIX_CALLS, |i| {
+                    let _ = black_box(r.call(|_| if i % 5 == 4 { Err(()) } else { Ok(i) }));
+                })
+            })
+        })
+    });
+    g.bench_function("shared_breaker", |bench| {
+        bench.iter_custom(|iters| {
+            per_call(iters, || {
+                let b = shared();
+                spread(threads, MIX_CALLS, |i| {
+                    black_box(shared_call(&b, i % 5 == 4));
+                })
+            })
+        })
+    });
+    g.bench_function("recloser", |bench| {
+        bench.iter_custom(|iters| {
+            per_call(iters, || {
+                let rc = recloser::Recloser::default();
+                spread(threads, MIX_CALLS, |i| {
+                    let _ = black_box(rc.call(|| if i % 5 == 4 { Err(()) } else { Ok(i) }));
+                })
+            })
+        })
+    });
+    g.bench_function("failsafe", |bench| {
+        bench.iter_custom(|iters| {
+            per_call(iters, || {
+                let fs = failsafe::Config::new().build();
+                spread(threads, MIX_CALLS, |i| {
+                    let _ = black_box(fs.call(|| if i % 5 == 4 { Err(()) } else { Ok(i) }));
+                })
+            })
+        })
+    });
+    g.finish();
+}
+
+fn mixes(c: &mut Criterion) {
+    mix(c, 1);
+    mix(c, 2);
+}
+
+criterion_group!(benches, guarded_call, mixes);
+criterion_main!(benches);

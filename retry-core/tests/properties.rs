@@ -568,8 +568,10 @@ fn documented_interval(
 ) -> (u128, u128) {
     let n = d.as_nanos();
     let cap = cap.as_nanos();
+    // `f` is at most 1, so `f·d` is at most `d`; above 2^53 ns the product in
+    // f64 can round up past `d`, which the min undoes.
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let part = |f: f64| (n as f64 * f) as u128;
+    let part = |f: f64| ((n as f64 * f) as u128).min(n);
     match kind {
         Jitter::None => (n, n),
         Jitter::Full => (0, n),

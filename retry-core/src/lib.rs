@@ -47,6 +47,8 @@ mod time;
 #[cfg(feature = "serde")]
 pub use settings::{config, duration_text};
 
+#[cfg(target_has_atomic = "64")]
+pub use breaker::{ClosedPath, Trip, Untimed};
 pub use breaker::{
     Admission, BreakerConfig, BreakerConfigBuilder, BreakerError, BreakerInput, BreakerMetrics,
     BreakerOutput, BreakerRow, BreakerSimulation, BreakerSnapshot, BreakerState, BreakerStep,

@@ -18,7 +18,7 @@ use retry_core::{
     Backoff, BreakerConfig, BreakerState, BudgetConfig, CallOutcome, CircuitOpen, Jitter, Permit,
     RetryError, RetryPolicy, Success,
 };
-use retry_shared::Gate;
+use retry_shared::{Clock, Gate};
 use retry_tokio::reqwest::{send, Error};
 use retry_tokio::{Breaker, CancellationToken, Retry, SharedBreaker, SharedBudget};
 use tokio::sync::{oneshot, Semaphore};
@@ -55,8 +55,8 @@ impl Counting {
 }
 
 impl Breaker for Counting {
-    fn request(&self, now: std::time::Instant) -> Gate {
-        let gate = self.breaker.request(now);
+    fn request(&self, clock: &dyn Clock) -> Gate {
+        let gate = self.breaker.request(clock);
         match &gate {
             Gate::Admitted(permit) => {
                 self.books.out.fetch_add(1, Ordering::SeqCst);
@@ -73,18 +73,22 @@ impl Breaker for Counting {
         gate
     }
 
-    fn record(&self, permit: Permit, outcome: CallOutcome, now: std::time::Instant) {
+    fn record(&self, permit: Permit, outcome: CallOutcome, clock: &dyn Clock) {
         self.returned(&permit);
-        self.breaker.record(permit, outcome, now);
+        self.breaker.record(permit, outcome, clock);
     }
 
-    fn release(&self, permit: Permit, now: std::time::Instant) {
+    fn release(&self, permit: Permit, clock: &dyn Clock) {
         self.returned(&permit);
-        self.breaker.release(permit, now);
+        self.breaker.release(permit, clock);
     }
 
     fn slow_call_duration(&self) -> Duration {
         self.breaker.slow_call_duration()
+    }
+
+    fn times_calls(&self) -> bool {
+        self.breaker.times_calls()
     }
 }
 

@@ -142,10 +142,19 @@ type TransitionHook = dyn Fn(&Transition) + Send + Sync;
 /// `retry.circuit_open`, or waits until the breaker admits again if its policy
 /// says `on_circuit_open(CircuitOpen::Wait)`.
 ///
-/// Clones share one breaker (an `Arc` around a `std::sync::Mutex`); the lock is
-/// held only for the core call, never across an `.await` or while an operation
-/// runs. Time is `std::time::Instant`; the breaker keeps its own time origin, set
-/// by its first use, so calls that start at different moments agree on its clock.
+/// Clones share one breaker. While it is closed with a count window (or none)
+/// and no slow-call rule, calls are admitted and their outcomes recorded
+/// without a lock and without reading the clock: the closed state lives in
+/// atomics ([`retry_core::ClosedPath`]), and decides exactly as the sequential
+/// machine when calls do not overlap (see its notes for what overlapping calls
+/// may reorder). Everything else (open, half-open, time windows, slow-call
+/// rules, the trip itself, operators' moves) goes to the
+/// [`CircuitBreaker`] behind a `std::sync::Mutex`, held only for the core call,
+/// never across an `.await` or while an operation runs; it is the one source of
+/// state changes, each reported once. Time is `std::time::Instant`, read only
+/// when a decision needs it; the breaker keeps its own time origin, set by the
+/// first use that reads the time, so calls that start at different moments
+/// agree on its clock.
 /// Its state changes go to the hook set with [`on_transition`](Self::on_transition)
 /// and, with the `tracing` and `metrics` features, to traces and metrics.
 ///

@@ -40,10 +40,10 @@
 
 use core::time::Duration;
 
-#[cfg(loom)]
+#[cfg(retry_loom)]
 use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
 
-#[cfg(not(loom))]
+#[cfg(not(retry_loom))]
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
 
 use super::window::CountRing;

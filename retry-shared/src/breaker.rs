@@ -4,7 +4,7 @@
 
 use core::fmt;
 use core::time::Duration;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use retry_core::{
@@ -91,32 +91,26 @@ impl<B: Breaker + ?Sized> Breaker for Arc<B> {
     }
 }
 
-/// A clock read at most once: the time a caller already knows, or its clock's
-/// first reading, shared by every question asked with it.
+/// The time a caller already knows, or else its clock's reading when asked.
 pub(crate) struct Reading<'a, C: ?Sized> {
     clock: &'a C,
-    read: OnceLock<Instant>,
+    now: Option<Instant>,
 }
 
 impl<'a, C: Clock + ?Sized> Reading<'a, C> {
-    /// Reads `clock` when first asked, unless `now` is already known.
+    /// Reads `clock` when asked, unless `now` is already known.
     pub(crate) fn new(clock: &'a C, now: Option<Instant>) -> Self {
-        let read = OnceLock::new();
-        if let Some(now) = now {
-            let _ = read.set(now);
-        }
-        Reading { clock, read }
-    }
-
-    /// The time, if it was read (or known) already.
-    pub(crate) fn known(&self) -> Option<Instant> {
-        self.read.get().copied()
+        Reading { clock, now }
     }
 }
 
 impl<C: Clock + ?Sized> Clock for Reading<'_, C> {
+    #[inline]
     fn now(&self) -> Instant {
-        *self.read.get_or_init(|| self.clock.now())
+        match self.now {
+            Some(now) => now,
+            None => self.clock.now(),
+        }
     }
 }
 
@@ -604,11 +598,7 @@ impl<B: Breaker, C: Clock> PermitGuard<B, C> {
             Gate::Admitted(permit) => {
                 let measured =
                     breaker.times_calls() || breaker.slow_call_duration() < Duration::MAX;
-                let started = if measured {
-                    Some(reading.now())
-                } else {
-                    reading.known()
-                };
+                let started = if measured { Some(reading.now()) } else { now };
                 Ok(PermitGuard {
                     breaker,
                     permit: Some(permit),
@@ -629,11 +619,14 @@ impl<B: Breaker, C: Clock> PermitGuard<B, C> {
     #[inline]
     pub fn finish(mut self, event: Event, now: Option<Instant>) {
         if let Some(permit) = self.permit.take() {
+            // The end is read once here if the duration matters, and handed on.
+            let now = match (self.started, now) {
+                (Some(_), None) if self.breaker.times_calls() => Some(self.clock.now()),
+                _ => now,
+            };
             let reading = Reading::new(&self.clock, now);
-            let ran = match self.started {
-                Some(started) if self.breaker.times_calls() || now.is_some() => {
-                    reading.now().saturating_duration_since(started)
-                }
+            let ran = match (self.started, now) {
+                (Some(started), Some(now)) => now.saturating_duration_since(started),
                 _ => Duration::ZERO,
             };
             match breaker_outcome(event, ran) {

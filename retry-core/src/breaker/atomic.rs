@@ -131,10 +131,11 @@ struct Head {
 
 #[derive(Debug)]
 struct Tail<const WORDS: usize> {
-    /// Calls numbered since the path was made; call `k` sits in slot `k % size`.
-    next: AtomicU64,
-    /// The number of the window's first call (a multiple of the size).
-    start: AtomicU64,
+    /// The window's cursor, fill and failure count, and the generation of the
+    /// gate it belongs to, in one word (see [`Cursor`]): a call takes its slot
+    /// with one compare-and-swap, which fails if the lock took the closed
+    /// state back meanwhile.
+    window: AtomicU64,
     /// Consecutive failures.
     streak: AtomicU32,
     failed: [AtomicU64; WORDS],
@@ -173,6 +174,50 @@ impl Trip {
     }
 }
 
+/// The window word unpacked: bits 0–15 the slot the next call takes, 16–31
+/// the calls held, 32–47 the gate generation it belongs to (its low 16 bits),
+/// 48–63 the failures held (kept modulo 2¹⁶, so that a decrement that races
+/// ahead of its increment borrows out of the word, not into the other fields).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Cursor {
+    next: u16,
+    len: u16,
+    generation: u16,
+    failures: u16,
+}
+
+// Truncation is the point: each field is 16 bits of the packed word.
+#[allow(clippy::cast_possible_truncation)]
+impl Cursor {
+    const fn unpack(word: u64) -> Cursor {
+        Cursor {
+            next: word as u16,
+            len: (word >> 16) as u16,
+            generation: (word >> 32) as u16,
+            failures: (word >> 48) as u16,
+        }
+    }
+
+    const fn pack(self) -> u64 {
+        (self.next as u64)
+            | (self.len as u64) << 16
+            | (self.generation as u64) << 32
+            | (self.failures as u64) << 48
+    }
+
+    /// The failures held, read as at most the calls held (a count caught
+    /// between two racing updates is clamped).
+    fn failures(self) -> u32 {
+        u32::from(self.failures.min(self.len))
+    }
+}
+
+/// The low 16 bits of a gate's generation, as a window word carries them.
+#[allow(clippy::cast_possible_truncation)]
+const fn generation_of(gate: u64) -> u16 {
+    (gate >> 1) as u16
+}
+
 const fn epoch_of(gate: u64) -> u32 {
     (gate >> 32) as u32
 }
@@ -208,21 +253,6 @@ fn put(ring: &[AtomicU64], slot: u32, value: bool) -> bool {
     old & mask != 0
 }
 
-/// The bits set among the first `bits` slots.
-fn count(ring: &[AtomicU64], bits: u32) -> u32 {
-    let full = usize::try_from(bits / 64).unwrap_or(usize::MAX);
-    let rest = bits % 64;
-    let whole = ring
-        .iter()
-        .take(full)
-        .fold(0u32, |n, w| n.saturating_add(w.load(SeqCst).count_ones()));
-    let part = match ring.get(full) {
-        Some(w) if rest > 0 => (w.load(SeqCst) & (1u64.wrapping_shl(rest).wrapping_sub(1))).count_ones(),
-        _ => 0,
-    };
-    whole.saturating_add(part)
-}
-
 impl<const WORDS: usize> ClosedPath<WORDS> {
     fn new(config: &super::BreakerConfig) -> Self {
         let (size, counted) = match config.window() {
@@ -242,8 +272,7 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
                 slow_after: config.slow_call_duration(),
             }),
             tail: Line(Tail {
-                next: AtomicU64::new(0),
-                start: AtomicU64::new(0),
+                window: AtomicU64::new(0),
                 streak: AtomicU32::new(0),
                 failed: core::array::from_fn(|_| AtomicU64::new(0)),
                 slow: core::array::from_fn(|_| AtomicU64::new(0)),
@@ -296,22 +325,78 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
         if gate & OPEN_GATE == 0 {
             return Untimed::Locked(permit);
         }
-        let late = permit.epoch != epoch_of(gate);
         let failed = !outcome.success;
         let slow = outcome.duration > head.slow_after;
-        // The window: this call's slot, and whether it pushed an older call out.
+        // The window: take this call's slot (and learn whether it pushes an
+        // older call out), then write it, then count its failure.
+        let mut gate = gate;
+        let mut after = Cursor::unpack(0);
         let mut pushed_out = None;
         if head.size > 0 {
-            let number = tail.next.fetch_add(1, SeqCst);
-            let start = tail.start.load(SeqCst);
-            let size = u64::from(head.size);
-            let slot = u32::try_from(number % size).unwrap_or(0);
+            let size = u16::try_from(head.size).unwrap_or(u16::MAX);
+            let mut word = tail.window.load(SeqCst);
+            let taken = loop {
+                let cursor = Cursor::unpack(word);
+                if cursor.generation != generation_of(gate) {
+                    // The lock took the closed state back (and perhaps handed
+                    // it out again) since the gate was read: read it again.
+                    gate = head.gate.load(SeqCst);
+                    if gate & OPEN_GATE == 0 {
+                        return Untimed::Locked(permit);
+                    }
+                    word = tail.window.load(SeqCst);
+                    continue;
+                }
+                let following = cursor.next.saturating_add(1);
+                let next = Cursor {
+                    next: if following >= size { 0 } else { following },
+                    len: cursor.len.saturating_add(1).min(size),
+                    ..cursor
+                };
+                match tail
+                    .window
+                    .compare_exchange_weak(word, next.pack(), SeqCst, SeqCst)
+                {
+                    Ok(_) => break cursor,
+                    Err(now) => word = now,
+                }
+            };
+            let slot = u32::from(taken.next.min(size.saturating_sub(1)));
             let was_failed = put(&tail.failed, slot, failed);
             let _ = put(&tail.slow, slot, slow);
-            if number.wrapping_sub(start) >= size && number >= start {
+            let full = taken.len >= size;
+            if full {
                 pushed_out = Some(was_failed);
             }
+            // The failure count moves only when the slot's bit did; a change
+            // of generation meanwhile means the window was taken back and its
+            // count set afresh, so this one is dropped.
+            let delta: u64 = match (was_failed && full, failed) {
+                (false, true) => 1 << 48,
+                (true, false) => 0xFFFFu64 << 48,
+                _ => 0,
+            };
+            let mut word = tail.window.load(SeqCst);
+            loop {
+                let cursor = Cursor::unpack(word);
+                if delta == 0 || cursor.generation != taken.generation {
+                    after = cursor;
+                    break;
+                }
+                let moved = word.wrapping_add(delta);
+                match tail
+                    .window
+                    .compare_exchange_weak(word, moved, SeqCst, SeqCst)
+                {
+                    Ok(_) => {
+                        after = Cursor::unpack(moved);
+                        break;
+                    }
+                    Err(now) => word = now,
+                }
+            }
         }
+        let late = permit.epoch != epoch_of(gate);
         let streak = if late {
             0
         } else if failed {
@@ -328,10 +413,14 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
         let mut exceeded = Exceeded::NONE;
         let mut rate_trip = false;
         if let (Some(rate), true) = (head.rate, head.size > 0) {
-            let start = tail.start.load(SeqCst);
-            let held = tail.next.load(SeqCst).saturating_sub(start);
-            let calls = u32::try_from(held.min(u64::from(head.size))).unwrap_or(head.size);
-            let failures = count(&tail.failed, calls);
+            let now = Cursor::unpack(tail.window.load(SeqCst));
+            let now = if now.generation == after.generation {
+                now
+            } else {
+                after
+            };
+            let calls = u32::from(now.len);
+            let failures = now.failures();
             let minimum = head.minimum;
             let reached = |f: u32, c: u32| c >= minimum && rate.is_reached(f, c);
             let (calls_before, failures_before) = match pushed_out {
@@ -387,14 +476,31 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// the machine until [`resume`](Self::resume). Does nothing if the state is
     /// not handed out.
     pub fn suspend(&mut self, path: &ClosedPath<WORDS>) {
-        let gate = path.head.0.gate.load(SeqCst);
+        let head = &path.head.0;
+        let gate = head.gate.load(SeqCst);
         if gate & OPEN_GATE == 0 {
             return;
         }
-        path.head
-            .0
-            .gate
-            .store(next_gate(gate, epoch_of(gate), false), SeqCst);
+        let shut = next_gate(gate, epoch_of(gate), false);
+        head.gate.store(shut, SeqCst);
+        // Move the window to the shut gate's generation: a call that read the
+        // gate before it shut cannot take a slot any more (it reads the gate
+        // again and comes to the machine).
+        let tail = &path.tail.0;
+        let mut word = tail.window.load(SeqCst);
+        loop {
+            let moved = Cursor {
+                generation: generation_of(shut),
+                ..Cursor::unpack(word)
+            };
+            match tail
+                .window
+                .compare_exchange_weak(word, moved.pack(), SeqCst, SeqCst)
+            {
+                Ok(_) => break,
+                Err(now) => word = now,
+            }
+        }
         self.pull(path);
     }
 
@@ -408,39 +514,27 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         if gate & OPEN_GATE != 0 || !head.eligible || self.mode != Mode::Closed {
             return;
         }
+        let open = next_gate(gate, self.epoch, true);
         tail.streak.store(self.consecutive_failures, SeqCst);
-        let size = head.size;
-        if size > 0 {
-            let len = u32::from(self.calls.len()).min(size);
-            // The window starts on a multiple of the size, so its calls sit in
-            // slots 0.. until it is full, as in the machine's ring.
-            let mut current = tail.next.load(SeqCst);
-            let start = loop {
-                let start = current
-                    .div_ceil(u64::from(size))
-                    .saturating_mul(u64::from(size));
-                match tail.next.compare_exchange(
-                    current,
-                    start.saturating_add(u64::from(len)),
-                    SeqCst,
-                    SeqCst,
-                ) {
-                    Ok(_) => break start,
-                    Err(now) => current = now,
-                }
-            };
-            let window = u16::try_from(size).unwrap_or(u16::MAX);
-            for slot in 0..size {
-                let (failed, slow) = u16::try_from(slot)
-                    .ok()
-                    .and_then(|i| self.calls.get(window, i))
-                    .unwrap_or((false, false));
-                let _ = put(&tail.failed, slot, failed);
-                let _ = put(&tail.slow, slot, slow);
-            }
-            tail.start.store(start, SeqCst);
+        let size = u16::try_from(head.size).unwrap_or(u16::MAX);
+        // The machine's window, oldest call first, from slot 0: its next call
+        // goes to slot `len` (0 once full, the oldest).
+        let len = self.calls.len().min(size);
+        let mut failures = 0u16;
+        for slot in 0..size {
+            let (failed, slow) = self.calls.get(size, slot).unwrap_or((false, false));
+            failures = failures.saturating_add(u16::from(failed));
+            let _ = put(&tail.failed, u32::from(slot), failed);
+            let _ = put(&tail.slow, u32::from(slot), slow);
         }
-        head.gate.store(next_gate(gate, self.epoch, true), SeqCst);
+        let cursor = Cursor {
+            next: if len >= size { 0 } else { len },
+            len,
+            generation: generation_of(open),
+            failures,
+        };
+        tail.window.store(cursor.pack(), SeqCst);
+        head.gate.store(open, SeqCst);
     }
 
     /// A copy of the breaker with what `path` holds of the closed state (for
@@ -477,17 +571,23 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         let head = &path.head.0;
         let tail = &path.tail.0;
         self.consecutive_failures = tail.streak.load(SeqCst);
-        if head.size == 0 {
+        let size = u16::try_from(head.size).unwrap_or(u16::MAX);
+        if size == 0 {
             return;
         }
-        let size = u64::from(head.size);
-        let next = tail.next.load(SeqCst);
-        let held = next.saturating_sub(tail.start.load(SeqCst)).min(size);
-        let window = u16::try_from(head.size).unwrap_or(u16::MAX);
+        let cursor = Cursor::unpack(tail.window.load(SeqCst));
+        let len = cursor.len.min(size);
+        // The oldest call sits `len` slots behind the next one.
+        let oldest = u32::from(cursor.next)
+            .saturating_add(u32::from(size))
+            .saturating_sub(u32::from(len));
         let mut ring = CountRing::new();
-        for number in next.saturating_sub(held)..next {
-            let slot = u32::try_from(number % size).unwrap_or(0);
-            let _ = ring.push(window, bit(&tail.failed, slot), bit(&tail.slow, slot));
+        for i in 0..u32::from(len) {
+            let slot = oldest
+                .saturating_add(i)
+                .checked_rem(u32::from(size))
+                .unwrap_or(0);
+            let _ = ring.push(size, bit(&tail.failed, slot), bit(&tail.slow, slot));
         }
         self.calls = ring;
     }

@@ -47,8 +47,6 @@ mod time;
 #[cfg(feature = "serde")]
 pub use settings::{config, duration_text};
 
-#[cfg(target_has_atomic = "64")]
-pub use breaker::{ClosedPath, Trip, Untimed};
 pub use breaker::{
     Admission, BreakerConfig, BreakerConfigBuilder, BreakerError, BreakerInput, BreakerMetrics,
     BreakerOutput, BreakerRow, BreakerSimulation, BreakerSnapshot, BreakerState, BreakerStep,
@@ -56,6 +54,8 @@ pub use breaker::{
     Ignored, ManualState, Permit, Rate, RateReading, Recorded, RejectReason, Transition,
     TransitionCause, Window, WindowStats,
 };
+#[cfg(target_has_atomic = "64")]
+pub use breaker::{ClosedPath, Trip, Untimed};
 pub use budget::{
     AttemptKind, AwsQuotaBuilder, BudgetConfig, BudgetError, BudgetEvent, BudgetInput,
     BudgetOutput, BudgetParameters, BudgetSnapshot, BudgetStep, BudgetTimeline,

@@ -11,8 +11,8 @@
 use core::time::Duration;
 
 use retry_core::{
-    Admission, BreakerConfig, BreakerState, CallOutcome, CircuitBreaker, ClosedPath, HalfOpenVerdict,
-    Instant, ManualState, Permit, Rate, Recorded, Untimed,
+    Admission, BreakerConfig, BreakerState, CallOutcome, CircuitBreaker, ClosedPath,
+    HalfOpenVerdict, Instant, ManualState, Permit, Rate, Recorded, Untimed,
 };
 
 /// A machine behind a (here: implied) lock, with its closed state handed out.
@@ -141,7 +141,11 @@ fn config(rng: &mut Rng) -> Option<BreakerConfig> {
         }
     }
     if rng.chance(20) {
-        if let Ok(c) = b.clone().half_open_verdict(HalfOpenVerdict::Rates { probes: 2 }).build() {
+        if let Ok(c) = b
+            .clone()
+            .half_open_verdict(HalfOpenVerdict::Rates { probes: 2 })
+            .build()
+        {
             return Some(c);
         }
     }
@@ -233,7 +237,11 @@ fn check<const W: usize, const B: usize>(
             reference.metrics(now),
             "seed {seed} step {step}"
         );
-        assert_eq!(view.snapshot(), reference.snapshot(), "seed {seed} step {step}");
+        assert_eq!(
+            view.snapshot(),
+            reference.snapshot(),
+            "seed {seed} step {step}"
+        );
     }
     (trips, split.untimed_steps)
 }
@@ -252,7 +260,10 @@ fn the_split_breaker_decides_as_the_sequential_machine() {
     // The scripts reach trips, and most steps went the lock-free way (the
     // comparison is neither of quiet runs only nor of the machine with itself).
     assert!(trips > 150, "only {trips} trips");
-    assert!(untimed > 20_000, "only {untimed} steps decided without the machine");
+    assert!(
+        untimed > 20_000,
+        "only {untimed} steps decided without the machine"
+    );
 }
 
 #[test]
@@ -297,7 +308,14 @@ fn a_count_window_without_a_slow_call_rule_needs_no_time_while_closed() {
     }
     // Every request and every outcome was decided without the machine.
     assert_eq!(split.untimed_steps, 2000);
-    assert_eq!(split.machine.view(&split.path).stats(Instant::ORIGIN).failures, 20);
+    assert_eq!(
+        split
+            .machine
+            .view(&split.path)
+            .stats(Instant::ORIGIN)
+            .failures,
+        20
+    );
 }
 
 #[test]
@@ -322,10 +340,7 @@ fn the_trip_comes_on_the_same_outcome_as_in_the_machine() {
             Untimed::Trip(trip) => {
                 assert_eq!(i, 9, "tripped early");
                 let recorded = machine.trip(&path, trip, Instant::from_secs(1)).unwrap();
-                assert_eq!(
-                    recorded.exceeded.failure_rate,
-                    Some(Rate::from_percent(50))
-                );
+                assert_eq!(recorded.exceeded.failure_rate, Some(Rate::from_percent(50)));
             }
             other => assert!(matches!(other, Untimed::Recorded(_)), "call {i}: {other:?}"),
         }

@@ -420,7 +420,10 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
     fn lock(&self) -> MutexGuard<'_, BreakerCell<WORDS, BUCKETS>> {
         // The breaker is a plain value updated by whole assignments in the core:
         // a panic elsewhere while the lock was held cannot leave it half-written.
-        self.inner.cell.lock().unwrap_or_else(PoisonError::into_inner)
+        self.inner
+            .cell
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Runs `change` on the machine under the lock, with the closed state taken

@@ -18,25 +18,29 @@
 //! machine: the same trip on the same outcome, with the same cause, the same
 //! window and the same streak. Calls that overlap may differ only in these ways:
 //! - Two outcomes recorded at the same time may be counted in either order (in
-//!   the streak and in the window), and a recording still in flight reads, to
-//!   another recorder judging the window, as the call it replaces.
-//! - The trip is judged by every recorder on the window and streak as it reads
-//!   them after its own outcome. Whichever recording completes the state that
-//!   meets a trip rule sees it (so a trip is never lost to a race), and several
-//!   racing recorders may see it; the breaker still opens at most once, because
-//!   [`CircuitBreaker::trip`] applies a trip only if the closed state handed out
-//!   is still the one the recorder saw.
-//! - An outcome whose recording overlaps the lock taking the closed state back
-//!   (a trip, an operator's change) is either counted before the change or
-//!   dropped: as the sequential machine does for an outcome that arrives once
-//!   the breaker is open, but not for one that arrives after a reset or a
-//!   forced close, which it would count in the fresh window. An outcome whose
-//!   recording overlaps the whole of an open and half-open period may take the
-//!   place of one call in the window that follows. The counts are always read
-//!   from the window's bits, so no race leaves them out of step with it.
+//!   the streak and in the window). A call takes its slot in the window with one
+//!   compare-and-swap of a word holding the cursor, the fill and the failure
+//!   count, then writes its slot; to another recorder judging the window in
+//!   between, its slot still reads as the call it replaces.
+//! - Every recorder judges the trip rules on the window and streak as it reads
+//!   them after its own outcome. The recorder whose update comes last sees the
+//!   state all of them made, so a trip that state calls for is never lost to a
+//!   race; several recorders may see it, and the breaker still opens at most
+//!   once, because [`CircuitBreaker::trip`] applies a trip only if the closed
+//!   state the recorder saw is still the one handed out.
+//! - When the lock takes the closed state back (a trip, an operator's move), a
+//!   call that read the gate before but has not yet taken its slot fails its
+//!   compare-and-swap and goes to the machine, as a call arriving just after
+//!   would. A call that took its slot but had not written it yet is read into
+//!   the machine as the call its slot held before; its outcome is dropped, as
+//!   the sequential machine drops an outcome arriving once the breaker is open
+//!   (after a reset or a forced close, it would have counted it in the fresh
+//!   window instead). A call stalled that long that writes its slot after the
+//!   state was handed out again may take the place of one call in that window.
 //! - Permits are never lost: a closed breaker's permit holds no place (its
 //!   release does nothing), and half-open probes are admitted and counted only
-//!   by the machine behind the lock, so their bound is exact.
+//!   by the machine behind the lock, so their bound is exact. Transitions come
+//!   only from the machine, each once.
 
 use core::time::Duration;
 
@@ -335,7 +339,7 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
         if head.size > 0 {
             let size = u16::try_from(head.size).unwrap_or(u16::MAX);
             let mut word = tail.window.load(SeqCst);
-            let taken = loop {
+            let (taken, reserved) = loop {
                 let cursor = Cursor::unpack(word);
                 if cursor.generation != generation_of(gate) {
                     // The lock took the closed state back (and perhaps handed
@@ -357,7 +361,7 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
                     .window
                     .compare_exchange_weak(word, next.pack(), SeqCst, SeqCst)
                 {
-                    Ok(_) => break cursor,
+                    Ok(_) => break (cursor, next),
                     Err(now) => word = now,
                 }
             };
@@ -376,23 +380,25 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
                 (true, false) => 0xFFFFu64 << 48,
                 _ => 0,
             };
-            let mut word = tail.window.load(SeqCst);
-            loop {
-                let cursor = Cursor::unpack(word);
-                if delta == 0 || cursor.generation != taken.generation {
-                    after = cursor;
-                    break;
-                }
-                let moved = word.wrapping_add(delta);
-                match tail
-                    .window
-                    .compare_exchange_weak(word, moved, SeqCst, SeqCst)
-                {
-                    Ok(_) => {
-                        after = Cursor::unpack(moved);
+            after = reserved;
+            if delta != 0 {
+                let mut word = tail.window.load(SeqCst);
+                loop {
+                    let cursor = Cursor::unpack(word);
+                    if cursor.generation != taken.generation {
                         break;
                     }
-                    Err(now) => word = now,
+                    let moved = word.wrapping_add(delta);
+                    match tail
+                        .window
+                        .compare_exchange_weak(word, moved, SeqCst, SeqCst)
+                    {
+                        Ok(_) => {
+                            after = Cursor::unpack(moved);
+                            break;
+                        }
+                        Err(now) => word = now,
+                    }
                 }
             }
         }
@@ -423,21 +429,25 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
             let failures = now.failures();
             let minimum = head.minimum;
             let reached = |f: u32, c: u32| c >= minimum && rate.is_reached(f, c);
-            let (calls_before, failures_before) = match pushed_out {
-                Some(f) => (
-                    calls,
-                    failures
-                        .saturating_sub(u32::from(failed))
-                        .saturating_add(u32::from(f)),
-                ),
-                None => (
-                    calls.saturating_sub(1),
-                    failures.saturating_sub(u32::from(failed)),
-                ),
-            };
             rate_trip = reached(failures, calls);
-            if rate_trip && !reached(failures_before, calls_before) {
-                exceeded.failure_rate = RateReading::of(failures, calls, minimum).rate();
+            if rate_trip {
+                // Crossed by this outcome: the window before it held the call
+                // it pushed out instead (or one call fewer).
+                let (calls_before, failures_before) = match pushed_out {
+                    Some(f) => (
+                        calls,
+                        failures
+                            .saturating_sub(u32::from(failed))
+                            .saturating_add(u32::from(f)),
+                    ),
+                    None => (
+                        calls.saturating_sub(1),
+                        failures.saturating_sub(u32::from(failed)),
+                    ),
+                };
+                if !reached(failures_before, calls_before) {
+                    exceeded.failure_rate = RateReading::of(failures, calls, minimum).rate();
+                }
             }
         }
         if late {

@@ -142,7 +142,6 @@ fn config(rng: &mut Rng) -> Option<BreakerConfig> {
     }
     if rng.chance(20) {
         if let Ok(c) = b
-            .clone()
             .half_open_verdict(HalfOpenVerdict::Rates { probes: 2 })
             .build()
         {

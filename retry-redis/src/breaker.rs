@@ -15,7 +15,7 @@ use retry_core::{
     FleetConfig, FleetDecision, FleetMember, FleetView, MemberReport, Permit, Proposal, Transition,
     WindowStats,
 };
-use retry_shared::{Breaker, Clock, Gate};
+use retry_shared::{Breaker, Clock as AdapterClock, Gate};
 
 use crate::error::{LogOnce, SetupError, StoreError};
 use crate::{check_duration, check_name, observe, text, Fleet, FORMAT};
@@ -610,7 +610,7 @@ fn reply_items(v: &Value) -> Option<Vec<Value>> {
 }
 
 impl<const WORDS: usize, const BUCKETS: usize> Breaker for FleetBreaker<WORDS, BUCKETS> {
-    fn request(&self, clock: &dyn Clock) -> Gate {
+    fn request(&self, clock: &dyn AdapterClock) -> Gate {
         let at = self.inner.at(clock.now());
         let (gate, transition) = {
             let mut cell = self.lock();
@@ -631,13 +631,13 @@ impl<const WORDS: usize, const BUCKETS: usize> Breaker for FleetBreaker<WORDS, B
         gate
     }
 
-    fn record(&self, permit: Permit, outcome: CallOutcome, clock: &dyn Clock) {
+    fn record(&self, permit: Permit, outcome: CallOutcome, clock: &dyn AdapterClock) {
         let at = self.inner.at(clock.now());
         let recorded = self.lock().breaker.record(permit, outcome, at);
         self.inner.tell(recorded.transition);
     }
 
-    fn release(&self, permit: Permit, clock: &dyn Clock) {
+    fn release(&self, permit: Permit, clock: &dyn AdapterClock) {
         let at = self.inner.at(clock.now());
         self.lock().breaker.release(permit, at);
     }

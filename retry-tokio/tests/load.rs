@@ -19,6 +19,15 @@ use retry_core::{
     RetryError, RetryPolicy, Success,
 };
 use retry_shared::{Clock, Gate};
+
+/// A clock stopped at one instant.
+struct At(std::time::Instant);
+
+impl Clock for At {
+    fn now(&self) -> std::time::Instant {
+        self.0
+    }
+}
 use retry_tokio::reqwest::{send, Error};
 use retry_tokio::{Breaker, CancellationToken, Retry, SharedBreaker, SharedBudget};
 use tokio::sync::{oneshot, Semaphore};
@@ -274,9 +283,11 @@ async fn ten_thousand_calls_end_once_and_match_the_server_count() {
     assert_eq!(count(&permits.out), 0, "permits never handed back");
     assert_eq!(permits.probes_out.load(Ordering::SeqCst), 0);
     tokio::time::sleep(Duration::from_millis(25)).await;
-    let now = tokio::time::Instant::now().into_std();
-    match breaker.request(now) {
-        Gate::Admitted(permit) => breaker.record(permit, CallOutcome::success(Duration::ZERO), now),
+    let now = At(tokio::time::Instant::now().into_std());
+    match breaker.request(&now) {
+        Gate::Admitted(permit) => {
+            breaker.record(permit, CallOutcome::success(Duration::ZERO), &now)
+        }
         Gate::Rejected { until } => panic!(
             "the breaker refused a call after the load (state {:?}, until {until:?})",
             breaker.breaker.state()

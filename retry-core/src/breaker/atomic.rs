@@ -294,7 +294,7 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
 
     /// Whether the closed state is handed out right now.
     #[must_use]
-    pub fn is_open(&self) -> bool {
+    pub fn is_handed_out(&self) -> bool {
         self.head.0.gate.load(SeqCst) & OPEN_GATE != 0
     }
 
@@ -314,7 +314,7 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
     /// otherwise the permit, for [`CircuitBreaker::release`] under the lock.
     #[inline]
     pub fn release(&self, permit: Permit) -> Option<Permit> {
-        (permit.probe && !self.is_open()).then_some(permit)
+        (permit.probe && !self.is_handed_out()).then_some(permit)
     }
 
     /// Records `outcome` for `permit` in the closed state, as
@@ -553,7 +553,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     #[must_use]
     pub fn view(&self, path: &ClosedPath<WORDS>) -> Self {
         let mut copy = self.clone();
-        if path.is_open() {
+        if path.is_handed_out() {
             copy.pull(path);
         }
         copy

@@ -322,7 +322,7 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
         // Checked before taking: the path without a breaker moves nothing.
         if self.permit.is_some() {
             if let Some(permit) = self.permit.take() {
-                permit.finish(event, now);
+                permit.finish(event, Some(now));
             }
         }
         if observe::ENABLED {
@@ -360,7 +360,7 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                             deadline.and_then(|d| self.start.checked_add(d.as_duration()));
                         if let Some(breaker) = settings.breaker() {
                             let clock = self.clock.clone();
-                            match PermitGuard::request(&**breaker, clock, now, deadline) {
+                            match PermitGuard::request(&**breaker, clock, Some(now), deadline) {
                                 Ok(permit) => self.permit = Some(permit),
                                 Err(until) => {
                                     observe::rejected(number);

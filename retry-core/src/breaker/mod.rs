@@ -797,7 +797,21 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// The driver must run the call only if admitted, and then hand the permit back
     /// with [`record`](CircuitBreaker::record) or
     /// [`release`](CircuitBreaker::release).
+    #[inline]
     pub fn request(&mut self, now: Instant) -> Admission {
+        // The closed path first, small enough to inline at every call site.
+        if matches!(self.mode, Mode::Closed) {
+            return Admission::Admitted {
+                permit: self.permit(false),
+                transition: None,
+            };
+        }
+        self.request_other(now)
+    }
+
+    /// [`request`](Self::request) in any state.
+    #[inline(never)]
+    fn request_other(&mut self, now: Instant) -> Admission {
         match self.mode {
             Mode::Closed | Mode::Disabled | Mode::MetricsOnly => Admission::Admitted {
                 permit: self.permit(false),
@@ -848,7 +862,18 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// the request that would apply it, still counts. Metrics-only records
     /// without judging; open, forced-open and disabled record nothing (the outcome
     /// is [`Ignored`]). Late permits: see the type's docs.
+    #[inline]
     pub fn record(&mut self, permit: Permit, outcome: CallOutcome, now: Instant) -> Recorded {
+        // The closed path's common case first, small enough to inline.
+        if let Some(recorded) = self.record_closed_success(permit.epoch, outcome, now) {
+            return recorded;
+        }
+        self.record_other(permit, outcome, now)
+    }
+
+    /// [`record`](Self::record) in any case.
+    #[inline(never)]
+    fn record_other(&mut self, permit: Permit, outcome: CallOutcome, now: Instant) -> Recorded {
         let late = permit.epoch != self.epoch;
         let failed = !outcome.success;
         let slow = outcome.duration > self.config.slow_call_duration();
@@ -856,19 +881,15 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             Mode::Open { .. } => Recorded::ignored(Ignored::Open),
             Mode::ForcedOpen => Recorded::ignored(Ignored::ForcedOpen),
             Mode::Disabled => Recorded::ignored(Ignored::Disabled),
-            Mode::MetricsOnly => {
-                let (exceeded, _) = self.push(failed, slow, now, late);
-                Recorded {
-                    exceeded,
-                    ..Recorded::NOTHING
-                }
-            }
-            Mode::Closed => {
-                let (exceeded, stats) = self.push(failed, slow, now, late);
-                let transition = if late {
-                    None
-                } else {
-                    self.trip_cause(&stats).map(|cause| self.open(now, cause))
+            Mode::Closed | Mode::MetricsOnly => {
+                let window = self.push(failed, slow, now, late);
+                let (exceeded, cause) = self.judge(window);
+                // Metrics-only records and reports without judging; a late
+                // outcome never trips.
+                let trips = !late && matches!(self.mode, Mode::Closed);
+                let transition = match cause {
+                    Some(cause) if trips => Some(self.open(now, cause)),
+                    _ => None,
                 };
                 Recorded {
                     transition,
@@ -1126,19 +1147,22 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     }
 
     /// Records one outcome in the window, and in the streak unless late. Returns
-    /// the rates this outcome brought to their thresholds, and what the window
-    /// holds now (for the trip rules: the calls, the failures, and the slow
-    /// calls when the slow-call rule is on).
+    /// what the window held before and after the outcome when a rate rule
+    /// judges it (`None` without a window or rate rule). In a count window only
+    /// the calls, failures and slow calls are given (the trip rules need no
+    /// more).
     ///
-    /// A count window is read once: the counts before the outcome are the counts
-    /// after it, less the outcome, plus the call it pushed out.
+    /// A count window keeps its counts as calls come and go: the counts before
+    /// the outcome are the counts after it, less the outcome, plus the call it
+    /// pushed out.
+    #[inline(always)]
     fn push(
         &mut self,
         failed: bool,
         slow: bool,
         now: Instant,
         late: bool,
-    ) -> (Exceeded, WindowStats) {
+    ) -> Option<(WindowStats, WindowStats)> {
         let rated = self.config.failure_rate().is_some() || self.config.slow_call_rate().is_some();
         if !late {
             self.consecutive_failures = if failed {
@@ -1147,77 +1171,154 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 0
             };
         }
-        let (before, after) = if let Some(calls) = self.config.window_calls() {
+        if let Some(calls) = self.config.window_calls() {
             let evicted = self.calls.push(calls, failed, slow);
             if !rated {
-                return (Exceeded::NONE, WindowStats::default());
+                return None;
             }
-            let after = self.calls.tally(self.config.slow_call_rate().is_some());
-            let mut before = after;
-            before.calls = before.calls.saturating_sub(u32::from(evicted.is_none()));
-            before.failures = before.failures.saturating_sub(u32::from(failed));
-            before.slow = before.slow.saturating_sub(u32::from(slow));
-            if let Some((f, s)) = evicted {
-                before.failures = before.failures.saturating_add(u32::from(f));
-                before.slow = before.slow.saturating_add(u32::from(s));
-            }
-            (before, after)
-        } else if let Some((nanos, buckets)) = self.config.bucket_shape() {
-            let before = if rated {
-                self.stats(now)
-            } else {
-                WindowStats::default()
-            };
-            self.buckets.push(now, nanos, buckets, failed, slow);
-            if !rated {
-                return (Exceeded::NONE, WindowStats::default());
-            }
-            (before, self.stats(now))
+            let after = self.calls.counts();
+            Some((before_count(after, evicted, failed, slow), after))
         } else {
-            return (Exceeded::NONE, WindowStats::default());
+            self.push_timed(failed, slow, now, rated)
+        }
+    }
+
+    /// The closed path's common case, a fresh permit's quick success in a count
+    /// window, recorded without the general bookkeeping; `None`, with nothing
+    /// changed, in any other case. A success ends the failure streak and pushes
+    /// the oldest call out of a full window; it crosses no threshold and trips
+    /// nothing unless a rate stands at its threshold after it (late failures
+    /// can leave one there), and then the general judgement takes over.
+    #[inline(always)]
+    fn record_closed_success(
+        &mut self,
+        epoch: u32,
+        outcome: CallOutcome,
+        now: Instant,
+    ) -> Option<Recorded> {
+        let size = self.config.window_calls()?;
+        if !matches!(self.mode, Mode::Closed)
+            || epoch != self.epoch
+            || !outcome.success
+            || outcome.duration > self.config.slow_call_duration()
+        {
+            return None;
+        }
+        self.consecutive_failures = 0;
+        let evicted = self.calls.push(size, false, false);
+        let after = self.calls.counts();
+        let config = &self.config;
+        let reached = |rate: Option<Rate>, count: u32| {
+            after.calls >= config.minimum_calls()
+                && rate.is_some_and(|r| r.is_reached(count, after.calls))
         };
-        let minimum = self.config.minimum_calls();
-        let crossed = |rate: Option<Rate>, count: fn(&WindowStats) -> u32| {
-            let rate = rate?;
-            let reached =
-                |w: &WindowStats| w.calls >= minimum && rate.is_reached(count(w), w.calls);
-            (reached(&after) && !reached(&before))
+        if reached(config.failure_rate(), after.failures)
+            || reached(config.slow_call_rate(), after.slow)
+        {
+            return Some(self.judge_closed_success(evicted, after, now));
+        }
+        Some(Recorded::NOTHING)
+    }
+
+    /// The rest of [`record_closed_success`](Self::record_closed_success) when
+    /// a rate stands at its threshold.
+    #[cold]
+    #[inline(never)]
+    fn judge_closed_success(
+        &mut self,
+        evicted: Option<(bool, bool)>,
+        after: WindowStats,
+        now: Instant,
+    ) -> Recorded {
+        let before = before_count(after, evicted, false, false);
+        let (exceeded, cause) = self.judge(Some((before, after)));
+        Recorded {
+            transition: cause.map(|cause| self.open(now, cause)),
+            ignored: None,
+            exceeded,
+        }
+    }
+
+    /// [`push`](Self::push) for a time window (or none).
+    fn push_timed(
+        &mut self,
+        failed: bool,
+        slow: bool,
+        now: Instant,
+        rated: bool,
+    ) -> Option<(WindowStats, WindowStats)> {
+        let (nanos, buckets) = self.config.bucket_shape()?;
+        let before = rated.then(|| self.buckets.stats(now, nanos, buckets));
+        self.buckets.push(now, nanos, buckets, failed, slow);
+        before.map(|before| (before, self.buckets.stats(now, nanos, buckets)))
+    }
+
+    /// Judges the outcome just pushed: the rates it brought to their thresholds
+    /// (reached after it, not before), and the rule that trips the breaker, if
+    /// any, in the order consecutive failures, failure rate, slow-call rate
+    /// (rates only once the window holds `minimum_calls`). `window` is what
+    /// [`push`](Self::push) returned.
+    #[inline]
+    fn judge(
+        &self,
+        window: Option<(WindowStats, WindowStats)>,
+    ) -> (Exceeded, Option<TransitionCause>) {
+        let config = &self.config;
+        let streak = config
+            .failure_threshold()
+            .is_some_and(|n| self.consecutive_failures >= n);
+        let Some((before, after)) = window else {
+            return (
+                Exceeded::NONE,
+                streak.then_some(TransitionCause::ConsecutiveFailures),
+            );
+        };
+        let minimum = config.minimum_calls();
+        let reached = |rate: Option<Rate>, count: u32, calls: u32| {
+            calls >= minimum && rate.is_some_and(|r| r.is_reached(count, calls))
+        };
+        let failing = reached(config.failure_rate(), after.failures, after.calls);
+        let slowing = reached(config.slow_call_rate(), after.slow, after.calls);
+        if !(streak || failing || slowing) {
+            // Nothing is reached: nothing crossed and nothing trips.
+            return (Exceeded::NONE, None);
+        }
+        self.judge_reached(before, after, streak, failing, slowing)
+    }
+
+    /// The rest of [`judge`](Self::judge) once a rule is reached (`failing`
+    /// and `slowing` say which rate is reached after the outcome).
+    #[cold]
+    #[inline(never)]
+    fn judge_reached(
+        &self,
+        before: WindowStats,
+        after: WindowStats,
+        streak: bool,
+        failing: bool,
+        slowing: bool,
+    ) -> (Exceeded, Option<TransitionCause>) {
+        let config = &self.config;
+        let minimum = config.minimum_calls();
+        let crossed = |rate: Option<Rate>, reached_after: bool, count: fn(&WindowStats) -> u32| {
+            let reached_before = before.calls >= minimum
+                && rate.is_some_and(|r| r.is_reached(count(&before), before.calls));
+            (reached_after && !reached_before)
                 .then(|| RateReading::of(count(&after), after.calls, minimum).rate())
                 .flatten()
         };
         let exceeded = Exceeded {
-            failure_rate: crossed(self.config.failure_rate(), |w| w.failures),
-            slow_call_rate: crossed(self.config.slow_call_rate(), |w| w.slow),
+            failure_rate: crossed(config.failure_rate(), failing, |w| w.failures),
+            slow_call_rate: crossed(config.slow_call_rate(), slowing, |w| w.slow),
         };
-        (exceeded, after)
-    }
-
-    /// The rule that trips the breaker, if any, given what the window holds
-    /// (as [`push`](Self::push) returns it).
-    fn trip_cause(&self, stats: &WindowStats) -> Option<TransitionCause> {
-        let config = &self.config;
-        if config
-            .failure_threshold()
-            .is_some_and(|n| self.consecutive_failures >= n)
-        {
-            return Some(TransitionCause::ConsecutiveFailures);
-        }
-        if stats.calls < config.minimum_calls() {
-            return None;
-        }
-        if config
-            .failure_rate()
-            .is_some_and(|r| r.is_reached(stats.failures, stats.calls))
-        {
-            return Some(TransitionCause::FailureRate);
-        }
-        if config
-            .slow_call_rate()
-            .is_some_and(|r| r.is_reached(stats.slow, stats.calls))
-        {
-            return Some(TransitionCause::SlowCallRate);
-        }
-        None
+        let cause = if streak {
+            Some(TransitionCause::ConsecutiveFailures)
+        } else if failing {
+            Some(TransitionCause::FailureRate)
+        } else {
+            Some(TransitionCause::SlowCallRate)
+        };
+        (exceeded, cause)
     }
 
     /// A probe's outcome under the consecutive verdict.
@@ -1303,6 +1404,29 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         self.calls = CountRing::new();
         self.buckets = BucketRing::new();
         self.enter(mode, now, cause)
+    }
+}
+
+/// What a count window held before a call (`failed`, `slow`) was pushed in,
+/// from what it holds `after` and the call pushed out, if one was.
+fn before_count(
+    after: WindowStats,
+    evicted: Option<(bool, bool)>,
+    failed: bool,
+    slow: bool,
+) -> WindowStats {
+    let (out_failed, out_slow) = evicted.unwrap_or((false, false));
+    WindowStats {
+        calls: after.calls.saturating_sub(u32::from(evicted.is_none())),
+        failures: after
+            .failures
+            .saturating_sub(u32::from(failed))
+            .saturating_add(u32::from(out_failed)),
+        slow: after
+            .slow
+            .saturating_sub(u32::from(slow))
+            .saturating_add(u32::from(out_slow)),
+        slow_failures: 0,
     }
 }
 

@@ -55,24 +55,34 @@ impl fmt::Display for WindowStats {
     }
 }
 
-/// The last `len` calls as two bit rings (failed, slow) of `WORDS × 64` bits.
-/// Slot `next` is overwritten by the next call. Each 64-bit word is kept as two
-/// `u32` halves so the ring is 4-aligned and its two `u16` cursors pack in beside
-/// the bits: a 128-call ring takes 36 bytes, not 40.
-///
-/// Counting the window reads only the words a window of `len` calls covers, so
-/// a 100-call window costs the same in a 1,024-call ring as in a 128-call one.
+/// The last `len` calls as two bit rings (failed, slow) of `WORDS × 64` bits,
+/// with the number of failed and slow calls they hold kept as calls come and go
+/// (so reading the window's counts is a load, not a count of bits). Slot `next`
+/// is overwritten by the next call. Each 64-bit word is kept as two `u32` halves
+/// so the ring is 4-aligned and its four `u16` cursors and counts pack in beside
+/// the bits: a 128-call ring takes 40 bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct CountRing<const WORDS: usize> {
     failed: [[u32; 2]; WORDS],
     slow: [[u32; 2]; WORDS],
     next: u16,
     len: u16,
+    /// Failed calls among the `len` held.
+    failures: u16,
+    /// Slow calls among the `len` held.
+    slow_calls: u16,
 }
 
 impl<const WORDS: usize> CountRing<WORDS> {
     /// How many calls the ring can hold.
     pub(crate) const CAPACITY: usize = WORDS.saturating_mul(64);
+
+    /// The capacity as a window size (windows are at most `u16::MAX` calls).
+    const SIZE_CAP: u16 = if Self::CAPACITY > u16::MAX as usize {
+        u16::MAX
+    } else {
+        Self::CAPACITY as u16
+    };
 
     pub(crate) const fn new() -> Self {
         CountRing {
@@ -80,71 +90,76 @@ impl<const WORDS: usize> CountRing<WORDS> {
             slow: [[0; 2]; WORDS],
             next: 0,
             len: 0,
+            failures: 0,
+            slow_calls: 0,
         }
     }
 
     /// Adds one call to a window of `size` calls, pushing out the oldest once full.
     /// A `size` above the capacity is cut to it (the breaker refuses such configs).
     /// Returns the call pushed out (failed, slow), if one was.
+    #[inline]
     pub(crate) fn push(&mut self, size: u16, failed: bool, slow: bool) -> Option<(bool, bool)> {
-        let cap = u16::try_from(Self::CAPACITY).unwrap_or(u16::MAX);
-        let size = size.min(cap);
-        if size == 0 {
+        let size = size.min(Self::SIZE_CAP);
+        let last = size.checked_sub(1)?;
+        let slot = self.next.min(last);
+        let word = usize::from(slot / 32);
+        let shift = u32::from(slot % 32);
+        let full = self.len >= size;
+        let (Some(f), Some(s)) = (
+            self.failed.as_flattened_mut().get_mut(word),
+            self.slow.as_flattened_mut().get_mut(word),
+        ) else {
             return None;
-        }
-        let slot = self.next.min(size.saturating_sub(1));
+        };
         // Once full, the slot written next holds the oldest call.
-        let evicted = (self.len >= size).then(|| (bit(&self.failed, slot), bit(&self.slow, slot)));
-        set_bit(&mut self.failed, slot, failed);
-        set_bit(&mut self.slow, slot, slow);
-        let after = slot.saturating_add(1);
-        self.next = if after >= size { 0 } else { after };
-        self.len = self.len.saturating_add(1).min(size);
-        evicted
+        let old_f = full && (*f >> shift) & 1 != 0;
+        let old_s = full && (*s >> shift) & 1 != 0;
+        *f = *f & !(1 << shift) | u32::from(failed) << shift;
+        *s = *s & !(1 << shift) | u32::from(slow) << shift;
+        self.failures = self
+            .failures
+            .saturating_sub(u16::from(old_f))
+            .saturating_add(u16::from(failed));
+        self.slow_calls = self
+            .slow_calls
+            .saturating_sub(u16::from(old_s))
+            .saturating_add(u16::from(slow));
+        self.next = if slot >= last { 0 } else { slot.saturating_add(1) };
+        if full {
+            Some((old_f, old_s))
+        } else {
+            self.len = self.len.saturating_add(1);
+            None
+        }
     }
 
-    /// The calls, failures and (when `slow` is asked for) slow calls held, as
-    /// [`stats`](Self::stats) counts them; the rest left at zero. The trip
-    /// rules need no more.
+    /// The calls, failures and slow calls held (slow failures left at zero:
+    /// the trip rules need no more).
     #[inline]
-    pub(crate) fn tally(&self, slow: bool) -> WindowStats {
-        let words = usize::from(self.len).div_ceil(64);
-        let count = |ring: &[[u32; 2]; WORDS]| {
-            ring.get(..words)
-                .unwrap_or(ring)
-                .iter()
-                .fold(0u32, |n, w| n.saturating_add(word(*w).count_ones()))
-        };
+    pub(crate) const fn counts(&self) -> WindowStats {
         WindowStats {
-            calls: u32::from(self.len),
-            failures: count(&self.failed),
-            slow: if slow { count(&self.slow) } else { 0 },
+            calls: self.len as u32,
+            failures: self.failures as u32,
+            slow: self.slow_calls as u32,
             slow_failures: 0,
         }
     }
 
+    /// The calls held with their failures, slow calls and slow failures.
     pub(crate) fn stats(&self) -> WindowStats {
         // The window's calls sit in slots 0..len: only those words hold bits.
-        let words = usize::from(self.len).div_ceil(64);
-        let failed = self.failed.get(..words).unwrap_or(&self.failed);
-        let slow = self.slow.get(..words).unwrap_or(&self.slow);
-        let (failures, slow_calls, slow_failures) =
-            failed
-                .iter()
-                .zip(slow)
-                .fold((0u32, 0u32, 0u32), |(f, s, b), (failed, slow)| {
-                    let (failed, slow) = (word(*failed), word(*slow));
-                    (
-                        f.saturating_add(failed.count_ones()),
-                        s.saturating_add(slow.count_ones()),
-                        b.saturating_add((failed & slow).count_ones()),
-                    )
-                });
+        let words = usize::from(self.len).div_ceil(32);
+        let failed = self.failed.as_flattened();
+        let slow = self.slow.as_flattened();
+        let slow_failures = failed
+            .iter()
+            .zip(slow)
+            .take(words)
+            .fold(0u32, |n, (f, s)| n.saturating_add((f & s).count_ones()));
         WindowStats {
-            calls: u32::from(self.len),
-            failures,
-            slow: slow_calls,
             slow_failures,
+            ..self.counts()
         }
     }
 
@@ -171,32 +186,11 @@ impl<const WORDS: usize> CountRing<WORDS> {
     }
 }
 
-fn bit(words: &[[u32; 2]], index: u16) -> bool {
-    let word = usize::from(index / 64);
-    let half = usize::from(index % 64 / 32);
-    let mask = 1u32.wrapping_shl(u32::from(index % 32));
+fn bit<const WORDS: usize>(words: &[[u32; 2]; WORDS], index: u16) -> bool {
     words
-        .get(word)
-        .and_then(|w| w.get(half))
-        .is_some_and(|w| w & mask != 0)
-}
-
-fn set_bit(words: &mut [[u32; 2]], index: u16, value: bool) {
-    let word = usize::from(index / 64);
-    let half = usize::from(index % 64 / 32);
-    let mask = 1u32.wrapping_shl(u32::from(index % 32));
-    if let Some(w) = words.get_mut(word).and_then(|w| w.get_mut(half)) {
-        if value {
-            *w |= mask;
-        } else {
-            *w &= !mask;
-        }
-    }
-}
-
-/// A 64-bit word of a ring from its two halves.
-fn word([low, high]: [u32; 2]) -> u64 {
-    u64::from(low) | u64::from(high) << 32
+        .as_flattened()
+        .get(usize::from(index / 32))
+        .is_some_and(|w| (w >> (index % 32)) & 1 != 0)
 }
 
 /// One bucket of a time window: its absolute bucket number and its counts.

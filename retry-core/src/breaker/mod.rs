@@ -484,16 +484,16 @@ pub(crate) enum Mode {
 ///
 /// # Size
 /// Apart from its [`BreakerConfig`] (which carries a [`Backoff`](crate::Backoff)
-/// and a [`Jitter`](crate::Jitter) and takes 160 bytes on 64-bit targets), a
-/// breaker with a 100-call count window (`CircuitBreaker<2, 0>`) is 96 bytes:
-/// 36 for the two bit rings and their cursors, 40 for the state (a half-open
-/// period keeps its probe counts and its deadline), 12 for the epoch and the
-/// counters, 8 for the count of rejected calls. Each further 64 calls of
-/// capacity add 16 bytes (`CircuitBreaker<16, 0>`, 1,024 calls, holds the
-/// 1,000-call windows Resilience4j users configure). Capacity costs no time:
-/// judging the rates reads only the words the window in use covers, so a
-/// 100-call window costs the same in any capacity, and a 1,000-call one reads 16
-/// words per ring.
+/// and a [`Jitter`](crate::Jitter) and takes 152 bytes on 64-bit targets), a
+/// breaker with a 100-call count window (`CircuitBreaker<2, 0>`) is 104 bytes:
+/// 40 for the two bit rings, their cursors and the running counts of failed
+/// and slow calls, 40 for the state (a half-open period keeps its probe counts
+/// and its deadline), 12 for the epoch and the counters, 8 for the count of
+/// rejected calls, 4 of padding. Each further 64 calls of capacity add 16 bytes
+/// (`CircuitBreaker<16, 0>`, 1,024 calls, holds the 1,000-call windows
+/// Resilience4j users configure). Capacity costs no time: the window's counts
+/// are kept as calls come and go, so recording an outcome costs the same in
+/// any window and any capacity.
 ///
 /// ```
 /// use core::time::Duration;
@@ -865,7 +865,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     #[inline]
     pub fn record(&mut self, permit: Permit, outcome: CallOutcome, now: Instant) -> Recorded {
         // The closed path's common case first, small enough to inline.
-        if let Some(recorded) = self.record_closed_success(permit.epoch, outcome, now) {
+        if let Some(recorded) = self.record_closed_count(permit.epoch, outcome, now) {
             return recorded;
         }
         self.record_other(permit, outcome, now)
@@ -1183,54 +1183,54 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         }
     }
 
-    /// The closed path's common case, a fresh permit's quick success in a count
-    /// window, recorded without the general bookkeeping; `None`, with nothing
-    /// changed, in any other case. A success ends the failure streak and pushes
-    /// the oldest call out of a full window; it crosses no threshold and trips
-    /// nothing unless a rate stands at its threshold after it (late failures
-    /// can leave one there), and then the general judgement takes over.
+    /// The closed path with a count window and a fresh permit, recorded
+    /// without the general bookkeeping; `None`, with nothing changed, in any
+    /// other case. The outcome enters the streak and the window (pushing the
+    /// oldest call out of a full window); when no rule stands at its threshold
+    /// after it, nothing crossed and nothing trips, which is the common case and
+    /// ends here. Otherwise the general judgement takes over.
     #[inline(always)]
-    fn record_closed_success(
+    fn record_closed_count(
         &mut self,
         epoch: u32,
         outcome: CallOutcome,
         now: Instant,
     ) -> Option<Recorded> {
         let size = self.config.window_calls()?;
-        if !matches!(self.mode, Mode::Closed)
-            || epoch != self.epoch
-            || !outcome.success
-            || outcome.duration > self.config.slow_call_duration()
-        {
+        if !matches!(self.mode, Mode::Closed) || epoch != self.epoch {
             return None;
         }
-        self.consecutive_failures = 0;
-        let evicted = self.calls.push(size, false, false);
+        let failed = !outcome.success;
+        let slow = outcome.duration > self.config.slow_call_duration();
+        self.consecutive_failures = if failed {
+            self.consecutive_failures.saturating_add(1)
+        } else {
+            0
+        };
+        let evicted = self.calls.push(size, failed, slow);
         let after = self.calls.counts();
         let config = &self.config;
         let reached = |rate: Option<Rate>, count: u32| {
             after.calls >= config.minimum_calls()
                 && rate.is_some_and(|r| r.is_reached(count, after.calls))
         };
-        if reached(config.failure_rate(), after.failures)
+        if config
+            .failure_threshold()
+            .is_some_and(|n| self.consecutive_failures >= n)
+            || reached(config.failure_rate(), after.failures)
             || reached(config.slow_call_rate(), after.slow)
         {
-            return Some(self.judge_closed_success(evicted, after, now));
+            let before = before_count(after, evicted, failed, slow);
+            return Some(self.judge_closed(before, after, now));
         }
         Some(Recorded::NOTHING)
     }
 
-    /// The rest of [`record_closed_success`](Self::record_closed_success) when
-    /// a rate stands at its threshold.
+    /// The rest of [`record_closed_count`](Self::record_closed_count) when a
+    /// rule stands at its threshold.
     #[cold]
     #[inline(never)]
-    fn judge_closed_success(
-        &mut self,
-        evicted: Option<(bool, bool)>,
-        after: WindowStats,
-        now: Instant,
-    ) -> Recorded {
-        let before = before_count(after, evicted, false, false);
+    fn judge_closed(&mut self, before: WindowStats, after: WindowStats, now: Instant) -> Recorded {
         let (exceeded, cause) = self.judge(Some((before, after)));
         Recorded {
             transition: cause.map(|cause| self.open(now, cause)),

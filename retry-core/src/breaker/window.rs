@@ -77,13 +77,6 @@ impl<const WORDS: usize> CountRing<WORDS> {
     /// How many calls the ring can hold.
     pub(crate) const CAPACITY: usize = WORDS.saturating_mul(64);
 
-    /// The capacity as a window size (windows are at most `u16::MAX` calls).
-    const SIZE_CAP: u16 = if Self::CAPACITY > u16::MAX as usize {
-        u16::MAX
-    } else {
-        Self::CAPACITY as u16
-    };
-
     pub(crate) const fn new() -> Self {
         CountRing {
             failed: [[0; 2]; WORDS],
@@ -100,7 +93,7 @@ impl<const WORDS: usize> CountRing<WORDS> {
     /// Returns the call pushed out (failed, slow), if one was.
     #[inline]
     pub(crate) fn push(&mut self, size: u16, failed: bool, slow: bool) -> Option<(bool, bool)> {
-        let size = size.min(Self::SIZE_CAP);
+        let size = size.min(u16::try_from(Self::CAPACITY).unwrap_or(u16::MAX));
         let last = size.checked_sub(1)?;
         let slot = self.next.min(last);
         let word = usize::from(slot / 32);
@@ -117,14 +110,15 @@ impl<const WORDS: usize> CountRing<WORDS> {
         let old_s = full && (*s >> shift) & 1 != 0;
         *f = *f & !(1 << shift) | u32::from(failed) << shift;
         *s = *s & !(1 << shift) | u32::from(slow) << shift;
+        // A call pushed out was counted, so neither count wraps.
         self.failures = self
             .failures
-            .saturating_sub(u16::from(old_f))
-            .saturating_add(u16::from(failed));
+            .wrapping_sub(u16::from(old_f))
+            .wrapping_add(u16::from(failed));
         self.slow_calls = self
             .slow_calls
-            .saturating_sub(u16::from(old_s))
-            .saturating_add(u16::from(slow));
+            .wrapping_sub(u16::from(old_s))
+            .wrapping_add(u16::from(slow));
         self.next = if slot >= last { 0 } else { slot.saturating_add(1) };
         if full {
             Some((old_f, old_s))

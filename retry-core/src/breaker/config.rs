@@ -509,11 +509,14 @@ impl BreakerConfig {
     pub(crate) fn bucket_shape(&self) -> Option<(u64, u16)> {
         match self.window {
             Some(Window::Time { length, buckets }) => {
-                let per = length
-                    .as_nanos()
-                    .checked_div(u128::from(buckets))
-                    .unwrap_or(0);
-                Some((u64::try_from(per).unwrap_or(u64::MAX).max(1), buckets))
+                // Divided as a `Duration` (64-bit arithmetic, exact), then in
+                // nanoseconds, saturating past 584 years.
+                let per = length.checked_div(u32::from(buckets)).unwrap_or_default();
+                let nanos = per
+                    .as_secs()
+                    .saturating_mul(1_000_000_000)
+                    .saturating_add(u64::from(per.subsec_nanos()));
+                Some((nanos.max(1), buckets))
             }
             _ => None,
         }

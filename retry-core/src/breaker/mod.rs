@@ -864,14 +864,14 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// is [`Ignored`]). Late permits: see the type's docs.
     #[inline]
     pub fn record(&mut self, permit: Permit, outcome: CallOutcome, now: Instant) -> Recorded {
-        // The closed path's common case first, small enough to inline.
-        if let Some(recorded) = self.record_closed_count(permit.epoch, outcome, now) {
-            return recorded;
+        // The closed path first, small enough to inline at every call site.
+        if matches!(self.mode, Mode::Closed | Mode::MetricsOnly) {
+            return self.record_closed(permit.epoch != self.epoch, outcome, now);
         }
         self.record_other(permit, outcome, now)
     }
 
-    /// [`record`](Self::record) in any case.
+    /// [`record`](Self::record) when neither closed nor metrics-only.
     #[inline(never)]
     fn record_other(&mut self, permit: Permit, outcome: CallOutcome, now: Instant) -> Recorded {
         let late = permit.epoch != self.epoch;
@@ -881,22 +881,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             Mode::Open { .. } => Recorded::ignored(Ignored::Open),
             Mode::ForcedOpen => Recorded::ignored(Ignored::ForcedOpen),
             Mode::Disabled => Recorded::ignored(Ignored::Disabled),
-            Mode::Closed | Mode::MetricsOnly => {
-                let window = self.push(failed, slow, now, late);
-                let (exceeded, cause) = self.judge(window);
-                // Metrics-only records and reports without judging; a late
-                // outcome never trips.
-                let trips = !late && matches!(self.mode, Mode::Closed);
-                let transition = match cause {
-                    Some(cause) if trips => Some(self.open(now, cause)),
-                    _ => None,
-                };
-                Recorded {
-                    transition,
-                    ignored: None,
-                    exceeded,
-                }
-            }
+            Mode::Closed | Mode::MetricsOnly => self.record_closed(late, outcome, now),
             Mode::HalfOpen(p) => {
                 if late || !permit.probe {
                     return Recorded::ignored(Ignored::Late);
@@ -1147,22 +1132,11 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     }
 
     /// Records one outcome in the window, and in the streak unless late. Returns
-    /// what the window held before and after the outcome when a rate rule
-    /// judges it (`None` without a window or rate rule). In a count window only
-    /// the calls, failures and slow calls are given (the trip rules need no
-    /// more).
-    ///
-    /// A count window keeps its counts as calls come and go: the counts before
-    /// the outcome are the counts after it, less the outcome, plus the call it
-    /// pushed out.
+    /// what the window holds after the outcome when a rate rule judges it
+    /// (`None` without a window or rate rule). In a count window only the
+    /// calls, failures and slow calls are given (the trip rules need no more).
     #[inline(always)]
-    fn push(
-        &mut self,
-        failed: bool,
-        slow: bool,
-        now: Instant,
-        late: bool,
-    ) -> Option<(WindowStats, WindowStats)> {
+    fn push(&mut self, failed: bool, slow: bool, now: Instant, late: bool) -> Option<Pushed> {
         let rated = self.config.failure_rate().is_some() || self.config.slow_call_rate().is_some();
         if !late {
             self.consecutive_failures = if failed {
@@ -1173,152 +1147,122 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         }
         if let Some(calls) = self.config.window_calls() {
             let evicted = self.calls.push(calls, failed, slow);
-            if !rated {
-                return None;
-            }
-            let after = self.calls.counts();
-            Some((before_count(after, evicted, failed, slow), after))
+            rated.then(|| Pushed {
+                after: self.calls.counts(),
+                before: Before::Evicted(evicted),
+            })
         } else {
             self.push_timed(failed, slow, now, rated)
         }
     }
 
-    /// The closed path with a count window and a fresh permit, recorded
-    /// without the general bookkeeping; `None`, with nothing changed, in any
-    /// other case. The outcome enters the streak and the window (pushing the
-    /// oldest call out of a full window); when no rule stands at its threshold
-    /// after it, nothing crossed and nothing trips, which is the common case and
-    /// ends here. Otherwise the general judgement takes over.
-    #[inline(always)]
-    fn record_closed_count(
-        &mut self,
-        epoch: u32,
-        outcome: CallOutcome,
-        now: Instant,
-    ) -> Option<Recorded> {
-        let size = self.config.window_calls()?;
-        if !matches!(self.mode, Mode::Closed) || epoch != self.epoch {
-            return None;
-        }
+    /// [`record`](Self::record) closed or metrics-only: the outcome enters the
+    /// streak (unless late) and the window. When no rule stands at its
+    /// threshold after it, nothing crossed a threshold and nothing trips: the
+    /// common case, which ends here; otherwise [`judge`](Self::judge) decides.
+    // Inlined on 64-bit targets, where the closed path's speed is what counts;
+    // shared by `record` and `record_other` on small ones.
+    #[cfg_attr(target_pointer_width = "64", inline(always))]
+    fn record_closed(&mut self, late: bool, outcome: CallOutcome, now: Instant) -> Recorded {
         let failed = !outcome.success;
         let slow = outcome.duration > self.config.slow_call_duration();
-        self.consecutive_failures = if failed {
-            self.consecutive_failures.saturating_add(1)
-        } else {
-            0
-        };
-        let evicted = self.calls.push(size, failed, slow);
-        let after = self.calls.counts();
+        let pushed = self.push(failed, slow, now, late);
         let config = &self.config;
-        let reached = |rate: Option<Rate>, count: u32| {
-            after.calls >= config.minimum_calls()
-                && rate.is_some_and(|r| r.is_reached(count, after.calls))
-        };
-        if config
+        let mut standing = config
             .failure_threshold()
-            .is_some_and(|n| self.consecutive_failures >= n)
-            || reached(config.failure_rate(), after.failures)
-            || reached(config.slow_call_rate(), after.slow)
-        {
-            let before = before_count(after, evicted, failed, slow);
-            return Some(self.judge_closed(before, after, now));
+            .is_some_and(|n| self.consecutive_failures >= n);
+        if let Some(Pushed { after: w, .. }) = pushed {
+            if w.calls >= config.minimum_calls() {
+                standing = standing
+                    || config
+                        .failure_rate()
+                        .is_some_and(|r| r.is_reached(w.failures, w.calls))
+                    || config
+                        .slow_call_rate()
+                        .is_some_and(|r| r.is_reached(w.slow, w.calls));
+            }
         }
-        Some(Recorded::NOTHING)
-    }
-
-    /// The rest of [`record_closed_count`](Self::record_closed_count) when a
-    /// rule stands at its threshold.
-    #[cold]
-    #[inline(never)]
-    fn judge_closed(&mut self, before: WindowStats, after: WindowStats, now: Instant) -> Recorded {
-        let (exceeded, cause) = self.judge(Some((before, after)));
-        Recorded {
-            transition: cause.map(|cause| self.open(now, cause)),
-            ignored: None,
-            exceeded,
+        if standing {
+            return self.judge(pushed, failed, slow, late, now);
         }
+        Recorded::NOTHING
     }
 
     /// [`push`](Self::push) for a time window (or none).
-    fn push_timed(
-        &mut self,
-        failed: bool,
-        slow: bool,
-        now: Instant,
-        rated: bool,
-    ) -> Option<(WindowStats, WindowStats)> {
+    #[inline(never)]
+    fn push_timed(&mut self, failed: bool, slow: bool, now: Instant, rated: bool) -> Option<Pushed> {
         let (nanos, buckets) = self.config.bucket_shape()?;
         let before = rated.then(|| self.buckets.stats(now, nanos, buckets));
         self.buckets.push(now, nanos, buckets, failed, slow);
-        before.map(|before| (before, self.buckets.stats(now, nanos, buckets)))
+        before.map(|before| Pushed {
+            after: self.buckets.stats(now, nanos, buckets),
+            before: Before::Counted(before),
+        })
     }
 
-    /// Judges the outcome just pushed: the rates it brought to their thresholds
-    /// (reached after it, not before), and the rule that trips the breaker, if
-    /// any, in the order consecutive failures, failure rate, slow-call rate
-    /// (rates only once the window holds `minimum_calls`). `window` is what
-    /// [`push`](Self::push) returned.
-    #[inline]
+    /// Judges the outcome just pushed, closed or metrics-only, once some rule
+    /// stands at its threshold: the rates it brought to their thresholds
+    /// (reached after it, not before), and, closed and unless the outcome is
+    /// late, the rule that trips the breaker, in the order consecutive
+    /// failures, failure rate, slow-call rate (rates only once the window holds
+    /// `minimum_calls`). `window` is what [`push`](Self::push) returned.
+    #[cold]
+    #[inline(never)]
     fn judge(
-        &self,
-        window: Option<(WindowStats, WindowStats)>,
-    ) -> (Exceeded, Option<TransitionCause>) {
+        &mut self,
+        pushed: Option<Pushed>,
+        failed: bool,
+        slow: bool,
+        late: bool,
+        now: Instant,
+    ) -> Recorded {
         let config = &self.config;
-        let streak = config
-            .failure_threshold()
-            .is_some_and(|n| self.consecutive_failures >= n);
-        let Some((before, after)) = window else {
-            return (
-                Exceeded::NONE,
-                streak.then_some(TransitionCause::ConsecutiveFailures),
-            );
-        };
         let minimum = config.minimum_calls();
         let reached = |rate: Option<Rate>, count: u32, calls: u32| {
             calls >= minimum && rate.is_some_and(|r| r.is_reached(count, calls))
         };
-        let failing = reached(config.failure_rate(), after.failures, after.calls);
-        let slowing = reached(config.slow_call_rate(), after.slow, after.calls);
-        if !(streak || failing || slowing) {
-            // Nothing is reached: nothing crossed and nothing trips.
-            return (Exceeded::NONE, None);
+        let (mut exceeded, mut failing, mut slowing) = (Exceeded::NONE, false, false);
+        if let Some(Pushed { after, before }) = pushed {
+            let before = match before {
+                Before::Counted(before) => before,
+                Before::Evicted(evicted) => before_count(after, evicted, failed, slow),
+            };
+            failing = reached(config.failure_rate(), after.failures, after.calls);
+            slowing = reached(config.slow_call_rate(), after.slow, after.calls);
+            let crossed = |rate: Option<Rate>, now_reached: bool, count: fn(&WindowStats) -> u32| {
+                (now_reached && !reached(rate, count(&before), before.calls))
+                    .then(|| RateReading::of(count(&after), after.calls, minimum).rate())
+                    .flatten()
+            };
+            exceeded = Exceeded {
+                failure_rate: crossed(config.failure_rate(), failing, |w| w.failures),
+                slow_call_rate: crossed(config.slow_call_rate(), slowing, |w| w.slow),
+            };
         }
-        self.judge_reached(before, after, streak, failing, slowing)
-    }
-
-    /// The rest of [`judge`](Self::judge) once a rule is reached (`failing`
-    /// and `slowing` say which rate is reached after the outcome).
-    #[cold]
-    #[inline(never)]
-    fn judge_reached(
-        &self,
-        before: WindowStats,
-        after: WindowStats,
-        streak: bool,
-        failing: bool,
-        slowing: bool,
-    ) -> (Exceeded, Option<TransitionCause>) {
-        let config = &self.config;
-        let minimum = config.minimum_calls();
-        let crossed = |rate: Option<Rate>, reached_after: bool, count: fn(&WindowStats) -> u32| {
-            let reached_before = before.calls >= minimum
-                && rate.is_some_and(|r| r.is_reached(count(&before), before.calls));
-            (reached_after && !reached_before)
-                .then(|| RateReading::of(count(&after), after.calls, minimum).rate())
-                .flatten()
-        };
-        let exceeded = Exceeded {
-            failure_rate: crossed(config.failure_rate(), failing, |w| w.failures),
-            slow_call_rate: crossed(config.slow_call_rate(), slowing, |w| w.slow),
-        };
-        let cause = if streak {
+        let cause = if config
+            .failure_threshold()
+            .is_some_and(|n| self.consecutive_failures >= n)
+        {
             Some(TransitionCause::ConsecutiveFailures)
         } else if failing {
             Some(TransitionCause::FailureRate)
-        } else {
+        } else if slowing {
             Some(TransitionCause::SlowCallRate)
+        } else {
+            None
         };
-        (exceeded, cause)
+        // Metrics-only records and reports without judging; a late outcome
+        // never trips.
+        let trips = !late && matches!(self.mode, Mode::Closed);
+        let transition = match cause {
+            Some(cause) if trips => Some(self.open(now, cause)),
+            _ => None,
+        };
+        Recorded {
+            transition,
+            ignored: None,
+            exceeded,
+        }
     }
 
     /// A probe's outcome under the consecutive verdict.
@@ -1405,6 +1349,23 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         self.buckets = BucketRing::new();
         self.enter(mode, now, cause)
     }
+}
+
+/// What the window holds after an outcome, and how to tell what it held before.
+#[derive(Clone, Copy)]
+struct Pushed {
+    after: WindowStats,
+    before: Before,
+}
+
+/// What a window held before an outcome.
+#[derive(Clone, Copy)]
+enum Before {
+    /// A count window: the call the outcome pushed out, if one was (see
+    /// [`before_count`]).
+    Evicted(Option<(bool, bool)>),
+    /// A time window: counted before the outcome went in.
+    Counted(WindowStats),
 }
 
 /// What a count window held before a call (`failed`, `slow`) was pushed in,

@@ -594,7 +594,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 });
             }
         }
-        if let Some((_, buckets)) = config.bucket_shape() {
+        if let Some(Window::Time { buckets, .. }) = config.window() {
             if usize::from(buckets) > BUCKETS {
                 return Err(BreakerError::WindowTooLarge {
                     field: "window.buckets",
@@ -725,6 +725,10 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     pub fn stats(&self, now: Instant) -> WindowStats {
         if self.config.window_calls().is_some() {
             return self.calls.stats();
+        }
+        // A type without buckets holds no time window (`new` refuses one).
+        if BUCKETS == 0 {
+            return WindowStats::default();
         }
         match self.config.bucket_shape() {
             Some((nanos, buckets)) => self.buckets.stats(now, nanos, buckets),
@@ -1131,13 +1135,18 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         self.enter(Mode::HalfOpen(probing), now, cause)
     }
 
-    /// Records one outcome in the window, and in the streak unless late. Returns
-    /// what the window holds after the outcome when a rate rule judges it
-    /// (`None` without a window or rate rule). In a count window only the
-    /// calls, failures and slow calls are given (the trip rules need no more).
-    #[inline(always)]
-    fn push(&mut self, failed: bool, slow: bool, now: Instant, late: bool) -> Option<Pushed> {
-        let rated = self.config.failure_rate().is_some() || self.config.slow_call_rate().is_some();
+    /// [`record`](Self::record) closed or metrics-only: the outcome enters the
+    /// streak (unless late) and the window. When no rule stands at its
+    /// threshold after it, nothing crossed a threshold and nothing trips: the
+    /// common case, which ends here; otherwise [`judge`](Self::judge) decides.
+    /// A count window is handled here, a time window (or none) by
+    /// [`record_timed`](Self::record_timed).
+    // Inlined on 64-bit targets, where the closed path's speed is what counts;
+    // shared by `record` and `record_other` on small ones.
+    #[cfg_attr(target_pointer_width = "64", inline(always))]
+    fn record_closed(&mut self, late: bool, outcome: CallOutcome, now: Instant) -> Recorded {
+        let failed = !outcome.success;
+        let slow = outcome.duration > self.config.slow_call_duration();
         if !late {
             self.consecutive_failures = if failed {
                 self.consecutive_failures.saturating_add(1)
@@ -1145,59 +1154,59 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 0
             };
         }
-        if let Some(calls) = self.config.window_calls() {
-            let evicted = self.calls.push(calls, failed, slow);
-            rated.then(|| Pushed {
-                after: self.calls.counts(),
-                before: Before::Evicted(evicted),
-            })
-        } else {
-            self.push_timed(failed, slow, now, rated)
-        }
-    }
-
-    /// [`record`](Self::record) closed or metrics-only: the outcome enters the
-    /// streak (unless late) and the window. When no rule stands at its
-    /// threshold after it, nothing crossed a threshold and nothing trips: the
-    /// common case, which ends here; otherwise [`judge`](Self::judge) decides.
-    // Inlined on 64-bit targets, where the closed path's speed is what counts;
-    // shared by `record` and `record_other` on small ones.
-    #[cfg_attr(target_pointer_width = "64", inline(always))]
-    fn record_closed(&mut self, late: bool, outcome: CallOutcome, now: Instant) -> Recorded {
-        let failed = !outcome.success;
-        let slow = outcome.duration > self.config.slow_call_duration();
-        let pushed = self.push(failed, slow, now, late);
+        let size = match self.config.window_calls() {
+            Some(size) if WORDS > 0 => size,
+            _ => return self.record_timed(failed, slow, late, now),
+        };
+        let evicted = self.calls.push(size, failed, slow);
         let config = &self.config;
-        let mut standing = config
+        let after = self.calls.counts();
+        let standing = config
             .failure_threshold()
-            .is_some_and(|n| self.consecutive_failures >= n);
-        if let Some(Pushed { after: w, .. }) = pushed {
-            if w.calls >= config.minimum_calls() {
-                standing = standing
-                    || config
-                        .failure_rate()
-                        .is_some_and(|r| r.is_reached(w.failures, w.calls))
+            .is_some_and(|n| self.consecutive_failures >= n)
+            || after.calls >= config.minimum_calls()
+                && (config
+                    .failure_rate()
+                    .is_some_and(|r| r.is_reached(after.failures, after.calls))
                     || config
                         .slow_call_rate()
-                        .is_some_and(|r| r.is_reached(w.slow, w.calls));
-            }
-        }
+                        .is_some_and(|r| r.is_reached(after.slow, after.calls)));
         if standing {
-            return self.judge(pushed, failed, slow, late, now);
+            let rated = config.failure_rate().is_some() || config.slow_call_rate().is_some();
+            let window = rated.then(|| (before_count(after, evicted, failed, slow), after));
+            return self.judge(window, late, now);
         }
         Recorded::NOTHING
     }
 
-    /// [`push`](Self::push) for a time window (or none).
+    /// [`record_closed`](Self::record_closed) with a time window or none.
     #[inline(never)]
-    fn push_timed(&mut self, failed: bool, slow: bool, now: Instant, rated: bool) -> Option<Pushed> {
-        let (nanos, buckets) = self.config.bucket_shape()?;
-        let before = rated.then(|| self.buckets.stats(now, nanos, buckets));
-        self.buckets.push(now, nanos, buckets, failed, slow);
-        before.map(|before| Pushed {
-            after: self.buckets.stats(now, nanos, buckets),
-            before: Before::Counted(before),
-        })
+    fn record_timed(&mut self, failed: bool, slow: bool, late: bool, now: Instant) -> Recorded {
+        let rated = self.config.failure_rate().is_some() || self.config.slow_call_rate().is_some();
+        let mut window = None;
+        // A type without buckets holds no time window (`new` refuses one).
+        if let Some((nanos, buckets)) = self.config.bucket_shape().filter(|_| BUCKETS > 0) {
+            let before = rated.then(|| self.buckets.stats(now, nanos, buckets));
+            self.buckets.push(now, nanos, buckets, failed, slow);
+            window = before.map(|before| (before, self.buckets.stats(now, nanos, buckets)));
+        }
+        let config = &self.config;
+        let standing = config
+            .failure_threshold()
+            .is_some_and(|n| self.consecutive_failures >= n)
+            || window.is_some_and(|(_, after)| {
+                after.calls >= config.minimum_calls()
+                    && (config
+                        .failure_rate()
+                        .is_some_and(|r| r.is_reached(after.failures, after.calls))
+                        || config
+                            .slow_call_rate()
+                            .is_some_and(|r| r.is_reached(after.slow, after.calls)))
+            });
+        if standing {
+            return self.judge(window, late, now);
+        }
+        Recorded::NOTHING
     }
 
     /// Judges the outcome just pushed, closed or metrics-only, once some rule
@@ -1210,9 +1219,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     #[inline(never)]
     fn judge(
         &mut self,
-        pushed: Option<Pushed>,
-        failed: bool,
-        slow: bool,
+        window: Option<(WindowStats, WindowStats)>,
         late: bool,
         now: Instant,
     ) -> Recorded {
@@ -1222,11 +1229,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             calls >= minimum && rate.is_some_and(|r| r.is_reached(count, calls))
         };
         let (mut exceeded, mut failing, mut slowing) = (Exceeded::NONE, false, false);
-        if let Some(Pushed { after, before }) = pushed {
-            let before = match before {
-                Before::Counted(before) => before,
-                Before::Evicted(evicted) => before_count(after, evicted, failed, slow),
-            };
+        if let Some((before, after)) = window {
             failing = reached(config.failure_rate(), after.failures, after.calls);
             slowing = reached(config.slow_call_rate(), after.slow, after.calls);
             let crossed = |rate: Option<Rate>, now_reached: bool, count: fn(&WindowStats) -> u32| {
@@ -1351,34 +1354,12 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     }
 }
 
-/// What the window holds after an outcome, and how to tell what it held before.
-#[derive(Clone, Copy)]
-struct Pushed {
-    after: WindowStats,
-    before: Before,
-}
-
-/// What a window held before an outcome.
-#[derive(Clone, Copy)]
-enum Before {
-    /// A count window: the call the outcome pushed out, if one was (see
-    /// [`before_count`]).
-    Evicted(Option<(bool, bool)>),
-    /// A time window: counted before the outcome went in.
-    Counted(WindowStats),
-}
-
 /// What a count window held before a call (`failed`, `slow`) was pushed in,
-/// from what it holds `after` and the call pushed out, if one was.
-fn before_count(
-    after: WindowStats,
-    evicted: Option<(bool, bool)>,
-    failed: bool,
-    slow: bool,
-) -> WindowStats {
-    let (out_failed, out_slow) = evicted.unwrap_or((false, false));
+/// from what it holds `after` and what [`CountRing::push`] said it pushed out.
+fn before_count(after: WindowStats, evicted: u32, failed: bool, slow: bool) -> WindowStats {
+    let (out, out_failed, out_slow) = CountRing::<0>::evicted(evicted);
     WindowStats {
-        calls: after.calls.saturating_sub(u32::from(evicted.is_none())),
+        calls: after.calls.saturating_sub(u32::from(!out)),
         failures: after
             .failures
             .saturating_sub(u32::from(failed))

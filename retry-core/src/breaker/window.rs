@@ -55,22 +55,32 @@ impl fmt::Display for WindowStats {
     }
 }
 
-/// The last `len` calls as two bit rings (failed, slow) of `WORDS × 64` bits,
-/// with the number of failed and slow calls they hold kept as calls come and go
-/// (so reading the window's counts is a load, not a count of bits). Slot `next`
-/// is overwritten by the next call. Each 64-bit word is kept as two `u32` halves
-/// so the ring is 4-aligned and its four `u16` cursors and counts pack in beside
-/// the bits: a 128-call ring takes 40 bytes.
+/// The last `len` calls, two bits each (failed, slow) in a ring of
+/// `WORDS × 64` calls, with the number of failed and slow calls held kept as
+/// calls come and go (so reading the window's counts is a load, not a count of
+/// bits). Slot `next` is overwritten by the next call. The ring is kept in
+/// `u32` words of 16 calls (bit `2k` failed, bit `2k + 1` slow for the call in
+/// slot `16w + k`), so it is 4-aligned and its cursors and counts pack in
+/// beside it: a 128-call ring takes 40 bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct CountRing<const WORDS: usize> {
-    failed: [[u32; 2]; WORDS],
-    slow: [[u32; 2]; WORDS],
+    bits: [[u32; 4]; WORDS],
     next: u16,
     len: u16,
-    /// Failed calls among the `len` held.
-    failures: u16,
-    /// Slow calls among the `len` held.
-    slow_calls: u16,
+    /// The failed calls among the `len` held (low 16 bits) and the slow ones
+    /// (high 16 bits): one word, so a call is counted in and out with one
+    /// subtraction and one addition. Neither half can carry into the other:
+    /// each counts at most `len` calls.
+    counts: u32,
+}
+
+/// What [`CountRing::push`] returns when no call was pushed out (a call pushed
+/// out is returned as its two bits).
+const NOTHING_OUT: u32 = 4;
+
+/// A call's two bits (failed, slow) as its share of [`CountRing::counts`].
+const fn spread(pair: u32) -> u32 {
+    (pair & 1) | (pair & 2) << 15
 }
 
 impl<const WORDS: usize> CountRing<WORDS> {
@@ -79,53 +89,48 @@ impl<const WORDS: usize> CountRing<WORDS> {
 
     pub(crate) const fn new() -> Self {
         CountRing {
-            failed: [[0; 2]; WORDS],
-            slow: [[0; 2]; WORDS],
+            bits: [[0; 4]; WORDS],
             next: 0,
             len: 0,
-            failures: 0,
-            slow_calls: 0,
+            counts: 0,
         }
     }
 
     /// Adds one call to a window of `size` calls, pushing out the oldest once full.
     /// A `size` above the capacity is cut to it (the breaker refuses such configs).
-    /// Returns the call pushed out (failed, slow), if one was.
+    /// Returns what was pushed out, as [`evicted`](Self::evicted) reads it.
     #[inline]
-    pub(crate) fn push(&mut self, size: u16, failed: bool, slow: bool) -> Option<(bool, bool)> {
+    pub(crate) fn push(&mut self, size: u16, failed: bool, slow: bool) -> u32 {
         let size = size.min(u16::try_from(Self::CAPACITY).unwrap_or(u16::MAX));
-        let last = size.checked_sub(1)?;
-        let slot = self.next.min(last);
-        let word = usize::from(slot / 32);
-        let shift = u32::from(slot % 32);
-        let full = self.len >= size;
-        let (Some(f), Some(s)) = (
-            self.failed.as_flattened_mut().get_mut(word),
-            self.slow.as_flattened_mut().get_mut(word),
-        ) else {
-            return None;
+        let Some(last) = size.checked_sub(1) else {
+            return NOTHING_OUT;
         };
-        // Once full, the slot written next holds the oldest call.
-        let old_f = full && (*f >> shift) & 1 != 0;
-        let old_s = full && (*s >> shift) & 1 != 0;
-        *f = *f & !(1 << shift) | u32::from(failed) << shift;
-        *s = *s & !(1 << shift) | u32::from(slow) << shift;
-        // A call pushed out was counted, so neither count wraps.
-        self.failures = self
-            .failures
-            .wrapping_sub(u16::from(old_f))
-            .wrapping_add(u16::from(failed));
-        self.slow_calls = self
-            .slow_calls
-            .wrapping_sub(u16::from(old_s))
-            .wrapping_add(u16::from(slow));
+        let slot = self.next.min(last);
+        let shift = u32::from(slot % 16) << 1;
+        let full = self.len >= size;
+        let Some(word) = self.bits.as_flattened_mut().get_mut(usize::from(slot / 16)) else {
+            return NOTHING_OUT;
+        };
+        // Once full, the slot written next holds the oldest call; until then
+        // its bits are clear.
+        let old = (*word >> shift) & 3;
+        let new = u32::from(failed) | u32::from(slow) << 1;
+        *word = *word & !(3 << shift) | new << shift;
+        // The call pushed out was counted, so neither half wraps.
+        self.counts = self.counts.wrapping_sub(spread(old)).wrapping_add(spread(new));
         self.next = if slot >= last { 0 } else { slot.saturating_add(1) };
         if full {
-            Some((old_f, old_s))
+            old
         } else {
             self.len = self.len.saturating_add(1);
-            None
+            NOTHING_OUT
         }
+    }
+
+    /// What [`push`](Self::push) returned, as (a call was pushed out, it had
+    /// failed, it was slow).
+    pub(crate) const fn evicted(code: u32) -> (bool, bool, bool) {
+        (code != NOTHING_OUT, code & 1 != 0, code & 2 != 0)
     }
 
     /// The calls, failures and slow calls held (slow failures left at zero:
@@ -134,8 +139,8 @@ impl<const WORDS: usize> CountRing<WORDS> {
     pub(crate) const fn counts(&self) -> WindowStats {
         WindowStats {
             calls: self.len as u32,
-            failures: self.failures as u32,
-            slow: self.slow_calls as u32,
+            failures: self.counts & 0xffff,
+            slow: self.counts >> 16,
             slow_failures: 0,
         }
     }
@@ -143,14 +148,15 @@ impl<const WORDS: usize> CountRing<WORDS> {
     /// The calls held with their failures, slow calls and slow failures.
     pub(crate) fn stats(&self) -> WindowStats {
         // The window's calls sit in slots 0..len: only those words hold bits.
-        let words = usize::from(self.len).div_ceil(32);
-        let failed = self.failed.as_flattened();
-        let slow = self.slow.as_flattened();
-        let slow_failures = failed
+        let words = usize::from(self.len).div_ceil(16);
+        let slow_failures = self
+            .bits
+            .as_flattened()
             .iter()
-            .zip(slow)
             .take(words)
-            .fold(0u32, |n, (f, s)| n.saturating_add((f & s).count_ones()));
+            .fold(0u32, |n, w| {
+                n.saturating_add((w & w >> 1 & 0x5555_5555).count_ones())
+            });
         WindowStats {
             slow_failures,
             ..self.counts()
@@ -175,16 +181,10 @@ impl<const WORDS: usize> CountRing<WORDS> {
         let slot = oldest
             .saturating_add(u32::from(i))
             .checked_rem(u32::from(size))?;
-        let slot = u16::try_from(slot).ok()?;
-        Some((bit(&self.failed, slot), bit(&self.slow, slot)))
+        let word = self.bits.as_flattened().get(usize::try_from(slot / 16).ok()?)?;
+        let pair = word >> ((slot % 16) << 1);
+        Some((pair & 1 != 0, pair & 2 != 0))
     }
-}
-
-fn bit<const WORDS: usize>(words: &[[u32; 2]; WORDS], index: u16) -> bool {
-    words
-        .as_flattened()
-        .get(usize::from(index / 32))
-        .is_some_and(|w| (w >> (index % 32)) & 1 != 0)
 }
 
 /// One bucket of a time window: its absolute bucket number and its counts.

@@ -1172,11 +1172,27 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                         .slow_call_rate()
                         .is_some_and(|r| r.is_reached(after.slow, after.calls)));
         if standing {
-            let rated = config.failure_rate().is_some() || config.slow_call_rate().is_some();
-            let window = rated.then(|| (before_count(after, evicted, failed, slow), after));
-            return self.judge(window, late, now);
+            return self.judge_count(after, evicted, failed, slow, late, now);
         }
         Recorded::NOTHING
+    }
+
+    /// [`judge`](Self::judge) for a count window, from what it holds `after`
+    /// the outcome (`failed`, `slow`) and what the outcome pushed out.
+    #[cold]
+    #[inline(never)]
+    fn judge_count(
+        &mut self,
+        after: WindowStats,
+        evicted: u32,
+        failed: bool,
+        slow: bool,
+        late: bool,
+        now: Instant,
+    ) -> Recorded {
+        let rated = self.config.failure_rate().is_some() || self.config.slow_call_rate().is_some();
+        let window = rated.then(|| (before_count(after, evicted, failed, slow), after));
+        self.judge(window, late, now)
     }
 
     /// [`record_closed`](Self::record_closed) with a time window or none.

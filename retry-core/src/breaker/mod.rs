@@ -1210,14 +1210,10 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         let standing = config
             .failure_threshold()
             .is_some_and(|n| self.consecutive_failures >= n)
-            || window.is_some_and(|(_, after)| {
-                after.calls >= config.minimum_calls()
-                    && (config
-                        .failure_rate()
-                        .is_some_and(|r| r.is_reached(after.failures, after.calls))
-                        || config
-                            .slow_call_rate()
-                            .is_some_and(|r| r.is_reached(after.slow, after.calls)))
+            || window.is_some_and(|(_, w)| {
+                let minimum = config.minimum_calls();
+                reached(config.failure_rate(), w.failures, w.calls, minimum)
+                    || reached(config.slow_call_rate(), w.slow, w.calls, minimum)
             });
         if standing {
             return self.judge(window, late, now);
@@ -1241,21 +1237,28 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     ) -> Recorded {
         let config = &self.config;
         let minimum = config.minimum_calls();
-        let reached = |rate: Option<Rate>, count: u32, calls: u32| {
-            calls >= minimum && rate.is_some_and(|r| r.is_reached(count, calls))
-        };
         let (mut exceeded, mut failing, mut slowing) = (Exceeded::NONE, false, false);
         if let Some((before, after)) = window {
-            failing = reached(config.failure_rate(), after.failures, after.calls);
-            slowing = reached(config.slow_call_rate(), after.slow, after.calls);
-            let crossed = |rate: Option<Rate>, now_reached: bool, count: fn(&WindowStats) -> u32| {
-                (now_reached && !reached(rate, count(&before), before.calls))
-                    .then(|| RateReading::of(count(&after), after.calls, minimum).rate())
-                    .flatten()
-            };
+            let (f, s) = (config.failure_rate(), config.slow_call_rate());
+            failing = reached(f, after.failures, after.calls, minimum);
+            slowing = reached(s, after.slow, after.calls, minimum);
             exceeded = Exceeded {
-                failure_rate: crossed(config.failure_rate(), failing, |w| w.failures),
-                slow_call_rate: crossed(config.slow_call_rate(), slowing, |w| w.slow),
+                failure_rate: crossed(
+                    f,
+                    before.failures,
+                    before.calls,
+                    after.failures,
+                    after.calls,
+                    minimum,
+                ),
+                slow_call_rate: crossed(
+                    s,
+                    before.slow,
+                    before.calls,
+                    after.slow,
+                    after.calls,
+                    minimum,
+                ),
             };
         }
         let cause = if config
@@ -1367,6 +1370,30 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         self.calls = CountRing::new();
         self.buckets = BucketRing::new();
         self.enter(mode, now, cause)
+    }
+}
+
+/// Whether `count` out of `calls` reaches `rate`, judged from `minimum` calls on.
+#[inline]
+fn reached(rate: Option<Rate>, count: u32, calls: u32, minimum: u32) -> bool {
+    calls >= minimum && rate.is_some_and(|r| r.is_reached(count, calls))
+}
+
+/// The rate measured after an outcome, if the outcome brought it to `rate`:
+/// reached after it (`count` out of `calls`), not before (`count_before` out of
+/// `calls_before`).
+fn crossed(
+    rate: Option<Rate>,
+    count_before: u32,
+    calls_before: u32,
+    count: u32,
+    calls: u32,
+    minimum: u32,
+) -> Option<Rate> {
+    if reached(rate, count, calls, minimum) && !reached(rate, count_before, calls_before, minimum) {
+        RateReading::of(count, calls, minimum).rate()
+    } else {
+        None
     }
 }
 

@@ -117,8 +117,15 @@ impl<const WORDS: usize> CountRing<WORDS> {
         let new = u32::from(failed) | u32::from(slow) << 1;
         *word = *word & !(3 << shift) | new << shift;
         // The call pushed out was counted, so neither half wraps.
-        self.counts = self.counts.wrapping_sub(spread(old)).wrapping_add(spread(new));
-        self.next = if slot >= last { 0 } else { slot.saturating_add(1) };
+        self.counts = self
+            .counts
+            .wrapping_sub(spread(old))
+            .wrapping_add(spread(new));
+        self.next = if slot >= last {
+            0
+        } else {
+            slot.saturating_add(1)
+        };
         if full {
             old
         } else {
@@ -181,7 +188,10 @@ impl<const WORDS: usize> CountRing<WORDS> {
         let slot = oldest
             .saturating_add(u32::from(i))
             .checked_rem(u32::from(size))?;
-        let word = self.bits.as_flattened().get(usize::try_from(slot / 16).ok()?)?;
+        let word = self
+            .bits
+            .as_flattened()
+            .get(usize::try_from(slot / 16).ok()?)?;
         let pair = word >> ((slot % 16) << 1);
         Some((pair & 1 != 0, pair & 2 != 0))
     }

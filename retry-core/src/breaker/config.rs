@@ -522,6 +522,11 @@ impl BreakerConfig {
         }
     }
 
+    /// The half-open maximum wait in nanoseconds, if set.
+    pub(crate) fn max_half_open_wait_nanos(&self) -> Option<u64> {
+        self.max_half_open_wait.map(NonZeroU64::get)
+    }
+
     /// The count window's size, if the window is count-based.
     pub(crate) fn window_calls(&self) -> Option<u16> {
         match self.window {

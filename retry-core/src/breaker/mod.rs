@@ -1122,10 +1122,12 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
 
     /// Enters half-open with no probes out.
     fn half_open(&mut self, now: Instant, cause: TransitionCause) -> Transition {
+        // In nanoseconds, as `Instant::checked_add` would, with no division.
         let deadline = self
             .config
-            .max_half_open_wait()
-            .and_then(|wait| now.checked_add(wait));
+            .max_half_open_wait_nanos()
+            .and_then(|wait| now.as_nanos().checked_add(wait))
+            .map(Instant::from_nanos);
         let probing = Probing {
             in_flight: 0,
             admitted: 0,

@@ -1228,7 +1228,8 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// (reached after it, not before), and, closed and unless the outcome is
     /// late, the rule that trips the breaker, in the order consecutive
     /// failures, failure rate, slow-call rate (rates only once the window holds
-    /// `minimum_calls`). `window` is what [`push`](Self::push) returned.
+    /// `minimum_calls`). `window` is what the window held before and after the
+    /// outcome, when a rate rule judges it.
     #[cold]
     #[inline(never)]
     fn judge(
@@ -1400,9 +1401,9 @@ fn crossed(
 }
 
 /// What a count window held before a call (`failed`, `slow`) was pushed in,
-/// from what it holds `after` and what [`CountRing::push`] said it pushed out.
+/// from what it holds `after` and what `CountRing::push` said it pushed out.
 fn before_count(after: WindowStats, evicted: u32, failed: bool, slow: bool) -> WindowStats {
-    let (out, out_failed, out_slow) = CountRing::<0>::evicted(evicted);
+    let (out, out_failed, out_slow) = window::pushed_out(evicted);
     WindowStats {
         calls: after.calls.saturating_sub(u32::from(!out)),
         failures: after

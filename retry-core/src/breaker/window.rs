@@ -78,6 +78,12 @@ pub(crate) struct CountRing<const WORDS: usize> {
 /// out is returned as its two bits).
 const NOTHING_OUT: u32 = 4;
 
+/// What [`CountRing::push`] returned, as (a call was pushed out, it had failed,
+/// it was slow).
+pub(crate) const fn pushed_out(code: u32) -> (bool, bool, bool) {
+    (code != NOTHING_OUT, code & 1 != 0, code & 2 != 0)
+}
+
 /// A call's two bits (failed, slow) as its share of [`CountRing::counts`].
 const fn spread(pair: u32) -> u32 {
     (pair & 1) | (pair & 2) << 15
@@ -98,7 +104,7 @@ impl<const WORDS: usize> CountRing<WORDS> {
 
     /// Adds one call to a window of `size` calls, pushing out the oldest once full.
     /// A `size` above the capacity is cut to it (the breaker refuses such configs).
-    /// Returns what was pushed out, as [`evicted`](Self::evicted) reads it.
+    /// Returns what was pushed out, as [`pushed_out`] reads it.
     #[inline]
     pub(crate) fn push(&mut self, size: u16, failed: bool, slow: bool) -> u32 {
         let size = size.min(u16::try_from(Self::CAPACITY).unwrap_or(u16::MAX));
@@ -132,12 +138,6 @@ impl<const WORDS: usize> CountRing<WORDS> {
             self.len = self.len.saturating_add(1);
             NOTHING_OUT
         }
-    }
-
-    /// What [`push`](Self::push) returned, as (a call was pushed out, it had
-    /// failed, it was slow).
-    pub(crate) const fn evicted(code: u32) -> (bool, bool, bool) {
-        (code != NOTHING_OUT, code & 1 != 0, code & 2 != 0)
     }
 
     /// The calls, failures and slow calls held (slow failures left at zero:

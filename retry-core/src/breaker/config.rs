@@ -191,7 +191,9 @@ impl fmt::Display for HalfOpenTimeout {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BreakerConfig {
-    failure_threshold: Option<u32>,
+    /// The consecutive-failure threshold, 0 when that rule is off (a zero
+    /// threshold is refused by the builder), so the config takes 152 bytes.
+    failure_threshold: u32,
     failure_rate: Option<Rate>,
     slow_call_rate: Option<Rate>,
     slow_call_duration: Duration,
@@ -204,7 +206,7 @@ pub struct BreakerConfig {
     half_open_permits: u32,
     success_threshold: u32,
     /// The rates verdict's number of probes; 0 for the consecutive verdict
-    /// (kept as a plain count so that the config stays within 160 bytes).
+    /// (kept as a plain count so that the config stays small).
     rates_over_probes: u32,
     /// The half-open maximum wait in nanoseconds, if any (a plain count for
     /// the same reason; waits past 584 years saturate).
@@ -215,7 +217,7 @@ pub struct BreakerConfig {
 impl Default for BreakerConfig {
     fn default() -> Self {
         BreakerConfig {
-            failure_threshold: Some(5),
+            failure_threshold: 5,
             failure_rate: None,
             slow_call_rate: None,
             slow_call_duration: Duration::from_secs(60),
@@ -239,6 +241,7 @@ impl BreakerConfig {
     pub fn builder() -> BreakerConfigBuilder {
         BreakerConfigBuilder {
             config: BreakerConfig::default(),
+            zero_threshold: false,
             zero_probes: false,
             zero_wait: false,
         }
@@ -248,6 +251,7 @@ impl BreakerConfig {
     pub fn to_builder(&self) -> BreakerConfigBuilder {
         BreakerConfigBuilder {
             config: *self,
+            zero_threshold: false,
             zero_probes: false,
             zero_wait: false,
         }
@@ -293,7 +297,10 @@ impl BreakerConfig {
     /// Consecutive failures that trip a closed breaker, if that rule is on.
     #[must_use]
     pub const fn failure_threshold(&self) -> Option<u32> {
-        self.failure_threshold
+        match self.failure_threshold {
+            0 => None,
+            n => Some(n),
+        }
     }
     /// The failure rate that trips a closed breaker, if that rule is on.
     #[must_use]
@@ -398,11 +405,6 @@ impl BreakerConfig {
     /// # Errors
     /// The first invalid field, as a [`BreakerError`] naming it.
     pub fn validate(&self) -> Result<(), BreakerError> {
-        if self.failure_threshold == Some(0) {
-            return Err(BreakerError::Zero {
-                field: "failure_threshold",
-            });
-        }
         for (field, rate) in [
             ("failure_rate", self.failure_rate),
             ("slow_call_rate", self.slow_call_rate),
@@ -419,7 +421,7 @@ impl BreakerConfig {
                 }
             }
         }
-        if self.failure_threshold.is_none()
+        if self.failure_threshold == 0
             && self.failure_rate.is_none()
             && self.slow_call_rate.is_none()
         {
@@ -507,14 +509,22 @@ impl BreakerConfig {
     pub(crate) fn bucket_shape(&self) -> Option<(u64, u16)> {
         match self.window {
             Some(Window::Time { length, buckets }) => {
-                let per = length
-                    .as_nanos()
-                    .checked_div(u128::from(buckets))
-                    .unwrap_or(0);
-                Some((u64::try_from(per).unwrap_or(u64::MAX).max(1), buckets))
+                // Divided as a `Duration` (64-bit arithmetic, exact), then in
+                // nanoseconds, saturating past 584 years.
+                let per = length.checked_div(u32::from(buckets)).unwrap_or_default();
+                let nanos = per
+                    .as_secs()
+                    .saturating_mul(1_000_000_000)
+                    .saturating_add(u64::from(per.subsec_nanos()));
+                Some((nanos.max(1), buckets))
             }
             _ => None,
         }
+    }
+
+    /// The half-open maximum wait in nanoseconds, if set.
+    pub(crate) fn max_half_open_wait_nanos(&self) -> Option<u64> {
+        self.max_half_open_wait.map(NonZeroU64::get)
     }
 
     /// The count window's size, if the window is count-based.
@@ -530,7 +540,7 @@ impl fmt::Display for BreakerConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("trip on")?;
         let mut sep = " ";
-        if let Some(n) = self.failure_threshold {
+        if let Some(n) = self.failure_threshold() {
             write!(f, "{sep}{n} consecutive failure(s)")?;
             sep = " or ";
         }
@@ -591,6 +601,8 @@ impl fmt::Display for BreakerConfig {
 #[must_use]
 pub struct BreakerConfigBuilder {
     config: BreakerConfig,
+    /// `failure_threshold(0)` was asked for.
+    zero_threshold: bool,
     /// `half_open_verdict(Rates { probes: 0 })` was asked for.
     zero_probes: bool,
     /// `max_half_open_wait(Duration::ZERO)` was asked for.
@@ -600,7 +612,10 @@ pub struct BreakerConfigBuilder {
 impl BreakerConfigBuilder {
     /// Trip at this many consecutive failures, or `None` to turn the rule off.
     pub fn failure_threshold(mut self, n: impl Into<Option<u32>>) -> Self {
-        self.config.failure_threshold = n.into();
+        let n = n.into();
+        // A zero threshold is refused by `build`.
+        self.zero_threshold = n == Some(0);
+        self.config.failure_threshold = n.unwrap_or(0);
         self
     }
     /// Trip when the window's failure rate reaches this, or `None` for no such rule.
@@ -716,6 +731,12 @@ impl BreakerConfigBuilder {
     /// A [`BreakerError`] naming the first invalid field (see
     /// [`BreakerConfig::validate`]).
     pub fn build(self) -> Result<BreakerConfig, BreakerError> {
+        // The threshold is the first field checked.
+        if self.zero_threshold {
+            return Err(BreakerError::Zero {
+                field: "failure_threshold",
+            });
+        }
         self.config.validate()?;
         if self.zero_probes {
             return Err(BreakerError::Zero {

@@ -488,16 +488,16 @@ pub(crate) enum Mode {
 ///
 /// # Size
 /// Apart from its [`BreakerConfig`] (which carries a [`Backoff`](crate::Backoff)
-/// and a [`Jitter`](crate::Jitter) and takes 160 bytes on 64-bit targets), a
-/// breaker with a 100-call count window (`CircuitBreaker<2, 0>`) is 96 bytes:
-/// 36 for the two bit rings and their cursors, 40 for the state (a half-open
-/// period keeps its probe counts and its deadline), 12 for the epoch and the
-/// counters, 8 for the count of rejected calls. Each further 64 calls of
-/// capacity add 16 bytes (`CircuitBreaker<16, 0>`, 1,024 calls, holds the
-/// 1,000-call windows Resilience4j users configure). Capacity costs no time:
-/// judging the rates reads only the words the window in use covers, so a
-/// 100-call window costs the same in any capacity, and a 1,000-call one reads 16
-/// words per ring.
+/// and a [`Jitter`](crate::Jitter) and takes 152 bytes on 64-bit targets), a
+/// breaker with a 100-call count window (`CircuitBreaker<2, 0>`) is 104 bytes:
+/// 40 for the two bit rings, their cursors and the running counts of failed
+/// and slow calls, 40 for the state (a half-open period keeps its probe counts
+/// and its deadline), 12 for the epoch and the counters, 8 for the count of
+/// rejected calls, 4 of padding. Each further 64 calls of capacity add 16 bytes
+/// (`CircuitBreaker<16, 0>`, 1,024 calls, holds the 1,000-call windows
+/// Resilience4j users configure). Capacity costs no time: the window's counts
+/// are kept as calls come and go, so recording an outcome costs the same in
+/// any window and any capacity.
 ///
 /// ```
 /// use core::time::Duration;
@@ -598,7 +598,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 });
             }
         }
-        if let Some((_, buckets)) = config.bucket_shape() {
+        if let Some(Window::Time { buckets, .. }) = config.window() {
             if usize::from(buckets) > BUCKETS {
                 return Err(BreakerError::WindowTooLarge {
                     field: "window.buckets",
@@ -730,6 +730,10 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         if self.config.window_calls().is_some() {
             return self.calls.stats();
         }
+        // A type without buckets holds no time window (`new` refuses one).
+        if BUCKETS == 0 {
+            return WindowStats::default();
+        }
         match self.config.bucket_shape() {
             Some((nanos, buckets)) => self.buckets.stats(now, nanos, buckets),
             None => WindowStats::default(),
@@ -801,7 +805,21 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// The driver must run the call only if admitted, and then hand the permit back
     /// with [`record`](CircuitBreaker::record) or
     /// [`release`](CircuitBreaker::release).
+    #[inline]
     pub fn request(&mut self, now: Instant) -> Admission {
+        // The closed path first, small enough to inline at every call site.
+        if matches!(self.mode, Mode::Closed) {
+            return Admission::Admitted {
+                permit: self.permit(false),
+                transition: None,
+            };
+        }
+        self.request_other(now)
+    }
+
+    /// [`request`](Self::request) in any state.
+    #[inline(never)]
+    fn request_other(&mut self, now: Instant) -> Admission {
         match self.mode {
             Mode::Closed | Mode::Disabled | Mode::MetricsOnly => Admission::Admitted {
                 permit: self.permit(false),
@@ -852,7 +870,18 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// the request that would apply it, still counts. Metrics-only records
     /// without judging; open, forced-open and disabled record nothing (the outcome
     /// is [`Ignored`]). Late permits: see the type's docs.
+    #[inline]
     pub fn record(&mut self, permit: Permit, outcome: CallOutcome, now: Instant) -> Recorded {
+        // The closed path first, small enough to inline at every call site.
+        if matches!(self.mode, Mode::Closed | Mode::MetricsOnly) {
+            return self.record_closed(permit.epoch != self.epoch, outcome, now);
+        }
+        self.record_other(permit, outcome, now)
+    }
+
+    /// [`record`](Self::record) when neither closed nor metrics-only.
+    #[inline(never)]
+    fn record_other(&mut self, permit: Permit, outcome: CallOutcome, now: Instant) -> Recorded {
         let late = permit.epoch != self.epoch;
         let failed = !outcome.success;
         let slow = outcome.duration > self.config.slow_call_duration();
@@ -860,26 +889,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             Mode::Open { .. } => Recorded::ignored(Ignored::Open),
             Mode::ForcedOpen => Recorded::ignored(Ignored::ForcedOpen),
             Mode::Disabled => Recorded::ignored(Ignored::Disabled),
-            Mode::MetricsOnly => {
-                let (exceeded, _) = self.push(failed, slow, now, late);
-                Recorded {
-                    exceeded,
-                    ..Recorded::NOTHING
-                }
-            }
-            Mode::Closed => {
-                let (exceeded, stats) = self.push(failed, slow, now, late);
-                let transition = if late {
-                    None
-                } else {
-                    self.trip_cause(&stats).map(|cause| self.open(now, cause))
-                };
-                Recorded {
-                    transition,
-                    ignored: None,
-                    exceeded,
-                }
-            }
+            Mode::Closed | Mode::MetricsOnly => self.record_closed(late, outcome, now),
             Mode::HalfOpen(p) => {
                 if late || !permit.probe {
                     return Recorded::ignored(Ignored::Late);
@@ -1116,10 +1126,12 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
 
     /// Enters half-open with no probes out.
     fn half_open(&mut self, now: Instant, cause: TransitionCause) -> Transition {
+        // In nanoseconds, as `Instant::checked_add` would, with no division.
         let deadline = self
             .config
-            .max_half_open_wait()
-            .and_then(|wait| now.checked_add(wait));
+            .max_half_open_wait_nanos()
+            .and_then(|wait| now.as_nanos().checked_add(wait))
+            .map(Instant::from_nanos);
         let probing = Probing {
             in_flight: 0,
             admitted: 0,
@@ -1129,21 +1141,18 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         self.enter(Mode::HalfOpen(probing), now, cause)
     }
 
-    /// Records one outcome in the window, and in the streak unless late. Returns
-    /// the rates this outcome brought to their thresholds, and what the window
-    /// holds now (for the trip rules: the calls, the failures, and the slow
-    /// calls when the slow-call rule is on).
-    ///
-    /// A count window is read once: the counts before the outcome are the counts
-    /// after it, less the outcome, plus the call it pushed out.
-    fn push(
-        &mut self,
-        failed: bool,
-        slow: bool,
-        now: Instant,
-        late: bool,
-    ) -> (Exceeded, WindowStats) {
-        let rated = self.config.failure_rate().is_some() || self.config.slow_call_rate().is_some();
+    /// [`record`](Self::record) closed or metrics-only: the outcome enters the
+    /// streak (unless late) and the window. When no rule stands at its
+    /// threshold after it, nothing crossed a threshold and nothing trips: the
+    /// common case, which ends here; otherwise [`judge`](Self::judge) decides.
+    /// A count window is handled here, a time window (or none) by
+    /// [`record_timed`](Self::record_timed).
+    // Inlined on 64-bit targets, where the closed path's speed is what counts;
+    // shared by `record` and `record_other` on small ones.
+    #[cfg_attr(target_pointer_width = "64", inline(always))]
+    fn record_closed(&mut self, late: bool, outcome: CallOutcome, now: Instant) -> Recorded {
+        let failed = !outcome.success;
+        let slow = outcome.duration > self.config.slow_call_duration();
         if !late {
             self.consecutive_failures = if failed {
                 self.consecutive_failures.saturating_add(1)
@@ -1151,77 +1160,138 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 0
             };
         }
-        let (before, after) = if let Some(calls) = self.config.window_calls() {
-            let evicted = self.calls.push(calls, failed, slow);
-            if !rated {
-                return (Exceeded::NONE, WindowStats::default());
-            }
-            let after = self.calls.tally(self.config.slow_call_rate().is_some());
-            let mut before = after;
-            before.calls = before.calls.saturating_sub(u32::from(evicted.is_none()));
-            before.failures = before.failures.saturating_sub(u32::from(failed));
-            before.slow = before.slow.saturating_sub(u32::from(slow));
-            if let Some((f, s)) = evicted {
-                before.failures = before.failures.saturating_add(u32::from(f));
-                before.slow = before.slow.saturating_add(u32::from(s));
-            }
-            (before, after)
-        } else if let Some((nanos, buckets)) = self.config.bucket_shape() {
-            let before = if rated {
-                self.stats(now)
-            } else {
-                WindowStats::default()
-            };
-            self.buckets.push(now, nanos, buckets, failed, slow);
-            if !rated {
-                return (Exceeded::NONE, WindowStats::default());
-            }
-            (before, self.stats(now))
-        } else {
-            return (Exceeded::NONE, WindowStats::default());
+        let size = match self.config.window_calls() {
+            Some(size) if WORDS > 0 => size,
+            _ => return self.record_timed(failed, slow, late, now),
         };
-        let minimum = self.config.minimum_calls();
-        let crossed = |rate: Option<Rate>, count: fn(&WindowStats) -> u32| {
-            let rate = rate?;
-            let reached =
-                |w: &WindowStats| w.calls >= minimum && rate.is_reached(count(w), w.calls);
-            (reached(&after) && !reached(&before))
-                .then(|| RateReading::of(count(&after), after.calls, minimum).rate())
-                .flatten()
-        };
-        let exceeded = Exceeded {
-            failure_rate: crossed(self.config.failure_rate(), |w| w.failures),
-            slow_call_rate: crossed(self.config.slow_call_rate(), |w| w.slow),
-        };
-        (exceeded, after)
+        let evicted = self.calls.push(size, failed, slow);
+        let config = &self.config;
+        let after = self.calls.counts();
+        let standing = config
+            .failure_threshold()
+            .is_some_and(|n| self.consecutive_failures >= n)
+            || after.calls >= config.minimum_calls()
+                && (config
+                    .failure_rate()
+                    .is_some_and(|r| r.is_reached(after.failures, after.calls))
+                    || config
+                        .slow_call_rate()
+                        .is_some_and(|r| r.is_reached(after.slow, after.calls)));
+        if standing {
+            return self.judge_count(after, evicted, failed, slow, late, now);
+        }
+        Recorded::NOTHING
     }
 
-    /// The rule that trips the breaker, if any, given what the window holds
-    /// (as [`push`](Self::push) returns it).
-    fn trip_cause(&self, stats: &WindowStats) -> Option<TransitionCause> {
+    /// [`judge`](Self::judge) for a count window, from what it holds `after`
+    /// the outcome (`failed`, `slow`) and what the outcome pushed out.
+    #[cold]
+    #[inline(never)]
+    fn judge_count(
+        &mut self,
+        after: WindowStats,
+        evicted: u32,
+        failed: bool,
+        slow: bool,
+        late: bool,
+        now: Instant,
+    ) -> Recorded {
+        let rated = self.config.failure_rate().is_some() || self.config.slow_call_rate().is_some();
+        let window = rated.then(|| (before_count(after, evicted, failed, slow), after));
+        self.judge(window, late, now)
+    }
+
+    /// [`record_closed`](Self::record_closed) with a time window or none.
+    #[inline(never)]
+    fn record_timed(&mut self, failed: bool, slow: bool, late: bool, now: Instant) -> Recorded {
+        let rated = self.config.failure_rate().is_some() || self.config.slow_call_rate().is_some();
+        let mut window = None;
+        // A type without buckets holds no time window (`new` refuses one).
+        if let Some((nanos, buckets)) = self.config.bucket_shape().filter(|_| BUCKETS > 0) {
+            let before = rated.then(|| self.buckets.stats(now, nanos, buckets));
+            self.buckets.push(now, nanos, buckets, failed, slow);
+            window = before.map(|before| (before, self.buckets.stats(now, nanos, buckets)));
+        }
         let config = &self.config;
-        if config
+        let standing = config
+            .failure_threshold()
+            .is_some_and(|n| self.consecutive_failures >= n)
+            || window.is_some_and(|(_, w)| {
+                let minimum = config.minimum_calls();
+                reached(config.failure_rate(), w.failures, w.calls, minimum)
+                    || reached(config.slow_call_rate(), w.slow, w.calls, minimum)
+            });
+        if standing {
+            return self.judge(window, late, now);
+        }
+        Recorded::NOTHING
+    }
+
+    /// Judges the outcome just pushed, closed or metrics-only, once some rule
+    /// stands at its threshold: the rates it brought to their thresholds
+    /// (reached after it, not before), and, closed and unless the outcome is
+    /// late, the rule that trips the breaker, in the order consecutive
+    /// failures, failure rate, slow-call rate (rates only once the window holds
+    /// `minimum_calls`). `window` is what the window held before and after the
+    /// outcome, when a rate rule judges it.
+    #[cold]
+    #[inline(never)]
+    fn judge(
+        &mut self,
+        window: Option<(WindowStats, WindowStats)>,
+        late: bool,
+        now: Instant,
+    ) -> Recorded {
+        let config = &self.config;
+        let minimum = config.minimum_calls();
+        let (mut exceeded, mut failing, mut slowing) = (Exceeded::NONE, false, false);
+        if let Some((before, after)) = window {
+            let (f, s) = (config.failure_rate(), config.slow_call_rate());
+            failing = reached(f, after.failures, after.calls, minimum);
+            slowing = reached(s, after.slow, after.calls, minimum);
+            exceeded = Exceeded {
+                failure_rate: crossed(
+                    f,
+                    before.failures,
+                    before.calls,
+                    after.failures,
+                    after.calls,
+                    minimum,
+                ),
+                slow_call_rate: crossed(
+                    s,
+                    before.slow,
+                    before.calls,
+                    after.slow,
+                    after.calls,
+                    minimum,
+                ),
+            };
+        }
+        let cause = if config
             .failure_threshold()
             .is_some_and(|n| self.consecutive_failures >= n)
         {
-            return Some(TransitionCause::ConsecutiveFailures);
+            Some(TransitionCause::ConsecutiveFailures)
+        } else if failing {
+            Some(TransitionCause::FailureRate)
+        } else if slowing {
+            Some(TransitionCause::SlowCallRate)
+        } else {
+            None
+        };
+        // Metrics-only records and reports without judging; a late outcome
+        // never trips.
+        let trips = !late && matches!(self.mode, Mode::Closed);
+        let transition = match cause {
+            Some(cause) if trips => Some(self.open(now, cause)),
+            _ => None,
+        };
+        Recorded {
+            transition,
+            ignored: None,
+            exceeded,
         }
-        if stats.calls < config.minimum_calls() {
-            return None;
-        }
-        if config
-            .failure_rate()
-            .is_some_and(|r| r.is_reached(stats.failures, stats.calls))
-        {
-            return Some(TransitionCause::FailureRate);
-        }
-        if config
-            .slow_call_rate()
-            .is_some_and(|r| r.is_reached(stats.slow, stats.calls))
-        {
-            return Some(TransitionCause::SlowCallRate);
-        }
-        None
     }
 
     /// A probe's outcome under the consecutive verdict.
@@ -1307,6 +1377,48 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         self.calls = CountRing::new();
         self.buckets = BucketRing::new();
         self.enter(mode, now, cause)
+    }
+}
+
+/// Whether `count` out of `calls` reaches `rate`, judged from `minimum` calls on.
+#[inline]
+fn reached(rate: Option<Rate>, count: u32, calls: u32, minimum: u32) -> bool {
+    calls >= minimum && rate.is_some_and(|r| r.is_reached(count, calls))
+}
+
+/// The rate measured after an outcome, if the outcome brought it to `rate`:
+/// reached after it (`count` out of `calls`), not before (`count_before` out of
+/// `calls_before`).
+fn crossed(
+    rate: Option<Rate>,
+    count_before: u32,
+    calls_before: u32,
+    count: u32,
+    calls: u32,
+    minimum: u32,
+) -> Option<Rate> {
+    if reached(rate, count, calls, minimum) && !reached(rate, count_before, calls_before, minimum) {
+        RateReading::of(count, calls, minimum).rate()
+    } else {
+        None
+    }
+}
+
+/// What a count window held before a call (`failed`, `slow`) was pushed in,
+/// from what it holds `after` and what `CountRing::push` said it pushed out.
+fn before_count(after: WindowStats, evicted: u32, failed: bool, slow: bool) -> WindowStats {
+    let (out, out_failed, out_slow) = window::pushed_out(evicted);
+    WindowStats {
+        calls: after.calls.saturating_sub(u32::from(!out)),
+        failures: after
+            .failures
+            .saturating_sub(u32::from(failed))
+            .saturating_add(u32::from(out_failed)),
+        slow: after
+            .slow
+            .saturating_sub(u32::from(slow))
+            .saturating_add(u32::from(out_slow)),
+        slow_failures: 0,
     }
 }
 

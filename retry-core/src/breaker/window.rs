@@ -55,19 +55,38 @@ impl fmt::Display for WindowStats {
     }
 }
 
-/// The last `len` calls as two bit rings (failed, slow) of `WORDS × 64` bits.
-/// Slot `next` is overwritten by the next call. Each 64-bit word is kept as two
-/// `u32` halves so the ring is 4-aligned and its two `u16` cursors pack in beside
-/// the bits: a 128-call ring takes 36 bytes, not 40.
-///
-/// Counting the window reads only the words a window of `len` calls covers, so
-/// a 100-call window costs the same in a 1,024-call ring as in a 128-call one.
+/// The last `len` calls, two bits each (failed, slow) in a ring of
+/// `WORDS × 64` calls, with the number of failed and slow calls held kept as
+/// calls come and go (so reading the window's counts is a load, not a count of
+/// bits). Slot `next` is overwritten by the next call. The ring is kept in
+/// `u32` words of 16 calls (bit `2k` failed, bit `2k + 1` slow for the call in
+/// slot `16w + k`), so it is 4-aligned and its cursors and counts pack in
+/// beside it: a 128-call ring takes 40 bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct CountRing<const WORDS: usize> {
-    failed: [[u32; 2]; WORDS],
-    slow: [[u32; 2]; WORDS],
+    bits: [[u32; 4]; WORDS],
     next: u16,
     len: u16,
+    /// The failed calls among the `len` held (low 16 bits) and the slow ones
+    /// (high 16 bits): one word, so a call is counted in and out with one
+    /// subtraction and one addition. Neither half can carry into the other:
+    /// each counts at most `len` calls.
+    counts: u32,
+}
+
+/// What [`CountRing::push`] returns when no call was pushed out (a call pushed
+/// out is returned as its two bits).
+const NOTHING_OUT: u32 = 4;
+
+/// What [`CountRing::push`] returned, as (a call was pushed out, it had failed,
+/// it was slow).
+pub(crate) const fn pushed_out(code: u32) -> (bool, bool, bool) {
+    (code != NOTHING_OUT, code & 1 != 0, code & 2 != 0)
+}
+
+/// A call's two bits (failed, slow) as its share of [`CountRing::counts`].
+const fn spread(pair: u32) -> u32 {
+    (pair & 1) | (pair & 2) << 15
 }
 
 impl<const WORDS: usize> CountRing<WORDS> {
@@ -76,75 +95,78 @@ impl<const WORDS: usize> CountRing<WORDS> {
 
     pub(crate) const fn new() -> Self {
         CountRing {
-            failed: [[0; 2]; WORDS],
-            slow: [[0; 2]; WORDS],
+            bits: [[0; 4]; WORDS],
             next: 0,
             len: 0,
+            counts: 0,
         }
     }
 
     /// Adds one call to a window of `size` calls, pushing out the oldest once full.
     /// A `size` above the capacity is cut to it (the breaker refuses such configs).
-    /// Returns the call pushed out (failed, slow), if one was.
-    pub(crate) fn push(&mut self, size: u16, failed: bool, slow: bool) -> Option<(bool, bool)> {
-        let cap = u16::try_from(Self::CAPACITY).unwrap_or(u16::MAX);
-        let size = size.min(cap);
-        if size == 0 {
-            return None;
+    /// Returns what was pushed out, as [`pushed_out`] reads it.
+    #[inline]
+    pub(crate) fn push(&mut self, size: u16, failed: bool, slow: bool) -> u32 {
+        let size = size.min(u16::try_from(Self::CAPACITY).unwrap_or(u16::MAX));
+        let Some(last) = size.checked_sub(1) else {
+            return NOTHING_OUT;
+        };
+        let slot = self.next.min(last);
+        let shift = u32::from(slot % 16) << 1;
+        let full = self.len >= size;
+        let Some(word) = self.bits.as_flattened_mut().get_mut(usize::from(slot / 16)) else {
+            return NOTHING_OUT;
+        };
+        // Once full, the slot written next holds the oldest call; until then
+        // its bits are clear.
+        let old = (*word >> shift) & 3;
+        let new = u32::from(failed) | u32::from(slow) << 1;
+        *word = *word & !(3 << shift) | new << shift;
+        // The call pushed out was counted, so neither half wraps.
+        self.counts = self
+            .counts
+            .wrapping_sub(spread(old))
+            .wrapping_add(spread(new));
+        self.next = if slot >= last {
+            0
+        } else {
+            slot.saturating_add(1)
+        };
+        if full {
+            old
+        } else {
+            self.len = self.len.saturating_add(1);
+            NOTHING_OUT
         }
-        let slot = self.next.min(size.saturating_sub(1));
-        // Once full, the slot written next holds the oldest call.
-        let evicted = (self.len >= size).then(|| (bit(&self.failed, slot), bit(&self.slow, slot)));
-        set_bit(&mut self.failed, slot, failed);
-        set_bit(&mut self.slow, slot, slow);
-        let after = slot.saturating_add(1);
-        self.next = if after >= size { 0 } else { after };
-        self.len = self.len.saturating_add(1).min(size);
-        evicted
     }
 
-    /// The calls, failures and (when `slow` is asked for) slow calls held, as
-    /// [`stats`](Self::stats) counts them; the rest left at zero. The trip
-    /// rules need no more.
+    /// The calls, failures and slow calls held (slow failures left at zero:
+    /// the trip rules need no more).
     #[inline]
-    pub(crate) fn tally(&self, slow: bool) -> WindowStats {
-        let words = usize::from(self.len).div_ceil(64);
-        let count = |ring: &[[u32; 2]; WORDS]| {
-            ring.get(..words)
-                .unwrap_or(ring)
-                .iter()
-                .fold(0u32, |n, w| n.saturating_add(word(*w).count_ones()))
-        };
+    pub(crate) const fn counts(&self) -> WindowStats {
         WindowStats {
-            calls: u32::from(self.len),
-            failures: count(&self.failed),
-            slow: if slow { count(&self.slow) } else { 0 },
+            calls: self.len as u32,
+            failures: self.counts & 0xffff,
+            slow: self.counts >> 16,
             slow_failures: 0,
         }
     }
 
+    /// The calls held with their failures, slow calls and slow failures.
     pub(crate) fn stats(&self) -> WindowStats {
         // The window's calls sit in slots 0..len: only those words hold bits.
-        let words = usize::from(self.len).div_ceil(64);
-        let failed = self.failed.get(..words).unwrap_or(&self.failed);
-        let slow = self.slow.get(..words).unwrap_or(&self.slow);
-        let (failures, slow_calls, slow_failures) =
-            failed
-                .iter()
-                .zip(slow)
-                .fold((0u32, 0u32, 0u32), |(f, s, b), (failed, slow)| {
-                    let (failed, slow) = (word(*failed), word(*slow));
-                    (
-                        f.saturating_add(failed.count_ones()),
-                        s.saturating_add(slow.count_ones()),
-                        b.saturating_add((failed & slow).count_ones()),
-                    )
-                });
+        let words = usize::from(self.len).div_ceil(16);
+        let slow_failures = self
+            .bits
+            .as_flattened()
+            .iter()
+            .take(words)
+            .fold(0u32, |n, w| {
+                n.saturating_add((w & w >> 1 & 0x5555_5555).count_ones())
+            });
         WindowStats {
-            calls: u32::from(self.len),
-            failures,
-            slow: slow_calls,
             slow_failures,
+            ..self.counts()
         }
     }
 
@@ -166,37 +188,13 @@ impl<const WORDS: usize> CountRing<WORDS> {
         let slot = oldest
             .saturating_add(u32::from(i))
             .checked_rem(u32::from(size))?;
-        let slot = u16::try_from(slot).ok()?;
-        Some((bit(&self.failed, slot), bit(&self.slow, slot)))
+        let word = self
+            .bits
+            .as_flattened()
+            .get(usize::try_from(slot / 16).ok()?)?;
+        let pair = word >> ((slot % 16) << 1);
+        Some((pair & 1 != 0, pair & 2 != 0))
     }
-}
-
-fn bit(words: &[[u32; 2]], index: u16) -> bool {
-    let word = usize::from(index / 64);
-    let half = usize::from(index % 64 / 32);
-    let mask = 1u32.wrapping_shl(u32::from(index % 32));
-    words
-        .get(word)
-        .and_then(|w| w.get(half))
-        .is_some_and(|w| w & mask != 0)
-}
-
-fn set_bit(words: &mut [[u32; 2]], index: u16, value: bool) {
-    let word = usize::from(index / 64);
-    let half = usize::from(index % 64 / 32);
-    let mask = 1u32.wrapping_shl(u32::from(index % 32));
-    if let Some(w) = words.get_mut(word).and_then(|w| w.get_mut(half)) {
-        if value {
-            *w |= mask;
-        } else {
-            *w &= !mask;
-        }
-    }
-}
-
-/// A 64-bit word of a ring from its two halves.
-fn word([low, high]: [u32; 2]) -> u64 {
-    u64::from(low) | u64::from(high) << 32
 }
 
 /// One bucket of a time window: its absolute bucket number and its counts.

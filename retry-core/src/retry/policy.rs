@@ -129,9 +129,6 @@ pub struct RetryPolicy {
     /// Worked out with `steady_step`: [`STEADY_IS_MAX`], [`STEADY_IS_EXACT`],
     /// [`SETTLES`], [`FAST_BOUNDS`].
     plan: u8,
-    /// The settled value in whole nanoseconds, when [`FAST_BOUNDS`] is set
-    /// (it is then below [`FAST_SECS`] seconds); zero otherwise.
-    steady_ns: u64,
 }
 
 /// The capped curve settles at `max_delay` (otherwise at the bounded initial
@@ -141,8 +138,9 @@ const STEADY_IS_MAX: u8 = 1;
 const STEADY_IS_EXACT: u8 = 2;
 /// The curve settles (at `steady_step`); without it nothing is assumed.
 const SETTLES: u8 = 4;
-/// The 64-bit path is compiled in and the cap and floor are below
-/// [`FAST_SECS`] seconds, so the settled value is `steady_ns`.
+/// The 64-bit path is compiled in and the cap and floor (so the settled
+/// value, one of the cap, the floor and the initial delay) are below
+/// [`FAST_SECS`] seconds.
 const FAST_BOUNDS: u8 = 8;
 /// The settled value is the curve's initial delay itself (a flat curve inside
 /// its bounds).
@@ -170,7 +168,6 @@ impl Default for RetryPolicy {
             idempotent: true,
             steady_step: u32::MAX,
             plan: 0,
-            steady_ns: 0,
         }
         .planned()
     }
@@ -397,14 +394,12 @@ impl RetryPolicy {
         if exact {
             self.plan |= STEADY_IS_EXACT;
         }
-        self.steady_ns = 0;
-        if let (Some(_), Some(_), Some(n)) = (
-            small_nanos(self.max_delay),
-            small_nanos(self.min_delay),
-            small_nanos(steady),
-        ) {
+        if small_nanos(self.max_delay).is_some() && small_nanos(self.min_delay).is_some() {
             self.plan |= FAST_BOUNDS;
-            self.steady_ns = n;
+        }
+        // A flat curve may settle at the cap too (an initial delay above it).
+        if settles && steady == self.max_delay {
+            self.plan |= STEADY_IS_MAX;
         }
         if steady == self.backoff.initial() {
             self.plan |= STEADY_IS_INITIAL;
@@ -448,7 +443,9 @@ impl RetryPolicy {
         seed: u64,
         previous: Duration,
     ) -> Duration {
-        if self.settled(step) {
+        // The plan is worked out only where the 64-bit path is compiled in;
+        // elsewhere this branch is left out of the code altogether.
+        if FAST_PATH && self.settled(step) {
             if self.plan & STEADY_IS_EXACT != 0 && matches!(self.jitter, Jitter::None) {
                 return if self.plan & STEADY_IS_MAX != 0 {
                     self.max_delay
@@ -474,7 +471,15 @@ impl RetryPolicy {
     fn settled_jittered(&self, retry: u32, seed: u64, previous: Duration) -> Option<u64> {
         let max = small_nanos(self.max_delay)?;
         let min = small_nanos(self.min_delay)?;
-        self.fast_finish(self.steady_ns, max, min, retry, seed, previous)
+        // `bounded(initial, min, max)` is one of the three; the plan says which.
+        let n = if self.plan & STEADY_IS_MAX != 0 {
+            max
+        } else if self.plan & STEADY_IS_INITIAL != 0 {
+            small_nanos(self.backoff.initial())?
+        } else {
+            min
+        };
+        self.fast_finish(n, max, min, retry, seed, previous)
     }
 
     /// [`RetryPolicy::curve_delay`] before the curve settles (or when it is not
@@ -1122,7 +1127,6 @@ impl<'a> arbitrary::Arbitrary<'a> for RetryPolicy {
             idempotent: u.arbitrary()?,
             steady_step: u32::MAX,
             plan: 0,
-            steady_ns: 0,
         }
         .planned();
         debug_assert!(policy.validate().is_ok());

@@ -538,9 +538,9 @@ impl RetryMachine {
     /// Misuse is answered as the type's docs say and changes nothing.
     #[cfg_attr(target_pointer_width = "64", inline)]
     pub fn poll(&mut self, event: Event, now: Instant) -> Action {
-        match self.try_poll(event, now) {
-            Ok(action) => action,
-            Err(misuse) => misuse.answer,
+        match self.step(event, now) {
+            Some(action) => action,
+            None => self.misuse(event).answer,
         }
     }
 
@@ -551,6 +551,18 @@ impl RetryMachine {
     /// [`Misuse`] when the event does not fit the current phase.
     #[cfg_attr(target_pointer_width = "64", inline)]
     pub fn try_poll(&mut self, event: Event, now: Instant) -> Result<Action, Misuse> {
+        match self.step(event, now) {
+            Some(action) => Ok(action),
+            None => Err(self.misuse(event)),
+        }
+    }
+
+    /// The answer to `event` at `now`, or `None` (with the machine unchanged)
+    /// when the event does not fit the current phase. `poll` and `try_poll`
+    /// share it; an `Option` of an action is no larger than the action, so the
+    /// common path never builds the much larger [`Misuse`].
+    #[cfg_attr(target_pointer_width = "64", inline)]
+    fn step(&mut self, event: Event, now: Instant) -> Option<Action> {
         let now = now.max(self.last_now);
         let action = match (self.state, event) {
             (State::Idle, Event::Start) => {
@@ -635,10 +647,10 @@ impl RetryMachine {
                 let attempts = self.last_attempt;
                 self.give_up(GiveUpReason::Cancelled, attempts, None)
             }
-            (_, event) => return Err(self.misuse(event)),
+            _ => return None,
         };
         self.last_now = now;
-        Ok(action)
+        Some(action)
     }
 
     #[cold]
@@ -755,7 +767,8 @@ impl RetryMachine {
                 after_timeout,
             };
         }
-        self.sleep_or_attempt(number.saturating_add(1), delay, reason, now)
+        // `until` is within the budget (checked above, no time has passed).
+        self.sleep_until(number.saturating_add(1), delay, until, reason, now)
     }
 
     /// Sleeps `delay` before attempt `next`, or starts it at once if the delay is
@@ -777,6 +790,20 @@ impl RetryMachine {
             let attempts = self.last_attempt;
             return self.give_up(GiveUpReason::Budget, attempts, None);
         };
+        self.sleep_until(next, delay, until, reason, now)
+    }
+
+    /// Sleeps `delay` (ending at `until`, already checked against the budget)
+    /// before attempt `next`, or starts it at once if the delay is zero.
+    #[cfg_attr(target_pointer_width = "64", inline)]
+    fn sleep_until(
+        &mut self,
+        next: u32,
+        delay: Duration,
+        until: Instant,
+        reason: SleepReason,
+        now: Instant,
+    ) -> Action {
         if delay.is_zero() {
             return self.begin_attempt(next, now);
         }

@@ -327,6 +327,9 @@ impl RetryPolicy {
     #[must_use]
     #[inline]
     pub fn delay(&self, retry: u32, seed: u64) -> Duration {
+        if let Some(d) = self.settled_exact(retry) {
+            return d;
+        }
         // Only decorrelated jitter reads the previous delay.
         let previous = match self.jitter {
             Jitter::Decorrelated => self.backoff.initial(),
@@ -445,16 +448,10 @@ impl RetryPolicy {
     ) -> Duration {
         // The plan is worked out only where the 64-bit path is compiled in;
         // elsewhere this branch is left out of the code altogether.
+        if let Some(d) = self.settled_exact(step) {
+            return d;
+        }
         if FAST_PATH && self.settled(step) {
-            if self.plan & STEADY_IS_EXACT != 0 && matches!(self.jitter, Jitter::None) {
-                return if self.plan & STEADY_IS_MAX != 0 {
-                    self.max_delay
-                } else if self.plan & STEADY_IS_INITIAL != 0 {
-                    self.backoff.initial()
-                } else {
-                    self.steady()
-                };
-            }
             if self.plan & FAST_BOUNDS != 0 {
                 if let Some(n) = self.settled_jittered(retry, seed, previous) {
                     return Duration::from_nanos(n);
@@ -462,6 +459,28 @@ impl RetryPolicy {
             }
         }
         self.unsettled_delay(retry, step, seed, previous)
+    }
+
+    /// The delay at `step` when the curve has settled there, is unjittered
+    /// and needs no rounding: a stored value (the cap, the initial delay or
+    /// the floor). `None` otherwise, and always where the 64-bit path is
+    /// compiled out (the plan is not worked out there).
+    #[inline(always)]
+    fn settled_exact(&self, step: u32) -> Option<Duration> {
+        if !(FAST_PATH
+            && self.settled(step)
+            && self.plan & STEADY_IS_EXACT != 0
+            && matches!(self.jitter, Jitter::None))
+        {
+            return None;
+        }
+        Some(if self.plan & STEADY_IS_MAX != 0 {
+            self.max_delay
+        } else if self.plan & STEADY_IS_INITIAL != 0 {
+            self.backoff.initial()
+        } else {
+            self.min_delay
+        })
     }
 
     /// A settled delay under jitter, on the 64-bit path (`FAST_BOUNDS` set).
@@ -557,7 +576,11 @@ impl RetryPolicy {
             Jitter::Full => (uniform_below(draw(), n), 0, n),
             Jitter::Equal => {
                 let lo = n / 2;
-                (lo.wrapping_add(uniform_below(draw(), n.wrapping_sub(lo))), lo, n)
+                (
+                    lo.wrapping_add(uniform_below(draw(), n.wrapping_sub(lo))),
+                    lo,
+                    n,
+                )
             }
             Jitter::Subtract(f) => {
                 // d minus up to f·d: the draw counts down from the top.
@@ -571,7 +594,11 @@ impl RetryPolicy {
             Jitter::Add(f) => {
                 // `[n, n + span)`: s - 1 < 2^63, so the top fits.
                 let top = self.span(n, f).saturating_sub(1);
-                (n.wrapping_add(uniform_below(draw(), top)), n, n.wrapping_add(top))
+                (
+                    n.wrapping_add(uniform_below(draw(), top)),
+                    n,
+                    n.wrapping_add(top),
+                )
             }
             _ => self.fast_other_jitter(n, max, draw(), previous)?,
         };

@@ -306,6 +306,7 @@ pub(crate) const fn jitter_draw_nanos(seed: u64, retry: u32, base: u64) -> u64 {
 }
 
 #[cfg(test)]
+#[allow(clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
 

@@ -451,11 +451,9 @@ impl RetryPolicy {
         if let Some(d) = self.settled_exact(step) {
             return d;
         }
-        if FAST_PATH && self.settled(step) {
-            if self.plan & FAST_BOUNDS != 0 {
-                if let Some(n) = self.settled_jittered(retry, seed, previous) {
-                    return Duration::from_nanos(n);
-                }
+        if FAST_PATH && self.settled(step) && self.plan & FAST_BOUNDS != 0 {
+            if let Some(n) = self.settled_jittered(retry, seed, previous) {
+                return Duration::from_nanos(n);
             }
         }
         self.unsettled_delay(retry, step, seed, previous)
@@ -884,7 +882,8 @@ fn uniform_below(draw: u64, x: u64) -> u64 {
     let range = u128::from(x.wrapping_add(1));
     // The high word of a 64 × 64-bit product; the truncation is the point.
     #[allow(clippy::cast_possible_truncation)]
-    let pick = ((u128::from(draw) * range) >> 64) as u64;
+    // draw < 2^64 and range <= 2^64: the product fits, nothing wraps.
+    let pick = (u128::from(draw).wrapping_mul(range) >> 64) as u64;
     pick
 }
 

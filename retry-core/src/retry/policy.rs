@@ -1262,6 +1262,17 @@ mod fast_path_tests {
                 general,
                 "{policy} retry {retry} step {step} seed {seed} previous {previous:?}"
             );
+            // The public random-access delay, with its own early answer for
+            // settled unjittered curves, is the general path at step = retry.
+            let assumed_previous = match jitter {
+                Jitter::Decorrelated => policy.backoff().initial(),
+                _ => Duration::ZERO,
+            };
+            assert_eq!(
+                policy.delay(retry, seed),
+                policy.general_delay(retry, retry, seed, assumed_previous),
+                "{policy} delay({retry}, {seed})"
+            );
         }
         assert!(fast_taken > 150_000, "the fast path ran {fast_taken} times");
     }

@@ -564,6 +564,46 @@ impl RetryMachine {
     #[cfg_attr(target_pointer_width = "64", inline)]
     fn step(&mut self, event: Event, now: Instant) -> Option<Action> {
         let now = now.max(self.last_now);
+        // The two transitions every retry takes, read in place (without
+        // copying the state and the event): a failed attempt, and the wake
+        // from its sleep. Every other pair goes through the match below.
+        match (&self.state, &event) {
+            (State::Attempting { number, .. }, Event::Failed(failure)) => {
+                let (number, failure) = (*number, *failure);
+                let action = self.after_failure(number, failure, None, now);
+                self.last_now = now;
+                return Some(action);
+            }
+            (
+                State::Sleeping {
+                    until,
+                    delay,
+                    reason,
+                },
+                Event::Woke,
+            ) => {
+                let (until, delay, reason) = (*until, *delay, *reason);
+                let action = if now < until {
+                    Action::Sleep {
+                        until,
+                        delay,
+                        reason,
+                    }
+                } else if self.budget_end_from_start().is_some_and(|end| now >= end) {
+                    // Woken so late that the budget is spent: no retry may start.
+                    let attempts = self.last_attempt;
+                    self.give_up(GiveUpReason::Budget, attempts, None)
+                } else {
+                    // After a circuit-open wait this is the rejected attempt again:
+                    // the rejection already took it off the count.
+                    let next = self.last_attempt.saturating_add(1);
+                    self.begin_attempt(next, now)
+                };
+                self.last_now = now;
+                return Some(action);
+            }
+            _ => {}
+        }
         let action = match (self.state, event) {
             (State::Idle, Event::Start) => {
                 self.start = now;
@@ -572,9 +612,6 @@ impl RetryMachine {
             (State::Idle, Event::Cancelled) => self.give_up(GiveUpReason::Cancelled, 0, None),
             (State::Attempting { number, .. }, Event::Succeeded) => {
                 self.finish(Action::Done { attempts: number })
-            }
-            (State::Attempting { number, .. }, Event::Failed(failure)) => {
-                self.after_failure(number, failure, None, now)
             }
             (
                 State::Attempting {
@@ -617,31 +654,6 @@ impl RetryMachine {
             }
             (State::Withdrawing { retry, .. }, Event::Cancelled) => {
                 self.give_up(GiveUpReason::Cancelled, retry, None)
-            }
-            (
-                State::Sleeping {
-                    until,
-                    delay,
-                    reason,
-                },
-                Event::Woke,
-            ) => {
-                if now < until {
-                    Action::Sleep {
-                        until,
-                        delay,
-                        reason,
-                    }
-                } else if self.budget_end_from_start().is_some_and(|end| now >= end) {
-                    // Woken so late that the budget is spent: no retry may start.
-                    let attempts = self.last_attempt;
-                    self.give_up(GiveUpReason::Budget, attempts, None)
-                } else {
-                    // After a circuit-open wait this is the rejected attempt again:
-                    // the rejection already took it off the count.
-                    let next = self.last_attempt.saturating_add(1);
-                    self.begin_attempt(next, now)
-                }
             }
             (State::Sleeping { .. }, Event::Cancelled) => {
                 let attempts = self.last_attempt;
@@ -846,6 +858,11 @@ impl RetryMachine {
         let policy = &self.policy;
         let retry = number;
         let step = number.saturating_sub(self.curve_origin);
+        // No hint (the usual failure) is the curve, without reading the hint mode.
+        let hint = match hint {
+            Some(hint) if !matches!(policy.hints(), HintMode::Ignore) => Some(hint),
+            _ => None,
+        };
         match (policy.hints(), hint) {
             (HintMode::Ignore, _) | (_, None) => {
                 let delay = policy.curve_delay(retry, step, self.seed, self.previous_delay);

@@ -3,7 +3,9 @@
 //! does not): `delay-<curve>-<jitter>` is `RetryPolicy::delay` for retries
 //! 1, 2, 3, …; `decision-<jitter>` is one retry decision (a failure answered
 //! with a sleep, the wake with the next attempt); `breaker` is the breaker's
-//! closed path (admit + record a success, 100-call window).
+//! closed path (admit + record a success, 100-call window). The peers' workloads
+//! run the same way for comparison: `backon-<curve>-<none|jitter>` is backon's
+//! `next()` on the same curve, cap and jitter as the `next_delay` benchmark.
 //!
 //! ```text
 //! cargo build --release -p retry-core --example hot_path_core
@@ -75,6 +77,69 @@ fn main() {
                     }
                     other => sum += u128::from(matches!(other, Action::Attempt { .. })),
                 }
+            }
+        }
+        ["backon", curve, j] => {
+            use backon::BackoffBuilder as _;
+            let max = Duration::from_secs(1);
+            let jittered = match *j {
+                "none" => false,
+                "jitter" => true,
+                other => panic!("unknown backon jitter {other}"),
+            };
+            let mut it: Box<dyn Iterator<Item = Duration>> = match (*curve, jittered) {
+                ("exponential", false) => Box::new(
+                    backon::ExponentialBuilder::new()
+                        .with_min_delay(ms10)
+                        .with_max_delay(max)
+                        .with_factor(2.0)
+                        .without_max_times()
+                        .build(),
+                ),
+                ("exponential", true) => Box::new(
+                    backon::ExponentialBuilder::new()
+                        .with_min_delay(ms10)
+                        .with_max_delay(max)
+                        .with_factor(2.0)
+                        .without_max_times()
+                        .with_jitter()
+                        .with_jitter_seed(0x5eed)
+                        .build(),
+                ),
+                ("constant", false) => Box::new(
+                    backon::ConstantBuilder::new()
+                        .with_delay(ms10)
+                        .without_max_times()
+                        .build(),
+                ),
+                ("constant", true) => Box::new(
+                    backon::ConstantBuilder::new()
+                        .with_delay(ms10)
+                        .without_max_times()
+                        .with_jitter()
+                        .with_jitter_seed(0x5eed)
+                        .build(),
+                ),
+                ("fibonacci", false) => Box::new(
+                    backon::FibonacciBuilder::new()
+                        .with_min_delay(ms10)
+                        .with_max_delay(max)
+                        .without_max_times()
+                        .build(),
+                ),
+                ("fibonacci", true) => Box::new(
+                    backon::FibonacciBuilder::new()
+                        .with_min_delay(ms10)
+                        .with_max_delay(max)
+                        .without_max_times()
+                        .with_jitter()
+                        .with_jitter_seed(0x5eed)
+                        .build(),
+                ),
+                (other, _) => panic!("unknown curve {other}"),
+            };
+            for _ in 0..n {
+                sum += black_box(&mut it).next().map_or(0, |d| d.as_nanos());
             }
         }
         ["breaker"] => {

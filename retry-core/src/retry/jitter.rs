@@ -234,12 +234,46 @@ fn uniform_inclusive(x: u128, draw: u64) -> u128 {
     pick.min(x)
 }
 
-/// SplitMix64's output function: a bijective 64-bit mixer with good avalanche.
+/// SplitMix64's output function: a bijective 64-bit mixer with good avalanche
+/// (kept for deriving seeds and for tests; the jitter draw uses [`mum`]).
 pub(crate) const fn mix64(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+
+/// The full 128-bit product of two words, folded to one word by XOR of its
+/// halves: the "multiply and fold" step of the draw.
+#[inline]
+const fn mum(a: u64, b: u64) -> u64 {
+    let m = (a as u128).wrapping_mul(b as u128);
+    // The two halves of the product; the truncation is the point.
+    #[allow(clippy::cast_possible_truncation)]
+    let (lo, hi) = (m as u64, (m >> 64) as u64);
+    lo ^ hi
+}
+
+/// Keys for the draw: fractional bits of square roots of small primes (the
+/// first three) and of the golden ratio (the step between retries, odd).
+const KEY_SEED: u64 = 0x6A09_E667_F3BC_C908;
+const KEY_BASE: u64 = 0x3C6E_F372_FE94_F82B;
+const KEY_OUT: u64 = 0xBB67_AE85_84CA_A73B;
+const STEP: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// The draw from its three words: `seed`, `retry` (the retry number in the low
+/// 32 bits, the base delay's nanoseconds above 2^64 in the high ones) and
+/// `base` (the base delay's low 64 bits of nanoseconds).
+///
+/// One keyed multiply binds the seed to the base delay; the retry then steps
+/// that key along an odd constant (a Weyl sequence, so consecutive retries
+/// never repeat a state) and one more multiply-and-fold turns the state into
+/// the output word.
+#[inline]
+const fn draw_words(seed: u64, retry: u64, base: u64) -> u64 {
+    let key = mum(seed ^ KEY_SEED, base ^ KEY_BASE);
+    let state = key.wrapping_add(retry.wrapping_mul(STEP));
+    mum(state, state ^ KEY_OUT)
 }
 
 /// The random word for retry `retry` with base delay `base` under `seed`: a pure
@@ -257,25 +291,22 @@ pub(crate) const fn mix64(mut z: u64) -> u64 {
 pub const fn jitter_draw(seed: u64, retry: u32, base: Duration) -> u64 {
     let n = base.as_nanos();
     // Split into the low and high 64-bit words; the truncation is the point.
+    // `Duration::MAX` is below 2^94 ns, so the high word is below 2^30 and
+    // shares a word with the 32-bit retry number without losing a bit.
     #[allow(clippy::cast_possible_truncation)]
     let (lo, hi) = (n as u64, (n >> 64) as u64);
-    let mut z = mix64(seed ^ 0x6A09_E667_F3BC_C908);
-    z = mix64(z ^ retry as u64);
-    z = mix64(z ^ lo);
-    mix64(z ^ hi)
+    draw_words(seed, (retry as u64) | (hi << 32), lo)
 }
 
 /// [`jitter_draw`] for a base delay below 2^64 nanoseconds, given in
 /// nanoseconds (its high word is then zero): the same word, without widening.
 #[inline]
 pub(crate) const fn jitter_draw_nanos(seed: u64, retry: u32, base: u64) -> u64 {
-    let mut z = mix64(seed ^ 0x6A09_E667_F3BC_C908);
-    z = mix64(z ^ retry as u64);
-    z = mix64(z ^ base);
-    mix64(z)
+    draw_words(seed, retry as u64, base)
 }
 
 #[cfg(test)]
+#[allow(clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
 
@@ -290,6 +321,92 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Pearson's chi-square statistic of `counts` against equal expectation.
+    #[allow(clippy::cast_precision_loss)]
+    fn chi_square(counts: &[u64]) -> f64 {
+        let total: u64 = counts.iter().sum();
+        let expected = total as f64 / counts.len() as f64;
+        counts
+            .iter()
+            .map(|&c| (c as f64 - expected) * (c as f64 - expected) / expected)
+            .sum()
+    }
+
+    /// 0.1 % critical values of the chi-square distribution: 15 and 63
+    /// degrees of freedom (16 and 64 buckets).
+    const CHI_15: f64 = 37.70;
+    const CHI_63: f64 = 103.4;
+
+    /// Counts of the top four bits of `words` (what the multiply-high of the
+    /// uniform draw reads first) and of four middle bits.
+    fn buckets(words: impl Iterator<Item = u64>) -> ([u64; 16], [u64; 16]) {
+        let (mut top, mut mid) = ([0u64; 16], [0u64; 16]);
+        for w in words {
+            top[usize::try_from(w >> 60).unwrap()] += 1;
+            mid[usize::try_from((w >> 30) & 15).unwrap()] += 1;
+        }
+        (top, mid)
+    }
+
+    /// The draw is evenly spread along each of its inputs with the others held:
+    /// successive retries, successive seeds, base delays a millisecond apart
+    /// (64,000 draws each; a fixed input set, so the test is deterministic).
+    #[test]
+    fn the_draw_is_evenly_spread_along_each_input() {
+        const N: u32 = 64_000;
+        let base = 1_000_000_000u64;
+        let sequences: [(&str, [u64; 16], [u64; 16]); 3] = [
+            {
+                let (t, m) = buckets((1..=N).map(|r| jitter_draw_nanos(0x5eed, r, base)));
+                ("retries", t, m)
+            },
+            {
+                let (t, m) = buckets((0..u64::from(N)).map(|s| jitter_draw_nanos(s, 3, base)));
+                ("seeds", t, m)
+            },
+            {
+                let (t, m) =
+                    buckets((0..u64::from(N)).map(|b| jitter_draw_nanos(7, 2, b * 1_000_000)));
+                ("bases", t, m)
+            },
+        ];
+        for (name, top, mid) in sequences {
+            assert!(chi_square(&top) < CHI_15, "{name}: top bits {top:?}");
+            assert!(chi_square(&mid) < CHI_15, "{name}: middle bits {mid:?}");
+        }
+    }
+
+    /// Consecutive retries under one seed are not correlated: the pairs of
+    /// their top three bits fill 64 cells evenly.
+    #[test]
+    fn consecutive_draws_are_independent() {
+        let mut cells = [0u64; 64];
+        for seed in [1u64, 0x5eed, u64::MAX] {
+            let mut previous = jitter_draw_nanos(seed, 0, 10_000_000) >> 61;
+            for r in 1..=40_000u32 {
+                let word = jitter_draw_nanos(seed, r, 10_000_000) >> 61;
+                cells[usize::try_from(previous * 8 + word).unwrap()] += 1;
+                previous = word;
+            }
+        }
+        assert!(chi_square(&cells) < CHI_63, "{cells:?}");
+    }
+
+    /// Full jitter over one second lands evenly in ten 100 ms buckets.
+    #[test]
+    fn full_jitter_is_uniform_over_the_delay() {
+        let d = Duration::from_secs(1);
+        let z = Duration::ZERO;
+        let mut counts = [0u64; 10];
+        for r in 1..=50_000u32 {
+            let v = Jitter::Full.apply(d, jitter_draw(99, r, d), z, z, d);
+            let i = usize::try_from(v.as_millis() / 100).unwrap().min(9);
+            counts[i] += 1;
+        }
+        // 9 degrees of freedom: 27.88 at 0.1 %.
+        assert!(chi_square(&counts) < 27.88, "{counts:?}");
     }
 
     const MS: fn(u64) -> Duration = Duration::from_millis;

@@ -538,9 +538,9 @@ impl RetryMachine {
     /// Misuse is answered as the type's docs say and changes nothing.
     #[cfg_attr(target_pointer_width = "64", inline)]
     pub fn poll(&mut self, event: Event, now: Instant) -> Action {
-        match self.try_poll(event, now) {
-            Ok(action) => action,
-            Err(misuse) => misuse.answer,
+        match self.step(event, now) {
+            Some(action) => action,
+            None => self.misuse(event).answer,
         }
     }
 
@@ -551,7 +551,59 @@ impl RetryMachine {
     /// [`Misuse`] when the event does not fit the current phase.
     #[cfg_attr(target_pointer_width = "64", inline)]
     pub fn try_poll(&mut self, event: Event, now: Instant) -> Result<Action, Misuse> {
+        match self.step(event, now) {
+            Some(action) => Ok(action),
+            None => Err(self.misuse(event)),
+        }
+    }
+
+    /// The answer to `event` at `now`, or `None` (with the machine unchanged)
+    /// when the event does not fit the current phase. `poll` and `try_poll`
+    /// share it; an `Option` of an action is no larger than the action, so the
+    /// common path never builds the much larger [`Misuse`].
+    #[cfg_attr(target_pointer_width = "64", inline)]
+    fn step(&mut self, event: Event, now: Instant) -> Option<Action> {
         let now = now.max(self.last_now);
+        // The two transitions every retry takes, read in place (without
+        // copying the state and the event): a failed attempt, and the wake
+        // from its sleep. Every other pair goes through the match below.
+        match (&self.state, &event) {
+            (State::Attempting { number, .. }, Event::Failed(failure)) => {
+                let (number, failure) = (*number, *failure);
+                let action = self.after_failure(number, failure, None, now);
+                self.last_now = now;
+                return Some(action);
+            }
+            (
+                State::Sleeping {
+                    until,
+                    delay,
+                    reason,
+                },
+                Event::Woke,
+            ) => {
+                let (until, delay, reason) = (*until, *delay, *reason);
+                let action = if now < until {
+                    Action::Sleep {
+                        until,
+                        delay,
+                        reason,
+                    }
+                } else if self.budget_end_from_start().is_some_and(|end| now >= end) {
+                    // Woken so late that the budget is spent: no retry may start.
+                    let attempts = self.last_attempt;
+                    self.give_up(GiveUpReason::Budget, attempts, None)
+                } else {
+                    // After a circuit-open wait this is the rejected attempt again:
+                    // the rejection already took it off the count.
+                    let next = self.last_attempt.saturating_add(1);
+                    self.begin_attempt(next, now)
+                };
+                self.last_now = now;
+                return Some(action);
+            }
+            _ => {}
+        }
         let action = match (self.state, event) {
             (State::Idle, Event::Start) => {
                 self.start = now;
@@ -560,9 +612,6 @@ impl RetryMachine {
             (State::Idle, Event::Cancelled) => self.give_up(GiveUpReason::Cancelled, 0, None),
             (State::Attempting { number, .. }, Event::Succeeded) => {
                 self.finish(Action::Done { attempts: number })
-            }
-            (State::Attempting { number, .. }, Event::Failed(failure)) => {
-                self.after_failure(number, failure, None, now)
             }
             (
                 State::Attempting {
@@ -606,39 +655,14 @@ impl RetryMachine {
             (State::Withdrawing { retry, .. }, Event::Cancelled) => {
                 self.give_up(GiveUpReason::Cancelled, retry, None)
             }
-            (
-                State::Sleeping {
-                    until,
-                    delay,
-                    reason,
-                },
-                Event::Woke,
-            ) => {
-                if now < until {
-                    Action::Sleep {
-                        until,
-                        delay,
-                        reason,
-                    }
-                } else if self.budget_end_from_start().is_some_and(|end| now >= end) {
-                    // Woken so late that the budget is spent: no retry may start.
-                    let attempts = self.last_attempt;
-                    self.give_up(GiveUpReason::Budget, attempts, None)
-                } else {
-                    // After a circuit-open wait this is the rejected attempt again:
-                    // the rejection already took it off the count.
-                    let next = self.last_attempt.saturating_add(1);
-                    self.begin_attempt(next, now)
-                }
-            }
             (State::Sleeping { .. }, Event::Cancelled) => {
                 let attempts = self.last_attempt;
                 self.give_up(GiveUpReason::Cancelled, attempts, None)
             }
-            (_, event) => return Err(self.misuse(event)),
+            _ => return None,
         };
         self.last_now = now;
-        Ok(action)
+        Some(action)
     }
 
     #[cold]
@@ -755,7 +779,8 @@ impl RetryMachine {
                 after_timeout,
             };
         }
-        self.sleep_or_attempt(number.saturating_add(1), delay, reason, now)
+        // `until` is within the budget (checked above, no time has passed).
+        self.sleep_until(number.saturating_add(1), delay, until, reason, now)
     }
 
     /// Sleeps `delay` before attempt `next`, or starts it at once if the delay is
@@ -777,6 +802,20 @@ impl RetryMachine {
             let attempts = self.last_attempt;
             return self.give_up(GiveUpReason::Budget, attempts, None);
         };
+        self.sleep_until(next, delay, until, reason, now)
+    }
+
+    /// Sleeps `delay` (ending at `until`, already checked against the budget)
+    /// before attempt `next`, or starts it at once if the delay is zero.
+    #[cfg_attr(target_pointer_width = "64", inline)]
+    fn sleep_until(
+        &mut self,
+        next: u32,
+        delay: Duration,
+        until: Instant,
+        reason: SleepReason,
+        now: Instant,
+    ) -> Action {
         if delay.is_zero() {
             return self.begin_attempt(next, now);
         }
@@ -819,6 +858,11 @@ impl RetryMachine {
         let policy = &self.policy;
         let retry = number;
         let step = number.saturating_sub(self.curve_origin);
+        // No hint (the usual failure) is the curve, without reading the hint mode.
+        let hint = match hint {
+            Some(hint) if !matches!(policy.hints(), HintMode::Ignore) => Some(hint),
+            _ => None,
+        };
         match (policy.hints(), hint) {
             (HintMode::Ignore, _) | (_, None) => {
                 let delay = policy.curve_delay(retry, step, self.seed, self.previous_delay);

@@ -126,7 +126,8 @@ pub struct RetryPolicy {
     /// ([`RetryPolicy::planned`]): from this step on the capped curve no
     /// longer changes (`u32::MAX` when that is not known).
     steady_step: u32,
-    /// Worked out with `steady_step`: [`STEADY_IS_MAX`], [`STEADY_IS_EXACT`].
+    /// Worked out with `steady_step`: [`STEADY_IS_MAX`], [`STEADY_IS_EXACT`],
+    /// [`SETTLES`], [`FAST_BOUNDS`].
     plan: u8,
 }
 
@@ -137,6 +138,16 @@ const STEADY_IS_MAX: u8 = 1;
 const STEADY_IS_EXACT: u8 = 2;
 /// The curve settles (at `steady_step`); without it nothing is assumed.
 const SETTLES: u8 = 4;
+/// The 64-bit path is compiled in and the cap and floor (so the settled
+/// value, one of the cap, the floor and the initial delay) are below
+/// [`FAST_SECS`] seconds.
+const FAST_BOUNDS: u8 = 8;
+/// The settled value is the curve's initial delay itself (a flat curve inside
+/// its bounds).
+const STEADY_IS_INITIAL: u8 = 16;
+/// The jitter's fraction is exactly 1: the span of a delay below 2^53 ns is
+/// the delay itself (the `f64` product is then exact).
+const WHOLE_FRACTION: u8 = 32;
 
 impl Default for RetryPolicy {
     fn default() -> Self {
@@ -316,6 +327,9 @@ impl RetryPolicy {
     #[must_use]
     #[inline]
     pub fn delay(&self, retry: u32, seed: u64) -> Duration {
+        if let Some(d) = self.settled_exact(retry) {
+            return d;
+        }
         // Only decorrelated jitter reads the previous delay.
         let previous = match self.jitter {
             Jitter::Decorrelated => self.backoff.initial(),
@@ -383,6 +397,19 @@ impl RetryPolicy {
         if exact {
             self.plan |= STEADY_IS_EXACT;
         }
+        if small_nanos(self.max_delay).is_some() && small_nanos(self.min_delay).is_some() {
+            self.plan |= FAST_BOUNDS;
+        }
+        // A flat curve may settle at the cap too (an initial delay above it).
+        if settles && steady == self.max_delay {
+            self.plan |= STEADY_IS_MAX;
+        }
+        if steady == self.backoff.initial() {
+            self.plan |= STEADY_IS_INITIAL;
+        }
+        if self.jitter.fraction() == Some(1.0) {
+            self.plan |= WHOLE_FRACTION;
+        }
         self
     }
 
@@ -409,7 +436,9 @@ impl RetryPolicy {
     /// Policies whose delays all stay below about 292 years (every practical
     /// one) take a path in 64-bit whole nanoseconds ([`RetryPolicy::fast_delay`]);
     /// the rest the general one. Both give the same delay to the nanosecond.
-    #[inline]
+    /// Once the capped curve has settled, an unjittered delay is the value
+    /// worked out when the policy was made, and a jittered one starts from it.
+    #[inline(always)]
     pub(crate) fn curve_delay(
         &self,
         retry: u32,
@@ -417,12 +446,63 @@ impl RetryPolicy {
         seed: u64,
         previous: Duration,
     ) -> Duration {
-        if self.settled(step)
-            && self.plan & STEADY_IS_EXACT != 0
-            && matches!(self.jitter, Jitter::None)
-        {
-            return self.steady();
+        // The plan is worked out only where the 64-bit path is compiled in;
+        // elsewhere this branch is left out of the code altogether.
+        if let Some(d) = self.settled_exact(step) {
+            return d;
         }
+        if FAST_PATH && self.settled(step) && self.plan & FAST_BOUNDS != 0 {
+            if let Some(n) = self.settled_jittered(retry, seed, previous) {
+                return Duration::from_nanos(n);
+            }
+        }
+        self.unsettled_delay(retry, step, seed, previous)
+    }
+
+    /// The delay at `step` when the curve has settled there, is unjittered
+    /// and needs no rounding: a stored value (the cap, the initial delay or
+    /// the floor). `None` otherwise, and always where the 64-bit path is
+    /// compiled out (the plan is not worked out there).
+    #[inline(always)]
+    fn settled_exact(&self, step: u32) -> Option<Duration> {
+        if !(FAST_PATH
+            && self.settled(step)
+            && self.plan & STEADY_IS_EXACT != 0
+            && matches!(self.jitter, Jitter::None))
+        {
+            return None;
+        }
+        Some(if self.plan & STEADY_IS_MAX != 0 {
+            self.max_delay
+        } else if self.plan & STEADY_IS_INITIAL != 0 {
+            self.backoff.initial()
+        } else {
+            self.min_delay
+        })
+    }
+
+    /// A settled delay under jitter, on the 64-bit path (`FAST_BOUNDS` set).
+    /// Kept out of line so that the unjittered answer above stays a few
+    /// instructions wherever it is inlined.
+    #[inline(never)]
+    fn settled_jittered(&self, retry: u32, seed: u64, previous: Duration) -> Option<u64> {
+        let max = small_nanos(self.max_delay)?;
+        let min = small_nanos(self.min_delay)?;
+        // `bounded(initial, min, max)` is one of the three; the plan says which.
+        let n = if self.plan & STEADY_IS_MAX != 0 {
+            max
+        } else if self.plan & STEADY_IS_INITIAL != 0 {
+            small_nanos(self.backoff.initial())?
+        } else {
+            min
+        };
+        self.fast_finish(n, max, min, retry, seed, previous)
+    }
+
+    /// [`RetryPolicy::curve_delay`] before the curve settles (or when it is not
+    /// known to): the 64-bit path when it applies, else the general one.
+    #[inline(never)]
+    fn unsettled_delay(&self, retry: u32, step: u32, seed: u64, previous: Duration) -> Duration {
         match self.fast_delay(retry, step, seed, previous) {
             Some(n) => Duration::from_nanos(n),
             None => self.general_delay(retry, step, seed, previous),
@@ -470,30 +550,55 @@ impl RetryPolicy {
         } else {
             self.fast_curve(step, max).max(min).min(max)
         };
+        self.fast_finish(n, max, min, retry, seed, previous)
+    }
+
+    /// Jitters the bounded curve value `n` (at most `max`, both below
+    /// [`FAST_SECS`] seconds), then floors it at `min` and rounds it: the
+    /// 64-bit form of [`RetryPolicy::jittered`] with the policy's own cap and
+    /// no extra floor. `None` when decorrelated jitter's inputs are too long.
+    #[inline(always)]
+    fn fast_finish(
+        &self,
+        n: u64,
+        max: u64,
+        min: u64,
+        retry: u32,
+        seed: u64,
+        previous: Duration,
+    ) -> Option<u64> {
+        // `Jitter::draw_within` on one word: every value below 2^63 + 2^63.
+        let draw = || jitter_draw_nanos(seed, retry, n);
         let (value, lo, hi) = match self.jitter {
             Jitter::None => (n, n, n),
-            jitter => {
-                let (initial, previous) = match jitter {
-                    Jitter::Decorrelated => {
-                        (small_nanos(self.backoff.initial())?, small_nanos(previous)?)
-                    }
-                    _ => (0, 0),
-                };
-                let draw = jitter_draw_nanos(seed, retry, n);
-                let (value, lo, hi) = jitter.draw_within_nanos(
-                    u128::from(n),
-                    draw,
-                    u128::from(initial),
-                    u128::from(previous),
-                    u128::from(max),
-                );
-                // Within `[0, 2 max + 1]`: one word each.
+            Jitter::Full => (uniform_below(draw(), n), 0, n),
+            Jitter::Equal => {
+                let lo = n / 2;
                 (
-                    u64::try_from(value).ok()?,
-                    u64::try_from(lo).ok()?,
-                    u64::try_from(hi).ok()?,
+                    lo.wrapping_add(uniform_below(draw(), n.wrapping_sub(lo))),
+                    lo,
+                    n,
                 )
             }
+            Jitter::Subtract(f) => {
+                // d minus up to f·d: the draw counts down from the top.
+                let s = self.span(n, f);
+                (
+                    n.saturating_sub(uniform_below(draw(), s)),
+                    n.saturating_sub(s),
+                    n,
+                )
+            }
+            Jitter::Add(f) => {
+                // `[n, n + span)`: s - 1 < 2^63, so the top fits.
+                let top = self.span(n, f).saturating_sub(1);
+                (
+                    n.wrapping_add(uniform_below(draw(), top)),
+                    n,
+                    n.wrapping_add(top),
+                )
+            }
+            _ => self.fast_other_jitter(n, max, draw(), previous)?,
         };
         let (lo, hi) = (lo.max(min), hi.max(min));
         let value = value.max(lo).min(hi);
@@ -523,6 +628,48 @@ impl RetryPolicy {
                 }
             }
         })
+    }
+
+    /// `f · n` rounded down for the policy's jitter fraction `f` and `n`
+    /// below 2^63: [`span64`], with a whole fraction and a delay below 2^53
+    /// (where the product is exact) read off at once.
+    #[inline(always)]
+    fn span(&self, n: u64, f: f64) -> u64 {
+        if self.plan & WHOLE_FRACTION != 0 && n < 1 << 53 {
+            n
+        } else {
+            span64(n, f)
+        }
+    }
+
+    /// The kinds [`RetryPolicy::fast_finish`] leaves to the 128-bit
+    /// [`Jitter::draw_within_nanos`] (spread and decorrelated), as (value, lo,
+    /// hi); `None` when decorrelated jitter's inputs are too long.
+    #[inline(never)]
+    fn fast_other_jitter(
+        &self,
+        n: u64,
+        max: u64,
+        draw: u64,
+        previous: Duration,
+    ) -> Option<(u64, u64, u64)> {
+        let (initial, previous) = match self.jitter {
+            Jitter::Decorrelated => (small_nanos(self.backoff.initial())?, small_nanos(previous)?),
+            _ => (0, 0),
+        };
+        let (value, lo, hi) = self.jitter.draw_within_nanos(
+            u128::from(n),
+            draw,
+            u128::from(initial),
+            u128::from(previous),
+            u128::from(max),
+        );
+        // Within `[0, 2 max + 1]`: one word each.
+        Some((
+            u64::try_from(value).ok()?,
+            u64::try_from(lo).ok()?,
+            u64::try_from(hi).ok()?,
+        ))
     }
 
     /// The curve's delay before step `step`, capped at `max` nanoseconds (below
@@ -725,6 +872,37 @@ pub(crate) const fn small_nanos(d: Duration) -> Option<u64> {
         )
     } else {
         None
+    }
+}
+
+/// Uniform in `[0, x]` from one draw by multiply-high, for `x < 2^64 - 1`:
+/// the one-word case of the jitter's uniform pick, with the same result.
+#[inline]
+fn uniform_below(draw: u64, x: u64) -> u64 {
+    let range = u128::from(x.wrapping_add(1));
+    // The high word of a 64 × 64-bit product; the truncation is the point.
+    #[allow(clippy::cast_possible_truncation)]
+    // draw < 2^64 and range <= 2^64: the product fits, nothing wraps.
+    let pick = (u128::from(draw).wrapping_mul(range) >> 64) as u64;
+    pick
+}
+
+/// `f · n` rounded down, for `n` below 2^63: the jitter's span on one word,
+/// with the same `f64` arithmetic (a fraction outside `[0, 1]` is clamped; the
+/// builder rejects it earlier). The product is at most 2^63.
+#[inline]
+fn span64(n: u64, f: f64) -> u64 {
+    let f = if f.is_nan() { 0.0 } else { f.clamp(0.0, 1.0) };
+    // n < 2^63 converts through i64 in one instruction, rounding as u64 does.
+    #[allow(clippy::cast_possible_wrap, clippy::cast_precision_loss)]
+    let product = (n as i64) as f64 * f;
+    if product >= 9_223_372_036_854_775_808.0 {
+        1 << 63
+    } else {
+        // Below 2^63 and not negative: `as` drops the fraction (rounding down).
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let span = product as i64 as u64;
+        span
     }
 }
 
@@ -1083,6 +1261,17 @@ mod fast_path_tests {
                 policy.curve_delay(retry, step, seed, previous),
                 general,
                 "{policy} retry {retry} step {step} seed {seed} previous {previous:?}"
+            );
+            // The public random-access delay, with its own early answer for
+            // settled unjittered curves, is the general path at step = retry.
+            let assumed_previous = match jitter {
+                Jitter::Decorrelated => policy.backoff().initial(),
+                _ => Duration::ZERO,
+            };
+            assert_eq!(
+                policy.delay(retry, seed),
+                policy.general_delay(retry, retry, seed, assumed_previous),
+                "{policy} delay({retry}, {seed})"
             );
         }
         assert!(fast_taken > 150_000, "the fast path ran {fast_taken} times");

@@ -442,18 +442,20 @@ pub struct PermitGuard<B: Breaker, C: Clock> {
 
 impl<B: Breaker, C: Clock> PermitGuard<B, C> {
     /// Asks `breaker` at `now` for a permit for an attempt that starts then and
-    /// must end by `deadline` (if it has one). `Err` carries when the breaker
-    /// admits again, if it can tell. `clock` is read only if the guard is
-    /// dropped unfinished.
+    /// must end by `deadline` (if it has one). `now` is `None` when the caller
+    /// has not read the clock: the guard reads `clock` then. `Err` carries when
+    /// the breaker admits again, if it can tell. `clock` is otherwise read only
+    /// if the guard is dropped unfinished.
     ///
     /// # Errors
     /// The breaker's rejection (the attempt must not run).
     pub fn request(
         breaker: B,
         clock: C,
-        now: Instant,
+        now: Option<Instant>,
         deadline: Option<Instant>,
     ) -> Result<PermitGuard<B, C>, Option<Instant>> {
+        let now = now.unwrap_or_else(|| clock.now());
         match breaker.request(now) {
             Gate::Admitted(permit) => Ok(PermitGuard {
                 breaker,
@@ -466,11 +468,13 @@ impl<B: Breaker, C: Clock> PermitGuard<B, C> {
         }
     }
 
-    /// Hands the permit back at `now`, with the event the retry machine is told
-    /// about the attempt, as [`retry_core::breaker_outcome`] reads it. An event
-    /// that records nothing (a call cancelled mid-attempt) abandons the attempt.
-    pub fn finish(mut self, event: Event, now: Instant) {
+    /// Hands the permit back at `now` (`None`: not read yet; the guard reads its
+    /// clock), with the event the retry machine is told about the attempt, as
+    /// [`retry_core::breaker_outcome`] reads it. An event that records nothing (a
+    /// call cancelled mid-attempt) abandons the attempt.
+    pub fn finish(mut self, event: Event, now: Option<Instant>) {
         if let Some(permit) = self.permit.take() {
+            let now = now.unwrap_or_else(|| self.clock.now());
             let ran = now.saturating_duration_since(self.started);
             match breaker_outcome(event, ran) {
                 Some(outcome) => self.breaker.record(permit, outcome, now),

@@ -78,7 +78,7 @@ fn success_on_the_third_attempt() {
         .unwrap();
     assert_eq!(done.value, 30);
     assert_eq!(done.attempts, 3);
-    assert_eq!(done.elapsed, Duration::from_secs(3));
+    assert_eq!(done.elapsed, Some(Duration::from_secs(3)));
     assert_eq!(sleeper.sleeps(), secs(&[1, 2]));
 }
 
@@ -202,7 +202,7 @@ fn a_retry_after_hint_from_the_classifier_is_honoured() {
         .unwrap();
     assert_eq!(done.attempts, 2);
     assert_eq!(sleeper.sleeps(), secs(&[7]));
-    assert_eq!(done.elapsed, Duration::from_secs(7));
+    assert_eq!(done.elapsed, Some(Duration::from_secs(7)));
     assert_eq!(*reasons.lock().unwrap(), [Some(SleepReason::Hint)]);
 }
 

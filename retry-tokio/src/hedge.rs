@@ -298,7 +298,7 @@ impl<E> Hedge<E> {
                         let permit = match breaker {
                             None => Ok(None),
                             Some(b) => {
-                                PermitGuard::request(b, TokioClock, now.into_std(), None).map(Some)
+                                PermitGuard::request(b, TokioClock, Some(now.into_std()), None).map(Some)
                             }
                         };
                         match permit {
@@ -410,7 +410,7 @@ impl<E> Hedge<E> {
             }
         };
         if let Some(permit) = permit {
-            permit.finish(core_event, now.into_std());
+            permit.finish(core_event, Some(now.into_std()));
         }
         event
     }

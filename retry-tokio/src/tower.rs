@@ -533,7 +533,7 @@ where
 
     fn call(&mut self, request: Req) -> Self::Future {
         let now = TokioClock.now();
-        match PermitGuard::request(Arc::clone(&self.breaker), TokioClock, now, None) {
+        match PermitGuard::request(Arc::clone(&self.breaker), TokioClock, Some(now), None) {
             Err(until) => {
                 let retry_after = until.map(|until| until.saturating_duration_since(now));
                 Box::pin(core::future::ready(Err(BreakerServiceError::CircuitOpen {
@@ -555,7 +555,7 @@ where
                         },
                         Err(error) => Event::Failed(errors.classify(error)),
                     };
-                    permit.finish(event, TokioClock.now());
+                    permit.finish(event, None);
                     result.map_err(BreakerServiceError::Inner)
                 })
             }

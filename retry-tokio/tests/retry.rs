@@ -52,7 +52,7 @@ async fn success_reports_value_attempts_and_elapsed() {
     .unwrap();
     assert_eq!(done.value, 2);
     assert_eq!(done.attempts, 3);
-    assert_eq!(done.elapsed, Duration::from_secs(3));
+    assert_eq!(done.elapsed, Some(Duration::from_secs(3)));
 }
 
 #[tokio::test(start_paused = true)]

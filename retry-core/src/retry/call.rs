@@ -7,16 +7,25 @@ use core::time::Duration;
 use super::machine::GiveUpReason;
 use crate::classify::FailureKind;
 
-/// A call that succeeded: the value, how many attempts it took and how long the
-/// whole call ran, delays included (see [the rules](crate::behaviour#results)).
+/// A call that succeeded: the value, how many attempts it took and, when the
+/// driver measured it, how long the whole call ran, delays included (see
+/// [the rules](crate::behaviour#results)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Success<T> {
     /// What the successful attempt returned.
     pub value: T,
     /// How many attempts ran, the successful one included.
     pub attempts: u32,
-    /// From the start of the call to the end of the successful attempt.
-    pub elapsed: Duration,
+    /// How long the call ran, to the end of the successful attempt; `None` when
+    /// the call read no clock. A driver reads none when nothing needed time: the
+    /// first attempt succeeded, and neither the policy (no time budget, no
+    /// attempt timeout) nor anything around it (a retry budget, a breaker that
+    /// times calls, a caller who asked for the elapsed time) needed a clock.
+    /// When the driver read no clock before the first attempt (and read one only
+    /// once that attempt had failed), the time is counted from the end of that
+    /// attempt: it leaves out the first attempt's own run time. The adapters'
+    /// docs say when each happens and how to ask for the whole time.
+    pub elapsed: Option<Duration>,
 }
 
 impl<T> Success<T> {
@@ -133,7 +142,10 @@ impl<E> RetryError<E> {
         self.attempts
     }
 
-    /// How long the call took, first attempt to giving up, delays included.
+    /// How long the call took, to giving up, delays included: from the call's
+    /// start, or, when the driver read no clock before the first attempt
+    /// (nothing needed time then: see [`Success::elapsed`]), from the end of
+    /// that attempt, leaving out its own run time.
     #[must_use]
     pub const fn elapsed(&self) -> Duration {
         self.elapsed

@@ -6,8 +6,7 @@
 use core::time::Duration;
 
 use retry_core::{
-    Action, Backoff, Event, Failure, Instant, Jitter, RetryMachine, RetryPolicy,
-    RetryPolicyBuilder,
+    Action, Backoff, Event, Failure, Instant, Jitter, RetryMachine, RetryPolicy, RetryPolicyBuilder,
 };
 
 fn ms(n: u64) -> Duration {
@@ -77,7 +76,11 @@ fn without_budget_or_timeout_the_answers_ignore_the_start_and_the_first_attempts
         // The clock-free driver's way (everything at the origin) against real
         // start times and a first attempt that ran a long time.
         let origin = run(&policy, 7, Duration::ZERO, Duration::ZERO);
-        for (start, ran) in [(ms(5), ms(0)), (ms(0), ms(3_000)), (ms(86_400_000), ms(250))] {
+        for (start, ran) in [
+            (ms(5), ms(0)),
+            (ms(0), ms(3_000)),
+            (ms(86_400_000), ms(250)),
+        ] {
             assert_eq!(run(&policy, 7, start, ran), origin, "{policy:?}");
         }
         assert!(origin.last().unwrap().contains("Done") || policy.max_attempts() == 1);

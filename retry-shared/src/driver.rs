@@ -161,17 +161,21 @@ struct Unannounced {
 ///   ([`Settings::set_measure_elapsed`]), or an enabled trace does (with the
 ///   `tracing` feature, a subscriber listening at `WARN`). Such a call reads
 ///   the clock again at every later step, and reports the whole time it ran.
-/// - Otherwise the call starts with no reading. If its first attempt succeeds,
-///   it reads no clock at all: its [`Success::elapsed`] is `None`. If that
-///   attempt ends any other way (an error, a failing value, a cancellation),
-///   or a breaker turns it away, the driver reads the clock then: that reading
-///   is the call's time origin, and every later step reads the clock as above.
-///   The machine needs no earlier time (no time budget, no attempt timeout: its
-///   answers do not depend on how long the first attempt ran), and the sleeps
-///   are measured from the failure; only the elapsed time the call reports
-///   ([`RetryError::elapsed`], or [`Success::elapsed`] after a retry) leaves out
-///   the first attempt's own run time. Ask for the elapsed time to have it
-///   whole.
+/// - Otherwise the call starts with no reading, and takes its first one (its
+///   time origin) at the first of: the first attempt waits (an async adapter
+///   says so with [`attempt_waiting`](Driver::attempt_waiting) when the
+///   attempt's future first returns pending), the first attempt ends any way but
+///   a success (an error, a failing value, a timeout, a cancellation), or a
+///   breaker turns it away. Every later step reads the clock as above. A first
+///   attempt that succeeds without waiting reads no clock at all: its
+///   [`Success::elapsed`] is `None`. The machine needs no earlier time (no time
+///   budget, no attempt timeout: its answers do not depend on how long the
+///   first attempt ran), and the sleeps are measured from the failure; only the
+///   elapsed time the call reports ([`RetryError::elapsed`], or
+///   [`Success::elapsed`] after a retry) leaves out what ran before the origin:
+///   in an async adapter the first attempt's stretch up to its first wait (the
+///   time of one poll), in a blocking one the whole first attempt. Ask for the
+///   elapsed time to have it whole.
 ///
 /// A breaker reads its own time through the [`PermitGuard`], given the driver's
 /// reading when there is one. The jitter seed, when the settings fix none, is
@@ -269,6 +273,17 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
     #[must_use]
     pub const fn started(&self) -> Option<Instant> {
         self.start
+    }
+
+    /// Tells the driver that the attempt in flight is waiting (its future
+    /// returned pending): a call that has read no clock yet reads it now, so
+    /// that the time it reports counts the attempt from here on (see the type's
+    /// docs). Costs nothing once the clock has been read.
+    #[inline]
+    pub fn attempt_waiting(&mut self) {
+        if self.start.is_none() {
+            self.start = Some(self.clock.now());
+        }
     }
 
     /// Reads the clock; the first reading of a call that read none at its start
@@ -398,7 +413,10 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                 (Some(now), Some(start)) => Some(now.saturating_duration_since(start)),
                 _ => None,
             };
-            let at = elapsed.map_or(retry_core::Instant::ORIGIN, retry_core::Instant::from_duration);
+            let at = elapsed.map_or(
+                retry_core::Instant::ORIGIN,
+                retry_core::Instant::from_duration,
+            );
             if self.unseeded && !matches!(event, Event::Start | Event::Succeeded) {
                 // The first event that may draw a delay: draw the seed now.
                 self.machine.set_seed(fresh_seed());

@@ -611,3 +611,48 @@ fn a_retrier_is_send_and_sync_and_reusable() {
     }
     assert_eq!(sleeper.sleeps(), secs(&[1, 1]));
 }
+
+/// When the clock is read (see `retry_shared::Driver`): a blocking call that
+/// needs no time reads none until an attempt fails, so a first-attempt success
+/// measures nothing and a first attempt's own run time is left out of what a
+/// failed call reports; `measure_elapsed` reads it from the start.
+#[test]
+fn elapsed_without_and_with_measure_elapsed() {
+    let (retry, clock, _) = virtual_retry(exponential(3));
+    let slow_first = |clock: &ManualClock, ctx: &retry_std::AttemptContext| {
+        clock.advance(Duration::from_secs(2));
+        if ctx.attempt() < 3 {
+            Err(Boom::Transient(ctx.attempt()))
+        } else {
+            Ok(ctx.attempt())
+        }
+    };
+    let done = retry.call(|_| Ok::<_, Boom>(1)).unwrap();
+    assert_eq!(done.elapsed, None);
+    // Attempts of 2 s each and delays of 1 and 2 s: attempt 1's 2 s are left out.
+    let done = retry.call(|ctx| slow_first(&clock, ctx)).unwrap();
+    assert_eq!(done.elapsed, Some(Duration::from_secs(1 + 2 + 2 + 2)));
+    let err = retry
+        .call(|_| {
+            clock.advance(Duration::from_secs(2));
+            Err::<(), _>(Boom::Fatal)
+        })
+        .unwrap_err();
+    // Every error is retryable here: three attempts, attempt 1's 2 s left out.
+    assert_eq!(err.attempts(), 3);
+    assert_eq!(err.elapsed(), Duration::from_secs(1 + 2 + 2 + 2));
+
+    let (retry, clock, _) = virtual_retry(exponential(3));
+    let retry = retry.measure_elapsed();
+    let done = retry.call(|_| Ok::<_, Boom>(1)).unwrap();
+    assert_eq!(done.elapsed, Some(Duration::ZERO));
+    let done = retry.call(|ctx| slow_first(&clock, ctx)).unwrap();
+    assert_eq!(done.elapsed, Some(Duration::from_secs(2 + 1 + 2 + 2 + 2)));
+    let err = retry
+        .call(|_| {
+            clock.advance(Duration::from_secs(2));
+            Err::<(), _>(Boom::Fatal)
+        })
+        .unwrap_err();
+    assert_eq!(err.elapsed(), Duration::from_secs(2 + 1 + 2 + 2 + 2));
+}

@@ -298,7 +298,8 @@ impl<E> Hedge<E> {
                         let permit = match breaker {
                             None => Ok(None),
                             Some(b) => {
-                                PermitGuard::request(b, TokioClock, Some(now.into_std()), None).map(Some)
+                                PermitGuard::request(b, TokioClock, Some(now.into_std()), None)
+                                    .map(Some)
                             }
                         };
                         match permit {

@@ -261,7 +261,9 @@ impl<E> Retry<E> {
                 input = match driver.poll(input) {
                     Step::Attempt(attempt) => {
                         let context = context(&attempt, cancel);
-                        Input::Ended(run_attempt(op(context), attempt.deadline, cancel).await)
+                        let attempt_future =
+                            noting_first_wait(op(context), || driver.attempt_waiting());
+                        Input::Ended(run_attempt(attempt_future, attempt.deadline, cancel).await)
                     }
                     Step::Sleep(sleep) => Input::Slept(sleep_until(sleep, cancel).await),
                     Step::Finished(result) => return result,
@@ -325,7 +327,9 @@ impl<E> Retry<E> {
                 input = match driver.poll(input) {
                     Step::Attempt(attempt) => {
                         let context = context(&attempt, cancel);
-                        Input::Ended(run_attempt(op(context), attempt.deadline, cancel).await)
+                        let attempt_future =
+                            noting_first_wait(op(context), || driver.attempt_waiting());
+                        Input::Ended(run_attempt(attempt_future, attempt.deadline, cancel).await)
                     }
                     Step::Sleep(sleep) => Input::Slept(sleep_until(sleep, cancel).await),
                     Step::Finished(result) => return result,
@@ -421,6 +425,27 @@ pub(crate) async fn sleep_until(sleep: retry_shared::Sleep, cancel: Cancel<'_>) 
         () = cancel.cancelled() => Slept::Cancelled,
         () = tokio::time::sleep_until(wake) => Slept::Elapsed,
     }
+}
+
+/// `attempt`, calling `on_wait` the first time it returns pending: the driver
+/// then starts the call's clock if it has not read it yet (see
+/// [`Driver::attempt_waiting`]). An attempt that finishes at its first poll
+/// calls nothing.
+pub(crate) async fn noting_first_wait<F: Future>(
+    attempt: F,
+    mut on_wait: impl FnMut(),
+) -> F::Output {
+    let mut attempt = core::pin::pin!(attempt);
+    let mut told = false;
+    core::future::poll_fn(|cx| {
+        let poll = attempt.as_mut().poll(cx);
+        if poll.is_pending() && !told {
+            told = true;
+            on_wait();
+        }
+        poll
+    })
+    .await
 }
 
 /// Runs one attempt, bounded by its deadline and the cancellation tokens. An

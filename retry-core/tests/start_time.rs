@@ -130,3 +130,35 @@ fn a_seed_set_before_the_first_failure_decides_as_the_seed_given_at_birth() {
         assert_eq!(late, early);
     }
 }
+
+#[test]
+fn the_opening_is_what_the_machine_answers() {
+    let policies = [
+        base().build().unwrap(),
+        base().idempotent(false).build().unwrap(),
+        base().max_attempts(1).build().unwrap(),
+        base().use_retry_budget(true).build().unwrap(),
+        base().budget(ms(1_000)).build().unwrap(),
+        base().attempt_timeout(ms(500)).build().unwrap(),
+        base()
+            .budget(ms(1_000))
+            .attempt_timeout(ms(500))
+            .build()
+            .unwrap(),
+    ];
+    for policy in policies {
+        let mut m = RetryMachine::new(&policy, 7);
+        match RetryMachine::opening(&policy) {
+            Some((first, on_success)) => {
+                assert!(!m.needs_start_time());
+                assert_eq!(m.poll(Event::Start, Instant::ORIGIN), first, "{policy:?}");
+                assert_eq!(
+                    m.poll(Event::Succeeded, Instant::ORIGIN),
+                    on_success,
+                    "{policy:?}"
+                );
+            }
+            None => assert!(m.needs_start_time(), "{policy:?}"),
+        }
+    }
+}

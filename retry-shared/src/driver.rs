@@ -192,7 +192,13 @@ pub struct Driver<'r, T, E, C: Clock + Clone, K: Fn() -> bool> {
     settings: &'r Settings<E>,
     clock: C,
     cancelled: K,
-    machine: RetryMachine,
+    /// The retry machine; `None` while a call that needs no time has not
+    /// needed it: before the first attempt ends any way but a success, the
+    /// core's [`RetryMachine::opening`] answers for it.
+    machine: Option<RetryMachine>,
+    /// The opening's first attempt was handed out (by the opening or the
+    /// machine).
+    opened: bool,
     /// The call's origin: core instants are the time since then. Its start, or
     /// the first reading of a call that read no clock at its start (`None` until
     /// then).
@@ -222,16 +228,22 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
     /// jitter seed is the settings' seed, or a fresh one drawn when first needed.
     #[inline]
     pub fn new(settings: &'r Settings<E>, clock: C, cancelled: K) -> Self {
-        let machine = RetryMachine::new(settings.policy(), settings.seed().unwrap_or(0));
-        let timed = machine.needs_start_time()
+        let policy = settings.policy();
+        let timed = RetryMachine::opening(policy).is_none()
             || settings.budget().is_some()
             || settings.measures_elapsed()
             || observe::wants_elapsed();
-        let start = if timed { Some(clock.now()) } else { None };
+        let (start, machine) = if timed {
+            let machine = RetryMachine::new(policy, settings.seed().unwrap_or(0));
+            (Some(clock.now()), Some(machine))
+        } else {
+            (None, None)
+        };
         Driver {
             settings,
             unseeded: settings.seed().is_none(),
             machine,
+            opened: false,
             clock,
             cancelled,
             start,
@@ -334,11 +346,12 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
     /// for the machine.
     fn ended(&mut self, ran: Ran<T, E>, now: Option<Instant>) -> Event {
         // The attempt in flight is the machine's latest.
-        let number = self.machine.attempts();
+        let number = self.attempts();
         // The core's deadline rule: an outcome at or after the deadline is a
         // timeout, whoever's clock reported it first. (A deadline makes the call
         // read the clock from its start; without one nothing is late.)
-        let late = match (self.machine.next_deadline(), self.start, now) {
+        let deadline = self.machine.as_ref().and_then(RetryMachine::next_deadline);
+        let late = match (deadline, self.start, now) {
             (Some(deadline), Some(start), Some(now)) => {
                 attempt_timed_out(Some(deadline), since(start, now))
             }
@@ -417,22 +430,16 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                 retry_core::Instant::ORIGIN,
                 retry_core::Instant::from_duration,
             );
-            if self.unseeded && !matches!(event, Event::Start | Event::Succeeded) {
-                // The first event that may draw a delay: draw the seed now.
-                self.machine.set_seed(fresh_seed());
-                self.unseeded = false;
-            }
-            let action = self.machine.poll(event, at);
-            let answer = match settings.budget() {
-                Some(budget) => {
-                    // A budget makes the call read the clock from its start.
-                    let now = match now {
-                        Some(now) => now,
-                        None => self.read(),
-                    };
-                    budget.feed(&self.machine, event, action, now)
+            let action = self.tell(event, at);
+            let answer = match (settings.budget(), &self.machine) {
+                (Some(budget), Some(machine)) => {
+                    // A budget makes the call read the clock from its start
+                    // and at every step: `now` is there.
+                    let now = now.or(self.start).unwrap_or_else(|| self.clock.now());
+                    budget.feed(machine, event, action, now)
                 }
-                None => None,
+                // (A budget makes the call build its machine at once.)
+                _ => None,
             };
             if observe::ENABLED && !matches!(action, Action::Withdraw { .. }) {
                 self.label(event, &action);
@@ -537,11 +544,55 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                             elapsed.unwrap_or_default(),
                             self.last_error.take(),
                         )
-                        .with_last_failure(self.machine.last_failure())
+                        .with_last_failure(
+                            self.machine.as_ref().and_then(RetryMachine::last_failure),
+                        )
                         .with_last_error_attempt(Some(self.last_error_attempt))),
                     });
                 }
             };
+        }
+    }
+
+    /// Tells the machine `event` at `at`; while the call has no machine, the
+    /// core's opening answers the start and the first attempt's success, and
+    /// anything else builds the machine (replaying the start: a call without
+    /// one needs no time, so the answer is the same) and tells it.
+    #[inline]
+    fn tell(&mut self, event: Event, at: retry_core::Instant) -> Action {
+        if self.machine.is_none() {
+            if let Some((first, done)) = RetryMachine::opening(self.settings.policy()) {
+                match event {
+                    Event::Start if !self.opened => {
+                        self.opened = true;
+                        return first;
+                    }
+                    Event::Succeeded if self.opened => return done,
+                    _ => {}
+                }
+            }
+        }
+        let (settings, opened) = (self.settings, self.opened);
+        let machine = self.machine.get_or_insert_with(|| {
+            let mut machine = RetryMachine::new(settings.policy(), settings.seed().unwrap_or(0));
+            if opened {
+                let _ = machine.poll(Event::Start, retry_core::Instant::ORIGIN);
+            }
+            machine
+        });
+        if self.unseeded && !matches!(event, Event::Start | Event::Succeeded) {
+            // The first event that may draw a delay: draw the seed now.
+            machine.set_seed(fresh_seed());
+            self.unseeded = false;
+        }
+        machine.poll(event, at)
+    }
+
+    /// How many attempts have started.
+    fn attempts(&self) -> u32 {
+        match &self.machine {
+            Some(machine) => machine.attempts(),
+            None => u32::from(self.opened),
         }
     }
 
@@ -574,7 +625,7 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
             }
             None if action.is_terminal() => {
                 if let Some(outcome) = retry_core::attempt_outcome(event, action) {
-                    let next = self.machine.attempts().saturating_add(1);
+                    let next = self.attempts().saturating_add(1);
                     observe::stopped_before(next, AttemptOutcome::label(outcome), event);
                 }
             }

@@ -123,24 +123,23 @@ fn with_no_fixed_seed_one_is_drawn_only_when_a_delay_could_be() {
     let settings = Settings::<&'static str>::new(policy().build().unwrap());
     let clock = Counting::new();
     let mut driver = Driver::<u32, _, _, _>::new(&settings, clock.clone(), || false);
+    // The machine shows its seed in the driver's debug form; a driver whose
+    // call has needed no time has no machine yet, and so no seed.
     let seed = |driver: &dyn core::fmt::Debug| {
-        // The machine shows its seed in the driver's debug form.
         let shown = format!("{driver:?}");
-        let at = shown.find("seed: ").unwrap() + "seed: ".len();
-        shown[at..]
-            .split(',')
-            .next()
-            .unwrap()
-            .parse::<u64>()
-            .unwrap()
+        let at = shown.find("seed: ")? + "seed: ".len();
+        Some(shown[at..].split(',').next()?.parse::<u64>().unwrap())
     };
     assert!(matches!(driver.poll(Input::Start), Step::Attempt(_)));
-    assert_eq!(seed(&driver), 0, "not drawn before the first attempt");
+    assert_eq!(seed(&driver), None, "not drawn before the first attempt");
     let Step::Sleep(_) = driver.poll(Input::Ended(Ran::Returned(Err("busy")))) else {
         panic!("a retry follows")
     };
     // Drawn from the OS-keyed hasher: zero only once in 2^64 calls.
-    assert_ne!(seed(&driver), 0, "drawn at the first failure");
+    assert!(
+        seed(&driver).is_some_and(|s| s != 0),
+        "drawn at the first failure"
+    );
 
     let mut lucky = Driver::<u32, _, _, _>::new(&settings, clock.clone(), || false);
     assert!(matches!(lucky.poll(Input::Start), Step::Attempt(_)));
@@ -148,7 +147,22 @@ fn with_no_fixed_seed_one_is_drawn_only_when_a_delay_could_be() {
         panic!("a success ends the call")
     };
     assert_eq!(done.elapsed, None);
-    assert_eq!(seed(&lucky), 0, "never drawn on a first-attempt success");
+    assert_eq!(seed(&lucky), None, "never drawn on a first-attempt success");
+
+    // A call that needs time builds its machine at once, still unseeded (0).
+    let mut timed = settings.clone();
+    timed.set_measure_elapsed();
+    let mut measured = Driver::<u32, _, _, _>::new(&timed, clock.clone(), || false);
+    assert!(matches!(measured.poll(Input::Start), Step::Attempt(_)));
+    let Step::Finished(Ok(done)) = measured.poll(Input::Ended(Ran::Returned(Ok(1)))) else {
+        panic!("a success ends the call")
+    };
+    assert!(done.elapsed.is_some());
+    assert_eq!(
+        seed(&measured),
+        Some(0),
+        "never drawn on a first-attempt success"
+    );
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! What a driver may skip: when the machine needs the call's start time, and a
 //! jitter seed drawn only once a delay can be drawn.
 
-use super::machine::RetryMachine;
+use super::machine::{Action, RetryMachine};
+use super::policy::RetryPolicy;
 
 impl RetryMachine {
     /// Whether the machine's answers depend on when the call started: `true`
@@ -38,5 +39,45 @@ impl RetryMachine {
     /// is told any such event decides exactly as one made with that seed.
     pub fn set_seed(&mut self, seed: u64) {
         self.seed = seed;
+    }
+}
+
+impl RetryMachine {
+    /// How a call under `policy` opens, as a machine would play it, without
+    /// building one: the answer to [`Event::Start`](crate::Event::Start) (the
+    /// first attempt) and the answer to that attempt's success (the call is
+    /// done). `None` when the policy [needs the start time](Self::needs_start_time),
+    /// so the first attempt's deadline depends on it.
+    ///
+    /// A driver whose call needs no time can run the first attempt on this
+    /// alone; if the attempt ends any other way, it builds the machine, replays
+    /// `Start` at [`Instant::ORIGIN`](crate::Instant::ORIGIN) (the answer is the
+    /// same first attempt) and tells it what happened.
+    ///
+    /// ```
+    /// use retry_core::{Action, Event, Instant, RetryMachine, RetryPolicy};
+    ///
+    /// let policy = RetryPolicy::builder().max_attempts(3).build()?;
+    /// let (first, on_success) = RetryMachine::opening(&policy).unwrap();
+    /// let mut m = RetryMachine::new(&policy, 7);
+    /// assert_eq!(m.poll(Event::Start, Instant::ORIGIN), first);
+    /// assert_eq!(m.poll(Event::Succeeded, Instant::ORIGIN), on_success);
+    /// # Ok::<(), retry_core::PolicyError>(())
+    /// ```
+    #[must_use]
+    pub const fn opening(policy: &RetryPolicy) -> Option<(Action, Action)> {
+        if policy.budget().is_some() || policy.attempt_timeout().is_some() {
+            return None;
+        }
+        // Attempt 1 never repeats an operation, and has no deadline without a
+        // timeout or a budget to cap it.
+        Some((
+            Action::Attempt {
+                number: 1,
+                deadline: None,
+                replays_non_idempotent: false,
+            },
+            Action::Done { attempts: 1 },
+        ))
     }
 }

@@ -318,6 +318,17 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
     #[inline]
     #[must_use = "the step says what the adapter must do next"]
     pub fn poll(&mut self, input: Input<T, E>) -> Step<T, E> {
+        // The opening of a call that has needed no time and has no breaker to
+        // ask: the core's opening answers, with none of the bookkeeping a
+        // failure needs (the steps below would do the same, more slowly).
+        let input = if self.machine.is_none() && self.settings.breaker().is_none() {
+            match self.opening(input) {
+                Ok(step) => return step,
+                Err(input) => input,
+            }
+        } else {
+            input
+        };
         let (event, now) = match input {
             Input::Start => {
                 let event = if (self.cancelled)() {
@@ -339,6 +350,49 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
             Input::Slept(Slept::Cancelled) => (Event::Cancelled, Some(self.read())),
         };
         self.step(event, now)
+    }
+
+    /// The step for `input` while the call has no machine and no breaker, when
+    /// the core's opening answers it: the first attempt, or that attempt's
+    /// success. `Err` gives back any other input.
+    #[inline]
+    fn opening(&mut self, input: Input<T, E>) -> Result<Step<T, E>, Input<T, E>> {
+        let Some((first, done)) = RetryMachine::opening(self.settings.policy()) else {
+            return Err(input);
+        };
+        match (input, first, done) {
+            (
+                Input::Start,
+                Action::Attempt {
+                    number,
+                    deadline: None,
+                    replays_non_idempotent,
+                },
+                _,
+            ) if !self.opened && !(self.cancelled)() => {
+                self.opened = true;
+                observe::attempt_started(number, replays_non_idempotent);
+                Ok(Step::Attempt(Attempt {
+                    number,
+                    deadline: None,
+                    replays_non_idempotent,
+                }))
+            }
+            (Input::Ended(Ran::Returned(Ok(value))), _, Action::Done { attempts })
+                if self.opened =>
+            {
+                if observe::ENABLED {
+                    self.unlabelled = Some((attempts, Event::Succeeded));
+                    self.label(Event::Succeeded, &done);
+                }
+                Ok(Step::Finished(Ok(Success {
+                    value,
+                    attempts,
+                    elapsed: None,
+                })))
+            }
+            (input, _, _) => Err(input),
+        }
     }
 
     /// The attempt in flight ended as `ran` at `now` (`None`: not read, the call

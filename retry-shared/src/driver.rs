@@ -378,8 +378,9 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                     replays_non_idempotent,
                 }))
             }
+            // (A call whose clock started while its attempt waited measures.)
             (Input::Ended(Ran::Returned(Ok(value))), _, Action::Done { attempts })
-                if self.opened =>
+                if self.opened && self.start.is_none() =>
             {
                 if observe::ENABLED {
                     self.unlabelled = Some((attempts, Event::Succeeded));

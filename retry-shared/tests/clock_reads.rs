@@ -4,8 +4,8 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use core::time::Duration;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 

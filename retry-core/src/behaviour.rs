@@ -149,9 +149,10 @@
 //! elapsed time. A call whose first attempt succeeds with none of these reads no
 //! clock, and its success says the time was not measured (this supersedes the
 //! older rule that every success carries its elapsed time). A call that read no
-//! clock before its first attempt starts its clock when that attempt fails: the
-//! elapsed time it reports then leaves out the first attempt's own run time.
-//! Asking for the elapsed time (the adapters' `measure_elapsed`) makes every
+//! clock before its first attempt starts its clock when that attempt first waits
+//! (an async attempt) or fails: the elapsed time it reports then leaves out what
+//! the first attempt ran before that (its first poll, or, for a blocking
+//! attempt, its whole run). Asking for the elapsed time (the adapters' `measure_elapsed`) makes every
 //! call read the clock at its start and report the whole time. A failure is one error type whose variants carry: exhausted (attempts and
 //! last error), permanent (the original error), budget (attempts and last error),
 //! timed out (attempt number and timeout), cancelled (attempts), refused by the

@@ -259,11 +259,11 @@ macro_rules! retry_builder_methods {
         /// Makes every call read the clock at its start and report the whole
         /// time it ran. By default a call reads no clock until something needs
         /// time (a time budget, an attempt timeout, a retry budget, a sleep): a
-        /// call whose first attempt succeeds then reports
+        /// call whose first attempt succeeds at once then reports
         /// [`Success::elapsed`](retry_core::Success::elapsed) as `None`, and one
-        /// whose first attempt fails counts its time from the end of that
-        /// attempt. Reading the clock costs more than the rest of a
-        /// first-attempt success.
+        /// whose first attempt fails counts its time from that attempt's first
+        /// wait (an async attempt) or its end (a blocking one). Reading the
+        /// clock costs more than the rest of a first-attempt success.
         #[must_use]
         pub fn measure_elapsed(mut self) -> Self {
             self.settings.set_measure_elapsed();

@@ -21,10 +21,11 @@ pub struct Success<T> {
     /// first attempt succeeded, and neither the policy (no time budget, no
     /// attempt timeout) nor anything around it (a retry budget, a breaker that
     /// times calls, a caller who asked for the elapsed time) needed a clock.
-    /// When the driver read no clock before the first attempt (and read one only
-    /// once that attempt had failed), the time is counted from the end of that
-    /// attempt: it leaves out the first attempt's own run time. The adapters'
-    /// docs say when each happens and how to ask for the whole time.
+    /// When the driver read no clock before the first attempt, the time is
+    /// counted from its first reading (the first attempt's first wait, for an
+    /// async one, or its failure): it leaves out what that attempt ran before.
+    /// The adapters' docs say when each happens and how to ask for the whole
+    /// time.
     pub elapsed: Option<Duration>,
 }
 
@@ -144,8 +145,9 @@ impl<E> RetryError<E> {
 
     /// How long the call took, to giving up, delays included: from the call's
     /// start, or, when the driver read no clock before the first attempt
-    /// (nothing needed time then: see [`Success::elapsed`]), from the end of
-    /// that attempt, leaving out its own run time.
+    /// (nothing needed time then: see [`Success::elapsed`]), from its first
+    /// reading (the first attempt's first wait, for an async one, or its end),
+    /// leaving out what that attempt ran before.
     #[must_use]
     pub const fn elapsed(&self) -> Duration {
         self.elapsed

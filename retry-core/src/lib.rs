@@ -54,6 +54,8 @@ pub use breaker::{
     Ignored, ManualState, Permit, Rate, RateReading, Recorded, RejectReason, Transition,
     TransitionCause, Window, WindowStats,
 };
+#[cfg(target_has_atomic = "64")]
+pub use breaker::{ClosedPath, Trip, Untimed};
 pub use budget::{
     AttemptKind, AwsQuotaBuilder, BudgetConfig, BudgetError, BudgetEvent, BudgetInput,
     BudgetOutput, BudgetParameters, BudgetSnapshot, BudgetStep, BudgetTimeline,

@@ -19,14 +19,25 @@ use retry_core::{
     BreakerConfig, BudgetConfig, BudgetInput, CallOutcome, FleetConfig, FleetRule, RetryKind,
 };
 use retry_redis::Fleet;
-use retry_shared::{Breaker, Gate, SharedBreaker};
+use retry_shared::{Breaker, Clock, Gate, SharedBreaker};
+
+/// The time read once per call, handed to both questions.
+struct Read(Instant);
+
+impl Clock for Read {
+    fn now(&self) -> Instant {
+        self.0
+    }
+}
 
 fn admit(b: &dyn Breaker) {
-    let now = Instant::now();
-    match b.request(now) {
-        Gate::Admitted(permit) => {
-            b.record(permit, CallOutcome::success(Duration::from_micros(50)), now)
-        }
+    let now = Read(Instant::now());
+    match b.request(&now) {
+        Gate::Admitted(permit) => b.record(
+            permit,
+            CallOutcome::success(Duration::from_micros(50)),
+            &now,
+        ),
         Gate::Rejected { .. } => panic!("the benchmark's breaker must stay closed"),
     }
 }

@@ -15,7 +15,7 @@ use retry_core::{
     FleetConfig, FleetDecision, FleetMember, FleetView, MemberReport, Permit, Proposal, Transition,
     WindowStats,
 };
-use retry_shared::{Breaker, Gate};
+use retry_shared::{Breaker, Clock as AdapterClock, Gate};
 
 use crate::error::{LogOnce, SetupError, StoreError};
 use crate::{check_duration, check_name, observe, text, Fleet, FORMAT};
@@ -610,8 +610,8 @@ fn reply_items(v: &Value) -> Option<Vec<Value>> {
 }
 
 impl<const WORDS: usize, const BUCKETS: usize> Breaker for FleetBreaker<WORDS, BUCKETS> {
-    fn request(&self, now: Instant) -> Gate {
-        let at = self.inner.at(now);
+    fn request(&self, clock: &dyn AdapterClock) -> Gate {
+        let at = self.inner.at(clock.now());
         let (gate, transition) = {
             let mut cell = self.lock();
             let Cell { breaker, member } = &mut *cell;
@@ -631,19 +631,24 @@ impl<const WORDS: usize, const BUCKETS: usize> Breaker for FleetBreaker<WORDS, B
         gate
     }
 
-    fn record(&self, permit: Permit, outcome: CallOutcome, now: Instant) {
-        let at = self.inner.at(now);
+    fn record(&self, permit: Permit, outcome: CallOutcome, clock: &dyn AdapterClock) {
+        let at = self.inner.at(clock.now());
         let recorded = self.lock().breaker.record(permit, outcome, at);
         self.inner.tell(recorded.transition);
     }
 
-    fn release(&self, permit: Permit, now: Instant) {
-        let at = self.inner.at(now);
+    fn release(&self, permit: Permit, clock: &dyn AdapterClock) {
+        let at = self.inner.at(clock.now());
         self.lock().breaker.release(permit, at);
     }
 
     fn slow_call_duration(&self) -> Duration {
         self.inner.slow_call_duration
+    }
+
+    /// Always: the fleet's breaker is judged on its members' clocks.
+    fn times_calls(&self) -> bool {
+        true
     }
 }
 

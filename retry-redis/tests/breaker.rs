@@ -10,7 +10,16 @@ use std::time::Instant;
 
 use retry_core::{BreakerConfig, BreakerState, CallOutcome, FleetConfig, FleetRule, Rate};
 use retry_redis::{Fleet, FleetBreaker};
-use retry_shared::{Breaker, Gate};
+use retry_shared::{Breaker, Clock, Gate};
+
+/// The system clock, as the adapters read it.
+struct Wall;
+
+impl Clock for Wall {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+}
 
 const INTERVAL: Duration = Duration::from_millis(100);
 /// Scheduling slack on a loaded machine (2 cores shared by several builds).
@@ -43,12 +52,12 @@ fn three(url: &str, ns: &str, fleet: FleetConfig, open: Duration) -> Vec<FleetBr
 }
 
 fn fail(b: &FleetBreaker) -> bool {
-    match b.request(Instant::now()) {
+    match b.request(&Wall) {
         Gate::Admitted(permit) => {
             b.record(
                 permit,
                 CallOutcome::failure(Duration::from_millis(1)),
-                Instant::now(),
+                &Wall,
             );
             true
         }
@@ -57,12 +66,12 @@ fn fail(b: &FleetBreaker) -> bool {
 }
 
 fn succeed(b: &FleetBreaker) -> bool {
-    match b.request(Instant::now()) {
+    match b.request(&Wall) {
         Gate::Admitted(permit) => {
             b.record(
                 permit,
                 CallOutcome::success(Duration::from_millis(1)),
-                Instant::now(),
+                &Wall,
             );
             true
         }
@@ -239,7 +248,7 @@ fn half_open_probes_are_limited_fleet_wide_and_their_verdict_closes_the_fleet() 
     let mut admitted = Vec::new();
     let found = wait_for(Duration::from_secs(3), || {
         for (i, m) in members.iter().enumerate() {
-            if let Gate::Admitted(permit) = m.request(Instant::now()) {
+            if let Gate::Admitted(permit) = m.request(&Wall) {
                 admitted.push((i, permit));
             }
         }
@@ -249,7 +258,7 @@ fn half_open_probes_are_limited_fleet_wide_and_their_verdict_closes_the_fleet() 
     // Nobody else probes while the first probe is out.
     for _ in 0..5 {
         for m in &members {
-            if let Gate::Admitted(permit) = m.request(Instant::now()) {
+            if let Gate::Admitted(permit) = m.request(&Wall) {
                 admitted.push((usize::MAX, permit));
             }
         }
@@ -265,7 +274,7 @@ fn half_open_probes_are_limited_fleet_wide_and_their_verdict_closes_the_fleet() 
     members[prober].record(
         permit,
         CallOutcome::success(Duration::from_millis(1)),
-        Instant::now(),
+        &Wall,
     );
     assert_eq!(members[prober].state(), BreakerState::Closed);
     // The verdict closes everyone within a sync or two.

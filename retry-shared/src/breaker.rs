@@ -9,8 +9,8 @@ use std::time::Instant;
 
 use retry_core::{
     abandoned_outcome, breaker_outcome, rejection, Admission, BreakerConfig, BreakerError,
-    BreakerMetrics, BreakerSnapshot, BreakerState, CallOutcome, CircuitBreaker, Event, ManualState,
-    Permit, SnapshotError, Transition,
+    BreakerMetrics, BreakerSnapshot, BreakerState, CallOutcome, CircuitBreaker, ClosedPath, Event,
+    ManualState, Permit, Recorded, SnapshotError, Transition, Trip, Untimed,
 };
 
 use crate::observe;
@@ -28,49 +28,89 @@ use crate::time::{since, Clock, Origin};
 /// Implementations must not block for long (they are called from async tasks)
 /// and must report their own state changes.
 pub trait Breaker: Send + Sync + fmt::Debug {
-    /// Asks whether an attempt may start at `now`.
-    fn request(&self, now: Instant) -> Gate;
+    /// Asks whether an attempt may start now. The breaker reads `clock` only if
+    /// its answer depends on the time (an open or half-open breaker, a time
+    /// window); a closed one with a count window answers without it.
+    fn request(&self, clock: &dyn Clock) -> Gate;
 
-    /// Hands `permit` back with its attempt's `outcome`, at `now`.
-    fn record(&self, permit: Permit, outcome: CallOutcome, now: Instant);
+    /// Hands `permit` back with its attempt's `outcome`. The breaker reads
+    /// `clock` only if what it records or decides depends on the time. When
+    /// [`times_calls`](Breaker::times_calls) is false the caller may pass an
+    /// unmeasured duration (`Duration::ZERO`).
+    fn record(&self, permit: Permit, outcome: CallOutcome, clock: &dyn Clock);
 
     /// Hands `permit` back without recording anything: the attempt never ran, or
     /// was abandoned before anything was learnt from it. A half-open probe frees
-    /// its slot.
-    fn release(&self, permit: Permit, now: Instant);
+    /// its slot. The breaker reads `clock` only if it needs the time.
+    fn release(&self, permit: Permit, clock: &dyn Clock);
 
     /// Attempts running longer than this count as slow. An attempt abandoned past
     /// it is recorded as a failure (see [`retry_core::abandoned_outcome`]).
     fn slow_call_duration(&self) -> Duration;
+
+    /// Whether an outcome's duration can change what the breaker records or
+    /// decides (a slow-call rule, a time window, a histogram of call
+    /// durations). When false, callers need not measure their attempts: an
+    /// outcome's duration may be `Duration::ZERO`, read as not slow.
+    fn times_calls(&self) -> bool;
 }
 
 impl<B: Breaker + ?Sized> Breaker for &B {
-    fn request(&self, now: Instant) -> Gate {
-        (**self).request(now)
+    fn request(&self, clock: &dyn Clock) -> Gate {
+        (**self).request(clock)
     }
-    fn record(&self, permit: Permit, outcome: CallOutcome, now: Instant) {
-        (**self).record(permit, outcome, now);
+    fn record(&self, permit: Permit, outcome: CallOutcome, clock: &dyn Clock) {
+        (**self).record(permit, outcome, clock);
     }
-    fn release(&self, permit: Permit, now: Instant) {
-        (**self).release(permit, now);
+    fn release(&self, permit: Permit, clock: &dyn Clock) {
+        (**self).release(permit, clock);
     }
     fn slow_call_duration(&self) -> Duration {
         (**self).slow_call_duration()
+    }
+    fn times_calls(&self) -> bool {
+        (**self).times_calls()
     }
 }
 
 impl<B: Breaker + ?Sized> Breaker for Arc<B> {
-    fn request(&self, now: Instant) -> Gate {
-        (**self).request(now)
+    fn request(&self, clock: &dyn Clock) -> Gate {
+        (**self).request(clock)
     }
-    fn record(&self, permit: Permit, outcome: CallOutcome, now: Instant) {
-        (**self).record(permit, outcome, now);
+    fn record(&self, permit: Permit, outcome: CallOutcome, clock: &dyn Clock) {
+        (**self).record(permit, outcome, clock);
     }
-    fn release(&self, permit: Permit, now: Instant) {
-        (**self).release(permit, now);
+    fn release(&self, permit: Permit, clock: &dyn Clock) {
+        (**self).release(permit, clock);
     }
     fn slow_call_duration(&self) -> Duration {
         (**self).slow_call_duration()
+    }
+    fn times_calls(&self) -> bool {
+        (**self).times_calls()
+    }
+}
+
+/// The time a caller already knows, or else its clock's reading when asked.
+pub(crate) struct Reading<'a, C: ?Sized> {
+    clock: &'a C,
+    now: Option<Instant>,
+}
+
+impl<'a, C: Clock + ?Sized> Reading<'a, C> {
+    /// Reads `clock` when asked, unless `now` is already known.
+    pub(crate) fn new(clock: &'a C, now: Option<Instant>) -> Self {
+        Reading { clock, now }
+    }
+}
+
+impl<C: Clock + ?Sized> Clock for Reading<'_, C> {
+    #[inline]
+    fn now(&self) -> Instant {
+        match self.now {
+            Some(now) => now,
+            None => self.clock.now(),
+        }
     }
 }
 
@@ -96,10 +136,19 @@ type TransitionHook = dyn Fn(&Transition) + Send + Sync;
 /// `retry.circuit_open`, or waits until the breaker admits again if its policy
 /// says `on_circuit_open(CircuitOpen::Wait)`.
 ///
-/// Clones share one breaker (an `Arc` around a `std::sync::Mutex`); the lock is
-/// held only for the core call, never across an `.await` or while an operation
-/// runs. Time is `std::time::Instant`; the breaker keeps its own time origin, set
-/// by its first use, so calls that start at different moments agree on its clock.
+/// Clones share one breaker. While it is closed with a count window (or none)
+/// and no slow-call rule, calls are admitted and their outcomes recorded
+/// without a lock and without reading the clock: the closed state lives in
+/// atomics ([`retry_core::ClosedPath`]), and decides exactly as the sequential
+/// machine when calls do not overlap (see its notes for what overlapping calls
+/// may reorder). Everything else (open, half-open, time windows, slow-call
+/// rules, the trip itself, operators' moves) goes to the
+/// [`CircuitBreaker`] behind a `std::sync::Mutex`, held only for the core call,
+/// never across an `.await` or while an operation runs; it is the one source of
+/// state changes, each reported once. Time is `std::time::Instant`, read only
+/// when a decision needs it; the breaker keeps its own time origin, set by the
+/// first use that reads the time, so calls that start at different moments
+/// agree on its clock.
 /// Its state changes go to the hook set with [`on_transition`](Self::on_transition)
 /// and, with the `tracing` and `metrics` features, to traces and metrics.
 ///
@@ -136,10 +185,19 @@ type TransitionHook = dyn Fn(&Transition) + Send + Sync;
 /// ```
 #[derive(Clone)]
 pub struct SharedBreaker<const WORDS: usize = 16, const BUCKETS: usize = 0> {
-    inner: Arc<Mutex<BreakerCell<WORDS, BUCKETS>>>,
+    inner: Arc<Inner<WORDS, BUCKETS>>,
     /// The config's slow-call duration (a config never changes once shared).
     slow_call_duration: Duration,
+    /// Whether outcomes' durations matter (see [`Breaker::times_calls`]).
+    times_calls: bool,
     on_transition: Option<Arc<TransitionHook>>,
+}
+
+struct Inner<const WORDS: usize, const BUCKETS: usize> {
+    /// The closed state while it is handed out: admits and records without the
+    /// lock or a clock.
+    path: ClosedPath<WORDS>,
+    cell: Mutex<BreakerCell<WORDS, BUCKETS>>,
 }
 
 struct BreakerCell<const WORDS: usize, const BUCKETS: usize> {
@@ -221,9 +279,14 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
     }
 
     fn with_origin(breaker: CircuitBreaker<WORDS, BUCKETS>, origin: Origin) -> Self {
+        let path = breaker.closed_path();
         SharedBreaker {
             slow_call_duration: breaker.config().slow_call_duration(),
-            inner: Arc::new(Mutex::new(BreakerCell { breaker, origin })),
+            times_calls: !path.is_untimed() || cfg!(feature = "metrics"),
+            inner: Arc::new(Inner {
+                path,
+                cell: Mutex::new(BreakerCell { breaker, origin }),
+            }),
             on_transition: None,
         }
     }
@@ -235,7 +298,7 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
         let mut cell = self.lock();
         let at = cell.origin.at(now);
         Saved {
-            snapshot: cell.breaker.snapshot(),
+            snapshot: cell.breaker.view(&self.inner.path).snapshot(),
             at,
         }
     }
@@ -277,7 +340,7 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
     /// A copy of the breaker as it stands (its counters, window and config).
     #[must_use]
     pub fn snapshot(&self) -> CircuitBreaker<WORDS, BUCKETS> {
-        self.lock().breaker.clone()
+        self.lock().breaker.view(&self.inner.path)
     }
 
     /// What a dashboard shows at `now` (see [`CircuitBreaker::metrics`]): the
@@ -287,7 +350,7 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
     pub fn metrics(&self, now: Instant) -> BreakerMetrics {
         let mut cell = self.lock();
         let at = cell.origin.at(now);
-        cell.breaker.metrics(at)
+        cell.breaker.view(&self.inner.path).metrics(at)
     }
 
     /// An operator moves the breaker to `target` at `now`, re-entering the state
@@ -301,9 +364,10 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
     /// empty or already over; the breaker is unchanged.
     pub fn force(&self, target: ManualState, now: Instant) -> Result<Transition, BreakerError> {
         let transition = {
-            let mut cell = self.lock();
-            let at = cell.origin.at(now);
-            cell.breaker.force(target, at)?
+            self.change(|cell| {
+                let at = cell.origin.at(now);
+                cell.breaker.force(target, at)
+            })?
         };
         self.tell(Some(transition));
         Ok(transition)
@@ -320,9 +384,10 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
         now: Instant,
     ) -> Result<Option<Transition>, BreakerError> {
         let transition = {
-            let mut cell = self.lock();
-            let at = cell.origin.at(now);
-            cell.breaker.ensure(target, at)?
+            self.change(|cell| {
+                let at = cell.origin.at(now);
+                cell.breaker.ensure(target, at)
+            })?
         };
         self.tell(transition);
         Ok(transition)
@@ -334,9 +399,10 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
     /// event.
     pub fn reset(&self, now: Instant) -> Transition {
         let transition = {
-            let mut cell = self.lock();
-            let at = cell.origin.at(now);
-            cell.breaker.reset(at)
+            self.change(|cell| {
+                let at = cell.origin.at(now);
+                cell.breaker.reset(at)
+            })
         };
         self.tell(Some(transition));
         transition
@@ -354,15 +420,28 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
     fn lock(&self) -> MutexGuard<'_, BreakerCell<WORDS, BUCKETS>> {
         // The breaker is a plain value updated by whole assignments in the core:
         // a panic elsewhere while the lock was held cannot leave it half-written.
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        self.inner
+            .cell
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
-}
 
-impl<const WORDS: usize, const BUCKETS: usize> Breaker for SharedBreaker<WORDS, BUCKETS> {
-    fn request(&self, now: Instant) -> Gate {
-        let (gate, transition) = {
-            let mut cell = self.lock();
-            let at = cell.origin.at(now);
+    /// Runs `change` on the machine under the lock, with the closed state taken
+    /// back from the lock-free path first and handed out again after (if the
+    /// breaker is still, or now, closed).
+    fn change<R>(&self, change: impl FnOnce(&mut BreakerCell<WORDS, BUCKETS>) -> R) -> R {
+        let mut cell = self.lock();
+        cell.breaker.suspend(&self.inner.path);
+        let result = change(&mut cell);
+        cell.breaker.resume(&self.inner.path);
+        result
+    }
+
+    /// Asks the machine, under the lock, at the time `clock` reads.
+    #[cold]
+    fn request_locked(&self, clock: &dyn Clock) -> Gate {
+        let (gate, transition) = self.change(|cell| {
+            let at = cell.origin.at(clock.now());
             let admission = cell.breaker.request(at);
             match (rejection(&admission), admission) {
                 (
@@ -388,30 +467,83 @@ impl<const WORDS: usize, const BUCKETS: usize> Breaker for SharedBreaker<WORDS, 
                     (Gate::Rejected { until: None }, transition)
                 }
             }
-        };
+        });
         self.tell(transition);
         gate
     }
 
-    fn record(&self, permit: Permit, outcome: CallOutcome, now: Instant) {
-        let transition = {
-            let mut cell = self.lock();
-            let at = cell.origin.at(now);
+    /// Hands the outcome to the machine under the lock.
+    #[cold]
+    fn record_locked(&self, permit: Permit, outcome: CallOutcome, clock: &dyn Clock) {
+        let recorded = self.change(|cell| {
+            let at = cell.origin.at(clock.now());
             cell.breaker.record(permit, outcome, at)
-        };
+        });
         observe::breaker_call(outcome.duration);
-        observe::recorded(&transition);
-        self.tell(transition.transition);
+        observe::recorded(&recorded);
+        self.tell(recorded.transition);
     }
 
-    fn release(&self, permit: Permit, now: Instant) {
-        let mut cell = self.lock();
-        let at = cell.origin.at(now);
-        cell.breaker.release(permit, at);
+    /// Applies a trip the lock-free path saw, under the lock, at the time
+    /// `clock` reads (the open period starts then).
+    #[cold]
+    fn trip(&self, trip: Trip, outcome: CallOutcome, clock: &dyn Clock) {
+        let recorded = {
+            let mut cell = self.lock();
+            let at = cell.origin.at(clock.now());
+            cell.breaker.trip(&self.inner.path, trip, at)
+        };
+        observe::breaker_call(outcome.duration);
+        if let Some(recorded) = recorded {
+            observe::recorded(&recorded);
+            self.tell(recorded.transition);
+        }
+    }
+}
+
+impl<const WORDS: usize, const BUCKETS: usize> Breaker for SharedBreaker<WORDS, BUCKETS> {
+    #[inline]
+    fn request(&self, clock: &dyn Clock) -> Gate {
+        match self.inner.path.request() {
+            Some(permit) => Gate::Admitted(permit),
+            None => self.request_locked(clock),
+        }
+    }
+
+    #[inline]
+    fn record(&self, permit: Permit, outcome: CallOutcome, clock: &dyn Clock) {
+        match self.inner.path.record(permit, outcome) {
+            Untimed::Recorded(exceeded) => {
+                observe::breaker_call(outcome.duration);
+                if observe::ENABLED {
+                    observe::recorded(&Recorded {
+                        transition: None,
+                        ignored: None,
+                        exceeded,
+                    });
+                }
+            }
+            Untimed::Trip(trip) => self.trip(trip, outcome, clock),
+            Untimed::Locked(permit) => self.record_locked(permit, outcome, clock),
+        }
+    }
+
+    #[inline]
+    fn release(&self, permit: Permit, clock: &dyn Clock) {
+        if let Some(permit) = self.inner.path.release(permit) {
+            self.change(|cell| {
+                let at = cell.origin.at(clock.now());
+                cell.breaker.release(permit, at);
+            });
+        }
     }
 
     fn slow_call_duration(&self) -> Duration {
         self.slow_call_duration
+    }
+
+    fn times_calls(&self) -> bool {
+        self.times_calls
     }
 }
 
@@ -429,68 +561,104 @@ impl<const WORDS: usize, const BUCKETS: usize> fmt::Debug for SharedBreaker<WORD
 /// operation panicked, the attempt's future was dropped), judged as an abandoned
 /// attempt by [`retry_core::abandoned_outcome`] at the time `clock` reads then.
 ///
+/// The guard reads `clock` only when a time is needed and the caller did not
+/// pass one: at the start, if the breaker times calls
+/// ([`Breaker::times_calls`]) or an abandoned attempt is judged by how long it
+/// ran (a slow-call duration short of `Duration::MAX`); at the end, if the
+/// breaker times calls, or the attempt was abandoned. An attempt whose start was
+/// not read has an unmeasured duration (`Duration::ZERO`); abandoned, it can
+/// only be judged by its deadline.
+///
 /// `B` is any [`Breaker`] handle: a borrowed `&dyn Breaker` for a guard that
 /// lives inside a call, an `Arc<dyn Breaker>` for one that must own its breaker
 /// (a `'static` future).
 pub struct PermitGuard<B: Breaker, C: Clock> {
     breaker: B,
     permit: Option<Permit>,
-    started: Instant,
+    started: Option<Instant>,
     deadline: Option<Instant>,
     clock: C,
 }
 
 impl<B: Breaker, C: Clock> PermitGuard<B, C> {
-    /// Asks `breaker` at `now` for a permit for an attempt that starts then and
-    /// must end by `deadline` (if it has one). `now` is `None` when the caller
-    /// has not read the clock: the guard reads `clock` then. `Err` carries when
-    /// the breaker admits again, if it can tell. `clock` is otherwise read only
-    /// if the guard is dropped unfinished.
+    /// Asks `breaker` for a permit for an attempt that starts now and must end
+    /// by `deadline` (if it has one). `now` is the time if the caller has read
+    /// it already; otherwise `clock` is read only if the breaker or the guard
+    /// needs the time. `Err` carries when the breaker admits again, if it can
+    /// tell.
     ///
     /// # Errors
     /// The breaker's rejection (the attempt must not run).
+    #[inline]
     pub fn request(
         breaker: B,
         clock: C,
         now: Option<Instant>,
         deadline: Option<Instant>,
     ) -> Result<PermitGuard<B, C>, Option<Instant>> {
-        let now = now.unwrap_or_else(|| clock.now());
-        match breaker.request(now) {
-            Gate::Admitted(permit) => Ok(PermitGuard {
-                breaker,
-                permit: Some(permit),
-                started: now,
-                deadline,
-                clock,
-            }),
+        let reading = Reading::new(&clock, now);
+        match breaker.request(&reading) {
+            Gate::Admitted(permit) => {
+                let measured =
+                    breaker.times_calls() || breaker.slow_call_duration() < Duration::MAX;
+                let started = if measured { Some(reading.now()) } else { now };
+                Ok(PermitGuard {
+                    breaker,
+                    permit: Some(permit),
+                    started,
+                    deadline,
+                    clock,
+                })
+            }
             Gate::Rejected { until } => Err(until),
         }
     }
 
-    /// Hands the permit back at `now` (`None`: not read yet; the guard reads its
-    /// clock), with the event the retry machine is told about the attempt, as
-    /// [`retry_core::breaker_outcome`] reads it. An event that records nothing (a
-    /// call cancelled mid-attempt) abandons the attempt.
+    /// Hands the permit back, with the event the retry machine is told about
+    /// the attempt, as [`retry_core::breaker_outcome`] reads it. `now` is the
+    /// time if the caller has read it; otherwise the clock is read only if the
+    /// outcome's duration matters. An event that records nothing (a call
+    /// cancelled mid-attempt) abandons the attempt.
+    #[inline]
     pub fn finish(mut self, event: Event, now: Option<Instant>) {
         if let Some(permit) = self.permit.take() {
-            let now = now.unwrap_or_else(|| self.clock.now());
-            let ran = now.saturating_duration_since(self.started);
+            // The end is read once here if the duration matters, and handed on.
+            let now = match (self.started, now) {
+                (Some(_), None) if self.breaker.times_calls() => Some(self.clock.now()),
+                _ => now,
+            };
+            let reading = Reading::new(&self.clock, now);
+            let ran = match (self.started, now) {
+                (Some(started), Some(now)) => now.saturating_duration_since(started),
+                _ => Duration::ZERO,
+            };
             match breaker_outcome(event, ran) {
-                Some(outcome) => self.breaker.record(permit, outcome, now),
-                None => self.abandon(permit, now),
+                Some(outcome) => self.breaker.record(permit, outcome, &reading),
+                None => self.abandon(permit, reading.now()),
             }
         }
     }
 
     #[cold]
     fn abandon(&self, permit: Permit, now: Instant) {
-        let started = retry_core::Instant::ORIGIN;
-        let deadline = self.deadline.map(|d| since(self.started, d));
+        let at = Reading::new(&self.clock, Some(now));
         let slow = self.breaker.slow_call_duration();
-        match abandoned_outcome(started, since(self.started, now), deadline, slow) {
-            Some(outcome) => self.breaker.record(permit, outcome, now),
-            None => self.breaker.release(permit, now),
+        let outcome = match self.started {
+            Some(started) => abandoned_outcome(
+                retry_core::Instant::ORIGIN,
+                since(started, now),
+                self.deadline.map(|d| since(started, d)),
+                slow,
+            ),
+            // How long it ran is unknown: only its deadline can tell.
+            None => self
+                .deadline
+                .is_some_and(|d| now >= d)
+                .then_some(CallOutcome::failure(Duration::ZERO)),
+        };
+        match outcome {
+            Some(outcome) => self.breaker.record(permit, outcome, &at),
+            None => self.breaker.release(permit, &at),
         }
     }
 }

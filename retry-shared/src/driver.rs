@@ -157,7 +157,9 @@ struct Unannounced {
 /// - At the call's start, when something will need the time since then: the
 ///   policy has a time budget or an attempt timeout
 ///   ([`RetryMachine::needs_start_time`]), a retry budget is set (it hears every
-///   step with its time), the settings ask for the elapsed time
+///   step with its time), a breaker that times calls is set
+///   ([`Breaker::times_calls`]: it would read the clock around every attempt
+///   anyway, so the driver reads it and hands the readings on), the settings ask for the elapsed time
 ///   ([`Settings::set_measure_elapsed`]), or an enabled trace does (with the
 ///   `tracing` feature, a subscriber listening at `WARN`). Such a call reads
 ///   the clock again at every later step, and reports the whole time it ran.
@@ -177,8 +179,9 @@ struct Unannounced {
 ///   time of one poll), in a blocking one the whole first attempt. Ask for the
 ///   elapsed time to have it whole.
 ///
-/// A breaker reads its own time through the [`PermitGuard`], given the driver's
-/// reading when there is one. The jitter seed, when the settings fix none, is
+/// A breaker that does not time calls reads its own time through the
+/// [`PermitGuard`] only when a decision needs it (given the driver's reading
+/// when there is one). The jitter seed, when the settings fix none, is
 /// drawn only before the first event that could draw a delay (an attempt
 /// failed, timed out or was turned away), so a first-attempt success draws none;
 /// a fixed seed gives the same delays either way. A call whose first attempt
@@ -231,6 +234,9 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
         let policy = settings.policy();
         let timed = RetryMachine::opening(policy).is_none()
             || settings.budget().is_some()
+            || settings
+                .breaker()
+                .is_some_and(|breaker| breaker.times_calls())
             || settings.measures_elapsed()
             || observe::wants_elapsed();
         let (start, machine) = if timed {

@@ -10,9 +10,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use retry_core::{
-    Backoff, BudgetConfig, Jitter, RetryError, RetryPolicy, RetryPolicyBuilder, Success,
+    Backoff, BreakerConfig, BudgetConfig, Jitter, Rate, RetryError, RetryPolicy,
+    RetryPolicyBuilder, Success,
 };
-use retry_shared::{Clock, Driver, Input, Ran, Settings, SharedBudget, Slept, Step};
+use retry_shared::{
+    Breaker as _, Clock, Driver, Input, Ran, Settings, SharedBreaker, SharedBudget, Slept, Step,
+};
 
 /// A virtual clock that counts its readings.
 #[derive(Clone)]
@@ -182,6 +185,11 @@ fn a_call_that_needs_time_reads_the_clock_from_its_start_and_reports_it_whole() 
             s.set_budget(budget);
             s
         }),
+        ("a breaker that times calls", {
+            let mut s = Settings::new(policy().build().unwrap());
+            s.set_breaker(slow_call_breaker());
+            s
+        }),
         ("asked for", {
             let mut s = Settings::new(policy().build().unwrap());
             s.set_measure_elapsed();
@@ -201,6 +209,40 @@ fn a_call_that_needs_time_reads_the_clock_from_its_start_and_reports_it_whole() 
         let clock = Counting::new();
         let error = drive(settings, &clock, vec![err(300), err(20), err(5)]).unwrap_err();
         assert_eq!(error.elapsed(), ms(300 + 100 + 20 + 100 + 5), "{name}");
+    }
+}
+
+/// A breaker with a slow-call rule: it times every call.
+fn slow_call_breaker() -> SharedBreaker {
+    let config = BreakerConfig::builder()
+        .failure_rate(Rate::from_percent(50))
+        .slow_call_rate(Rate::from_percent(50))
+        .slow_call_duration(ms(5_000))
+        .count_window(10)
+        .minimum_calls(10)
+        .build()
+        .unwrap();
+    SharedBreaker::new(config).unwrap()
+}
+
+#[test]
+fn a_breaker_that_does_not_time_calls_needs_no_clock_on_a_first_attempt_success() {
+    let config = BreakerConfig::basic(3, ms(1_000), 1).unwrap();
+    let breaker = SharedBreaker::new(config).unwrap();
+    let mut settings = Settings::new(policy().build().unwrap());
+    settings.set_breaker(breaker.clone());
+    let clock = Counting::new();
+    let done = drive(&settings, &clock, vec![ok(250)]).unwrap();
+    if cfg!(feature = "metrics") {
+        // The call-duration histogram times every call the breaker admits.
+        assert!(breaker.times_calls());
+        assert_eq!((done.elapsed, clock.reads()), (Some(ms(250)), 2));
+    } else {
+        assert!(!breaker.times_calls());
+        // The driver reads nothing; the permit guard reads the attempt's start
+        // only to judge an abandoned attempt against the slow-call duration.
+        let guard_reads = u32::from(breaker.slow_call_duration() < Duration::MAX);
+        assert_eq!((done.elapsed, clock.reads()), (None, guard_reads));
     }
 }
 

@@ -4,9 +4,13 @@
 //!
 //! - `guarded_call`: one call that succeeds. `retry_std` is a reused
 //!   `retry_std::Retry` (1 attempt, a `SharedBreaker`); `shared_breaker` is the
-//!   breaker alone as the driver asks it (the clock read before the attempt,
-//!   `request`, the operation, the clock read after it, `record`); the peers'
-//!   `call`.
+//!   breaker alone as the driver asks it: a `PermitGuard` requested with no
+//!   time read beforehand, the operation, `finish` (the guard and the breaker
+//!   read the system clock only when they need a time: here once, for the
+//!   attempt's start, because an attempt abandoned past the 60 s slow-call
+//!   duration is recorded as a failure); `shared_breaker_untimed` is the same
+//!   with a slow-call duration of `Duration::MAX` (nothing needs a time, no
+//!   clock is read); the peers' `call`.
 //! - `two_threads_mix`: 200,000 calls, every 5th failing, split over two threads
 //!   sharing one breaker; the time is per call.
 //!
@@ -21,9 +25,9 @@ use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use failsafe::CircuitBreaker as _;
-use retry_core::{BreakerConfig, CallOutcome, Rate, RetryPolicy};
-use retry_shared::{Breaker, Gate, SharedBreaker};
-use retry_std::Retry;
+use retry_core::{BreakerConfig, Event, Failure, Rate, RetryPolicy};
+use retry_shared::{PermitGuard, SharedBreaker};
+use retry_std::{Retry, SystemClock};
 
 const MIX_CALLS: u64 = 200_000;
 
@@ -37,6 +41,18 @@ fn shared() -> SharedBreaker {
     SharedBreaker::new(config).unwrap()
 }
 
+/// The same rule, with no slow-call duration to judge abandoned attempts by.
+fn shared_untimed() -> SharedBreaker {
+    let config = BreakerConfig::builder()
+        .failure_rate(Rate::from_percent(50))
+        .count_window(100)
+        .minimum_calls(100)
+        .slow_call_duration(Duration::MAX)
+        .build()
+        .unwrap();
+    SharedBreaker::new(config).unwrap()
+}
+
 fn retrier(breaker: &SharedBreaker) -> Retry<()> {
     let policy = RetryPolicy::builder().max_attempts(1).build().unwrap();
     Retry::new(policy).seed(7).breaker(breaker.clone())
@@ -44,21 +60,18 @@ fn retrier(breaker: &SharedBreaker) -> Retry<()> {
 
 /// One call through the shared breaker as the driver makes it.
 fn shared_call(b: &SharedBreaker, fail: bool) -> bool {
-    let start = Instant::now();
-    match b.request(start) {
-        Gate::Admitted(permit) => {
+    match PermitGuard::request(b, SystemClock, None, None) {
+        Ok(permit) => {
             let ok = black_box(!fail);
-            let end = Instant::now();
-            let took = end.saturating_duration_since(start);
-            let outcome = if ok {
-                CallOutcome::success(took)
+            let event = if ok {
+                Event::Succeeded
             } else {
-                CallOutcome::failure(took)
+                Event::Failed(Failure::retryable())
             };
-            b.record(permit, outcome, end);
+            permit.finish(event, None);
             ok
         }
-        Gate::Rejected { .. } => false,
+        Err(_) => false,
     }
 }
 
@@ -71,6 +84,10 @@ fn guarded_call(c: &mut Criterion) {
     });
     let b = shared();
     g.bench_function("shared_breaker", |bench| {
+        bench.iter(|| black_box(shared_call(&b, false)))
+    });
+    let b = shared_untimed();
+    g.bench_function("shared_breaker_untimed", |bench| {
         bench.iter(|| black_box(shared_call(&b, false)))
     });
     let rc = recloser::Recloser::default();
@@ -135,6 +152,16 @@ fn mix(c: &mut Criterion, threads: u64) {
         bench.iter_custom(|iters| {
             per_call(iters, || {
                 let b = shared();
+                spread(threads, MIX_CALLS, |i| {
+                    black_box(shared_call(&b, i % 5 == 4));
+                })
+            })
+        })
+    });
+    g.bench_function("shared_breaker_untimed", |bench| {
+        bench.iter_custom(|iters| {
+            per_call(iters, || {
+                let b = shared_untimed();
                 spread(threads, MIX_CALLS, |i| {
                     black_box(shared_call(&b, i % 5 == 4));
                 })

@@ -535,9 +535,9 @@ where
     }
 
     fn call(&mut self, request: Req) -> Self::Future {
-        let now = TokioClock.now();
-        match PermitGuard::request(Arc::clone(&self.breaker), TokioClock, Some(now), None) {
+        match PermitGuard::request(Arc::clone(&self.breaker), TokioClock, None, None) {
             Err(until) => {
+                let now = TokioClock.now();
                 let retry_after = until.map(|until| until.saturating_duration_since(now));
                 Box::pin(core::future::ready(Err(BreakerServiceError::CircuitOpen {
                     retry_after,

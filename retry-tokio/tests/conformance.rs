@@ -20,7 +20,7 @@ use retry_core::{
     HedgeAction, HedgeEvent, Hint, Instant, Jitter, Outcome, Permit, RetryMachine, RetryPolicy,
     Scripted, Simulation, Step,
 };
-use retry_shared::Gate;
+use retry_shared::{Clock, Gate};
 use retry_tokio::{Breaker, Budget, CancellationToken, Retry, SharedBreaker};
 
 const SEED: u64 = 0x5EED_2026;
@@ -103,26 +103,29 @@ impl Player {
 }
 
 impl Breaker for Player {
-    fn request(&self, now: std::time::Instant) -> Gate {
+    fn request(&self, clock: &dyn Clock) -> Gate {
         let entry = self.entry(self.next.fetch_add(1, Ordering::SeqCst));
         match entry.outcome {
             Outcome::Rejected { wait } => Gate::Rejected {
-                until: Some(now + wait),
+                until: Some(clock.now() + wait),
             },
             _ => {
                 *self.current.lock().unwrap() = Some(entry);
-                self.mint.request(now)
+                self.mint.request(clock)
             }
         }
     }
-    fn record(&self, permit: Permit, outcome: CallOutcome, now: std::time::Instant) {
-        self.mint.record(permit, outcome, now);
+    fn record(&self, permit: Permit, outcome: CallOutcome, clock: &dyn Clock) {
+        self.mint.record(permit, outcome, clock);
     }
-    fn release(&self, permit: Permit, now: std::time::Instant) {
-        self.mint.release(permit, now);
+    fn release(&self, permit: Permit, clock: &dyn Clock) {
+        self.mint.release(permit, clock);
     }
     fn slow_call_duration(&self) -> Duration {
         self.mint.slow_call_duration()
+    }
+    fn times_calls(&self) -> bool {
+        self.mint.times_calls()
     }
 }
 

@@ -8,7 +8,16 @@ use core::time::Duration;
 use std::sync::{Arc, Mutex};
 
 use retry_core::{BreakerConfig, CallOutcome, ManualState, Rate};
-use retry_tokio::retry_shared::{Breaker, Gate};
+use retry_tokio::retry_shared::{Breaker, Clock, Gate};
+
+/// A clock stopped at one instant.
+struct At(std::time::Instant);
+
+impl Clock for At {
+    fn now(&self) -> std::time::Instant {
+        self.0
+    }
+}
 use retry_tokio::SharedBreaker;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -67,17 +76,20 @@ fn the_breaker_events_reach_tracing() {
             CallOutcome::failure(Duration::from_secs(2)),
             CallOutcome::failure(Duration::from_secs(2)),
         ] {
-            let Gate::Admitted(permit) = breaker.request(t) else {
+            let Gate::Admitted(permit) = breaker.request(&At(t)) else {
                 panic!("metrics-only admits")
             };
-            breaker.record(permit, outcome, t);
+            breaker.record(permit, outcome, &At(t));
         }
-        let Gate::Admitted(permit) = breaker.request(t) else {
+        let Gate::Admitted(permit) = breaker.request(&At(t)) else {
             panic!("metrics-only admits")
         };
         breaker.force(ManualState::ForcedOpen, t).unwrap();
-        breaker.record(permit, CallOutcome::success(Duration::ZERO), t); // ignored
-        assert!(matches!(breaker.request(t), Gate::Rejected { until: None }));
+        breaker.record(permit, CallOutcome::success(Duration::ZERO), &At(t)); // ignored
+        assert!(matches!(
+            breaker.request(&At(t)),
+            Gate::Rejected { until: None }
+        ));
         let _ = breaker.reset(t);
     });
     let seen = seen.0.lock().unwrap();

@@ -18,7 +18,16 @@ use retry_core::{
     Backoff, BreakerConfig, BreakerState, BudgetConfig, CallOutcome, CircuitOpen, Jitter, Permit,
     RetryError, RetryPolicy, Success,
 };
-use retry_shared::Gate;
+use retry_shared::{Clock, Gate};
+
+/// A clock stopped at one instant.
+struct At(std::time::Instant);
+
+impl Clock for At {
+    fn now(&self) -> std::time::Instant {
+        self.0
+    }
+}
 use retry_tokio::reqwest::{send, Error};
 use retry_tokio::{Breaker, CancellationToken, Retry, SharedBreaker, SharedBudget};
 use tokio::sync::{oneshot, Semaphore};
@@ -55,8 +64,8 @@ impl Counting {
 }
 
 impl Breaker for Counting {
-    fn request(&self, now: std::time::Instant) -> Gate {
-        let gate = self.breaker.request(now);
+    fn request(&self, clock: &dyn Clock) -> Gate {
+        let gate = self.breaker.request(clock);
         match &gate {
             Gate::Admitted(permit) => {
                 self.books.out.fetch_add(1, Ordering::SeqCst);
@@ -73,18 +82,22 @@ impl Breaker for Counting {
         gate
     }
 
-    fn record(&self, permit: Permit, outcome: CallOutcome, now: std::time::Instant) {
+    fn record(&self, permit: Permit, outcome: CallOutcome, clock: &dyn Clock) {
         self.returned(&permit);
-        self.breaker.record(permit, outcome, now);
+        self.breaker.record(permit, outcome, clock);
     }
 
-    fn release(&self, permit: Permit, now: std::time::Instant) {
+    fn release(&self, permit: Permit, clock: &dyn Clock) {
         self.returned(&permit);
-        self.breaker.release(permit, now);
+        self.breaker.release(permit, clock);
     }
 
     fn slow_call_duration(&self) -> Duration {
         self.breaker.slow_call_duration()
+    }
+
+    fn times_calls(&self) -> bool {
+        self.breaker.times_calls()
     }
 }
 
@@ -270,9 +283,11 @@ async fn ten_thousand_calls_end_once_and_match_the_server_count() {
     assert_eq!(count(&permits.out), 0, "permits never handed back");
     assert_eq!(permits.probes_out.load(Ordering::SeqCst), 0);
     tokio::time::sleep(Duration::from_millis(25)).await;
-    let now = tokio::time::Instant::now().into_std();
-    match breaker.request(now) {
-        Gate::Admitted(permit) => breaker.record(permit, CallOutcome::success(Duration::ZERO), now),
+    let now = At(tokio::time::Instant::now().into_std());
+    match breaker.request(&now) {
+        Gate::Admitted(permit) => {
+            breaker.record(permit, CallOutcome::success(Duration::ZERO), &now)
+        }
         Gate::Rejected { until } => panic!(
             "the breaker refused a call after the load (state {:?}, until {until:?})",
             breaker.breaker.state()

@@ -13,6 +13,8 @@ use core::time::Duration;
 
 use crate::Instant;
 
+#[cfg(target_has_atomic = "64")]
+mod atomic;
 mod config;
 mod error;
 mod report;
@@ -20,6 +22,8 @@ mod sim;
 mod snapshot;
 mod window;
 
+#[cfg(target_has_atomic = "64")]
+pub use atomic::{ClosedPath, Trip, Untimed};
 pub use config::{
     BreakerConfig, BreakerConfigBuilder, HalfOpenTimeout, HalfOpenVerdict, Rate, Window,
 };

@@ -1,0 +1,213 @@
+//! Every interleaving (to loom's preemption bound) of threads sharing one
+//! breaker through its lock-free closed path ([`ClosedPath`]) and its machine
+//! behind a mutex, as the thread-shared breaker uses them. Run:
+//!
+//! ```text
+//! RUSTFLAGS="--cfg retry_loom" LOOM_MAX_PREEMPTIONS=3 \
+//!     cargo test -p retry-core --test loom_breaker --release
+//! ```
+//!
+//! What each model checks, in every interleaving:
+//! - a trip is never lost: when the outcomes recorded meet a trip rule, the
+//!   breaker ends open, whichever order they raced in;
+//! - the breaker opens at most once per closed period (one transition, one
+//!   new epoch), however many recorders saw the trip;
+//! - a permit admitted while another thread trips is handed back without
+//!   effect (late), and admission after the trip goes to the machine;
+//! - an operator's reset racing with recorders leaves a window whose counts
+//!   agree with its calls (never more failures than calls, never more calls
+//!   than the window holds), and a closed state handed out again.
+#![cfg(retry_loom)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use core::time::Duration;
+
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::{Arc, Mutex};
+use loom::thread;
+use retry_core::{
+    BreakerConfig, BreakerState, CallOutcome, CircuitBreaker, ClosedPath, Instant, Permit, Rate,
+    Untimed,
+};
+
+/// A breaker shared as `SharedBreaker` shares it: the closed path, the machine
+/// behind a mutex, and a count of the transitions reported.
+struct Shared {
+    path: ClosedPath<1>,
+    machine: Mutex<CircuitBreaker<1, 0>>,
+    transitions: AtomicUsize,
+}
+
+impl Shared {
+    fn new(config: BreakerConfig) -> Arc<Shared> {
+        let machine = CircuitBreaker::<1, 0>::new(config).unwrap();
+        Arc::new(Shared {
+            path: machine.closed_path(),
+            machine: Mutex::new(machine),
+            transitions: AtomicUsize::new(0),
+        })
+    }
+
+    fn request(&self) -> Option<Permit> {
+        if let Some(permit) = self.path.request() {
+            return Some(permit);
+        }
+        let mut m = self.machine.lock().unwrap();
+        m.suspend(&self.path);
+        let admission = m.request(Instant::ORIGIN);
+        m.resume(&self.path);
+        match admission {
+            retry_core::Admission::Admitted { permit, .. } => Some(permit),
+            retry_core::Admission::Rejected { .. } => None,
+        }
+    }
+
+    fn record(&self, permit: Permit, success: bool) {
+        let outcome = CallOutcome {
+            success,
+            duration: Duration::ZERO,
+        };
+        let transition = match self.path.record(permit, outcome) {
+            Untimed::Recorded(_) => None,
+            Untimed::Trip(trip) => {
+                let mut m = self.machine.lock().unwrap();
+                m.trip(&self.path, trip, Instant::ORIGIN)
+                    .and_then(|r| r.transition)
+            }
+            Untimed::Locked(permit) => {
+                let mut m = self.machine.lock().unwrap();
+                m.suspend(&self.path);
+                let recorded = m.record(permit, outcome, Instant::ORIGIN);
+                m.resume(&self.path);
+                recorded.transition
+            }
+        };
+        if transition.is_some() {
+            self.transitions.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn view(&self) -> CircuitBreaker<1, 0> {
+        self.machine.lock().unwrap().view(&self.path)
+    }
+}
+
+fn consecutive(n: u32) -> BreakerConfig {
+    BreakerConfig::basic(n, Duration::from_secs(5), 1).unwrap()
+}
+
+/// 50 % of the last `window` calls, judged once the window is full.
+fn rate(window: u16) -> BreakerConfig {
+    BreakerConfig::builder()
+        .failure_threshold(None)
+        .failure_rate(Rate::from_percent(50))
+        .count_window(window)
+        .minimum_calls(u32::from(window))
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn racing_failures_trip_once_by_the_streak() {
+    loom::model(|| {
+        let shared = Shared::new(consecutive(2));
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                let shared = Arc::clone(&shared);
+                thread::spawn(move || {
+                    if let Some(permit) = shared.request() {
+                        shared.record(permit, false);
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        let view = shared.view();
+        assert_eq!(view.state(), BreakerState::Open);
+        assert_eq!(view.reopens(), 1);
+        assert_eq!(shared.transitions.load(Ordering::SeqCst), 1);
+        assert!(shared.path.request().is_none());
+    });
+}
+
+#[test]
+fn a_racing_success_and_failure_trip_the_rate_once_whatever_their_order() {
+    loom::model(|| {
+        // Two calls of a two-call window, one failed: 50 % once both are in.
+        let shared = Shared::new(rate(2));
+        let a = {
+            let shared = Arc::clone(&shared);
+            thread::spawn(move || {
+                let permit = shared.request().unwrap();
+                shared.record(permit, false);
+            })
+        };
+        let permit = shared.request().unwrap();
+        shared.record(permit, true);
+        a.join().unwrap();
+        let view = shared.view();
+        assert_eq!(view.state(), BreakerState::Open, "the trip was lost");
+        assert_eq!(shared.transitions.load(Ordering::SeqCst), 1);
+        let stats = view.stats(Instant::ORIGIN);
+        assert_eq!((stats.calls, stats.failures), (2, 1));
+    });
+}
+
+#[test]
+fn a_permit_admitted_during_a_trip_comes_back_without_effect() {
+    loom::model(|| {
+        let shared = Shared::new(consecutive(1));
+        // Admitted before the race: its failure trips.
+        let tripping = shared.request().unwrap();
+        let racer = {
+            let shared = Arc::clone(&shared);
+            thread::spawn(move || {
+                // Admitted before or after the trip: before, it is a closed
+                // permit that comes back late; after, it is rejected.
+                if let Some(permit) = shared.request() {
+                    shared.record(permit, false);
+                }
+            })
+        };
+        shared.record(tripping, false);
+        racer.join().unwrap();
+        let view = shared.view();
+        assert_eq!(view.state(), BreakerState::Open);
+        assert_eq!(view.reopens(), 1, "opened twice");
+        assert_eq!(shared.transitions.load(Ordering::SeqCst), 1);
+    });
+}
+
+#[test]
+fn a_reset_racing_with_recorders_leaves_a_consistent_window() {
+    loom::model(|| {
+        let shared = Shared::new(rate(3));
+        let recorder = {
+            let shared = Arc::clone(&shared);
+            thread::spawn(move || {
+                for success in [false, true] {
+                    if let Some(permit) = shared.request() {
+                        shared.record(permit, success);
+                    }
+                }
+            })
+        };
+        {
+            let mut m = shared.machine.lock().unwrap();
+            m.suspend(&shared.path);
+            let _ = m.reset(Instant::ORIGIN);
+            m.resume(&shared.path);
+        }
+        recorder.join().unwrap();
+        let view = shared.view();
+        let stats = view.stats(Instant::ORIGIN);
+        assert!(stats.calls <= 3, "{stats}");
+        assert!(stats.failures <= stats.calls, "{stats}");
+        // Three calls of three were never recorded: no trip, and still closed.
+        assert_eq!(view.state(), BreakerState::Closed);
+        assert!(shared.path.is_handed_out());
+        assert_eq!(shared.transitions.load(Ordering::SeqCst), 0);
+    });
+}

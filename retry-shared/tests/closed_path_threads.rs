@@ -1,0 +1,88 @@
+//! The thread-shared breaker's lock-free closed path with real threads: many
+//! threads recording at once trip it exactly once (one transition reported to
+//! the hook), admit nothing after, and never count more failures than calls.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use core::sync::atomic::{AtomicUsize, Ordering};
+use core::time::Duration;
+use std::sync::Arc;
+use std::time::Instant;
+
+use retry_core::{BreakerConfig, BreakerState, CallOutcome, Rate};
+use retry_shared::{Breaker, Clock, Gate, SharedBreaker};
+
+/// The system clock, counting its readings.
+#[derive(Default)]
+struct Counted(AtomicUsize);
+
+impl Clock for Counted {
+    fn now(&self) -> Instant {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Instant::now()
+    }
+}
+
+fn hammer(
+    breaker: &SharedBreaker,
+    clock: &Counted,
+    threads: usize,
+    calls: usize,
+    fail: fn(usize) -> bool,
+) {
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            s.spawn(move || {
+                for i in 0..calls {
+                    if let Gate::Admitted(permit) = breaker.request(clock) {
+                        let outcome = CallOutcome {
+                            success: !fail(t * calls + i),
+                            duration: Duration::ZERO,
+                        };
+                        breaker.record(permit, outcome, clock);
+                    }
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn racing_failures_trip_once_and_report_it_once() {
+    for _ in 0..50 {
+        let transitions = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::clone(&transitions);
+        let config = BreakerConfig::basic(20, Duration::from_secs(60), 1).unwrap();
+        let breaker = SharedBreaker::new(config).unwrap().on_transition(move |_| {
+            seen.fetch_add(1, Ordering::SeqCst);
+        });
+        let clock = Counted::default();
+        hammer(&breaker, &clock, 4, 200, |_| true);
+        assert_eq!(breaker.state(), BreakerState::Open);
+        assert_eq!(transitions.load(Ordering::SeqCst), 1);
+        assert_eq!(breaker.snapshot().reopens(), 1);
+        assert!(matches!(breaker.request(&clock), Gate::Rejected { .. }));
+    }
+}
+
+#[test]
+fn a_busy_closed_breaker_reads_no_clock_and_keeps_its_window_whole() {
+    let config = BreakerConfig::builder()
+        .failure_rate(Rate::from_percent(50))
+        .count_window(100)
+        .minimum_calls(100)
+        .build()
+        .unwrap();
+    let breaker = SharedBreaker::new(config).unwrap();
+    assert!(!breaker.times_calls() || cfg!(feature = "metrics"));
+    let clock = Counted::default();
+    hammer(&breaker, &clock, 4, 50_000, |i| i % 5 == 4);
+    assert_eq!(
+        clock.0.load(Ordering::SeqCst),
+        0,
+        "a closed breaker read the clock"
+    );
+    assert_eq!(breaker.state(), BreakerState::Closed);
+    let m = breaker.metrics(Instant::now());
+    assert_eq!(m.window.calls, 100);
+    assert!(m.window.failures <= 100);
+}

@@ -339,12 +339,7 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
         if head.size > 0 {
             let size = u16::try_from(head.size).unwrap_or(u16::MAX);
             let mut word = tail.window.load(SeqCst);
-            // The failure count moves with the slot in the same word: this
-            // call adds its failure and takes off the one it pushes out, as
-            // the slot's bit reads before the slot is taken. Only a call
-            // stalled a whole lap of the window can change that bit between
-            // the read and the write; the count is then corrected below.
-            let (taken, reserved, predicted) = loop {
+            let (taken, reserved) = loop {
                 let cursor = Cursor::unpack(word);
                 if cursor.generation != generation_of(gate) {
                     // The lock took the closed state back (and perhaps handed
@@ -356,24 +351,17 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
                     word = tail.window.load(SeqCst);
                     continue;
                 }
-                let full = cursor.len >= size;
-                let slot = u32::from(cursor.next.min(size.saturating_sub(1)));
-                let predicted = full && bit(&tail.failed, slot);
                 let following = cursor.next.saturating_add(1);
                 let next = Cursor {
                     next: if following >= size { 0 } else { following },
                     len: cursor.len.saturating_add(1).min(size),
-                    failures: cursor
-                        .failures
-                        .wrapping_add(u16::from(failed))
-                        .wrapping_sub(u16::from(predicted)),
                     ..cursor
                 };
                 match tail
                     .window
                     .compare_exchange_weak(word, next.pack(), SeqCst, SeqCst)
                 {
-                    Ok(_) => break (cursor, next, predicted),
+                    Ok(_) => break (cursor, next),
                     Err(now) => word = now,
                 }
             };
@@ -384,15 +372,15 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
             if full {
                 pushed_out = Some(was_failed);
             }
-            after = reserved;
-            // The bit changed between the read and the write: correct the
-            // count (unless the generation changed meanwhile: the window was
-            // taken back and its count set afresh, so the correction is moot).
-            let delta: u64 = match (was_failed && full, predicted) {
+            // The failure count moves only when the slot's bit did; a change
+            // of generation meanwhile means the window was taken back and its
+            // count set afresh, so this one is dropped.
+            let delta: u64 = match (was_failed && full, failed) {
                 (false, true) => 1 << 48,
                 (true, false) => 0xFFFFu64 << 48,
                 _ => 0,
             };
+            after = reserved;
             if delta != 0 {
                 let mut word = tail.window.load(SeqCst);
                 loop {

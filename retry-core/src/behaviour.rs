@@ -214,7 +214,13 @@
 //!
 //! An attempt abandoned by its caller (dropped, cancelled, panicked) counts as a
 //! failure when it was abandoned after the slow-call duration or its deadline,
-//! and is released without an outcome when abandoned earlier.
+//! and is released without an outcome when abandoned earlier. How long it ran is
+//! measured from its start when the breaker times calls; otherwise the adapters
+//! take its start at its first wait (an async attempt's first pending poll), so
+//! the measured time misses at most that first poll. An abandoned attempt whose
+//! start was never taken (a blocking attempt that panics under a breaker that
+//! does not time calls) is judged by its deadline if it has one, and otherwise
+//! released without an outcome.
 //!
 //! # Retry budget
 //!

@@ -300,7 +300,13 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
     #[inline]
     pub fn attempt_waiting(&mut self) {
         if self.start.is_none() {
-            self.start = Some(self.clock.now());
+            let now = self.clock.now();
+            self.start = Some(now);
+            // The breaker's permit learns its start here too, so an attempt
+            // abandoned from now on is judged by how long it ran.
+            if let Some(permit) = self.permit.as_mut() {
+                permit.waited(now);
+            }
         }
     }
 

@@ -224,6 +224,74 @@ pub struct Driver<'r, T, E, C: Clock + Clone, K: Fn() -> bool> {
     permit: Option<PermitGuard<&'r dyn Breaker, C>>,
 }
 
+/// The first attempt of a call that needs nothing of a [`Driver`] until that
+/// attempt ends: no breaker, no retry budget, no time budget or attempt
+/// timeout in the policy, elapsed time not asked for, and neither tracing nor
+/// metrics compiled in. An adapter runs [`QuickOpening::attempt`] itself; if it
+/// succeeds, [`QuickOpening::success`] is the call's result (the core's answer
+/// to that success), with no driver built and no clock read unless the attempt
+/// waited. If it ends any other way, [`Driver::after_quick_opening`] takes the
+/// call over from there, as if the driver had run the attempt.
+///
+/// The answers are the core's ([`RetryMachine::opening`]); the adapter only
+/// skips the bookkeeping a failure would need.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QuickOpening {
+    /// The first attempt (number 1, no deadline).
+    pub attempt: Attempt,
+    /// How many attempts the call reports when this one succeeds.
+    attempts: u32,
+}
+
+impl QuickOpening {
+    /// The quick opening of a call under `settings`, if it may take one (see
+    /// the type's docs). The adapter must also know the call cannot be
+    /// cancelled before its first attempt (no cancellation token).
+    #[inline]
+    #[must_use]
+    pub fn of<E>(settings: &Settings<E>) -> Option<QuickOpening> {
+        if observe::ENABLED
+            || settings.breaker().is_some()
+            || settings.budget().is_some()
+            || settings.measures_elapsed()
+        {
+            return None;
+        }
+        match RetryMachine::opening(settings.policy()) {
+            Some((
+                Action::Attempt {
+                    number,
+                    deadline: None,
+                    replays_non_idempotent,
+                },
+                Action::Done { attempts },
+            )) => Some(QuickOpening {
+                attempt: Attempt {
+                    number,
+                    deadline: None,
+                    replays_non_idempotent,
+                },
+                attempts,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The call's result when the first attempt returned `value`. `waited` is
+    /// the time the attempt first waited and the time it ended, when it waited
+    /// (an async attempt that returned pending), for the elapsed time; without
+    /// it the elapsed time is unmeasured (`None`).
+    #[inline]
+    #[must_use]
+    pub fn success<T>(self, value: T, waited: Option<(Instant, Instant)>) -> Success<T> {
+        Success {
+            value,
+            attempts: self.attempts,
+            elapsed: waited.map(|(from, to)| to.saturating_duration_since(from)),
+        }
+    }
+}
+
 impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
     /// A driver for one call under `settings`, reading time from `clock` (now,
     /// the call's start, if the call needs it: see the type's docs) and asking
@@ -262,6 +330,27 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
             unlabelled: None,
             permit: None,
         }
+    }
+
+    /// A driver taking over a call whose [`QuickOpening`] attempt ended other
+    /// than by success: poll it with [`Input::Ended`] carrying how the attempt
+    /// ended (not [`Input::Start`]). `start` is when the attempt first waited,
+    /// if it did (the call's time origin then); otherwise the call's clock
+    /// starts at its first reading, as for any call that reads no clock at its
+    /// start (see the type's docs).
+    #[inline]
+    pub fn after_quick_opening(
+        settings: &'r Settings<E>,
+        clock: C,
+        cancelled: K,
+        start: Option<Instant>,
+    ) -> Self {
+        let mut driver = Driver::new(settings, clock, cancelled);
+        driver.opened = true;
+        if driver.start.is_none() {
+            driver.start = start;
+        }
+        driver
     }
 
     /// Keeps a success returned at or after its attempt's deadline. For an

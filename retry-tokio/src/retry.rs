@@ -6,7 +6,7 @@ use core::future::Future;
 use core::time::Duration;
 
 use retry_core::{RetryError, RetryPolicy, Success};
-use retry_shared::{Clock, Driver, Input, Ran, Settings, Slept, Step};
+use retry_shared::{Clock, Driver, Input, QuickOpening, Ran, Settings, Slept, Step};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -153,8 +153,41 @@ impl<E> fmt::Debug for Retry<E> {
 macro_rules! drive {
     ($retry:ident, $cancel:ident, $op:ident) => {{
         let cancel = $cancel;
-        let mut driver = Driver::new(&$retry.settings, TokioClock, || cancel.is_cancelled());
-        let mut input = Input::Start;
+        // A call that needs nothing of the driver until its first attempt ends
+        // runs that attempt itself (the core's opening); only a failure builds
+        // the driver, which takes the call over from there.
+        let quick = if cancel.is_none() {
+            QuickOpening::of(&$retry.settings)
+        } else {
+            None
+        };
+        let cancelled = || cancel.is_cancelled();
+        let (mut driver, mut input) = match quick {
+            None => (
+                Driver::new(&$retry.settings, TokioClock, cancelled),
+                Input::Start,
+            ),
+            Some(quick) => {
+                let mut waited = None;
+                let attempt = $op(context(&quick.attempt, cancel));
+                let result = noting_first_wait(attempt, || waited = Some(TokioClock.now())).await;
+                match result {
+                    Ok(value) => {
+                        let waited = waited.map(|from| (from, TokioClock.now()));
+                        return Ok(quick.success(value, waited));
+                    }
+                    Err(error) => (
+                        Driver::after_quick_opening(
+                            &$retry.settings,
+                            TokioClock,
+                            cancelled,
+                            waited,
+                        ),
+                        Input::Ended(Ran::Returned(Err(error))),
+                    ),
+                }
+            }
+        };
         loop {
             input = match driver.poll(input) {
                 Step::Attempt(attempt) => {
@@ -283,11 +316,13 @@ impl<E> Retry<E> {
     }
 
     /// The settings every call follows.
+    #[cfg(feature = "tower")]
     pub(crate) const fn settings(&self) -> &Settings<E> {
         &self.settings
     }
 
     /// The retrier's own cancellation token.
+    #[cfg(feature = "tower")]
     pub(crate) const fn cancel_token_ref(&self) -> Option<&CancellationToken> {
         self.cancel.as_ref()
     }

@@ -280,7 +280,11 @@ async fn with_the_default_slow_call_duration_a_probe_is_judged_from_its_first_wa
     )
     .await;
     assert!(early.is_err(), "the outer timeout fired");
-    assert_eq!(breaker.state(), BreakerState::HalfOpen, "released, not judged");
+    assert_eq!(
+        breaker.state(),
+        BreakerState::HalfOpen,
+        "released, not judged"
+    );
     assert_eq!(breaker.snapshot().probes_in_flight(), 0);
 
     let late = tokio::time::timeout(

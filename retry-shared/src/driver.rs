@@ -225,7 +225,7 @@ pub struct Driver<'r, T, E, C: Clock + Clone, K: Fn() -> bool> {
 }
 
 /// The first attempt of a call that needs nothing of a [`Driver`] until that
-/// attempt ends: no breaker, no retry budget, no time budget or attempt
+/// attempt ends: no breaker that times calls, no retry budget, no time budget or attempt
 /// timeout in the policy, elapsed time not asked for, and neither tracing nor
 /// metrics compiled in. An adapter runs [`QuickOpening::attempt`] itself; if it
 /// succeeds, [`QuickOpening::success`] is the call's result (the core's answer
@@ -251,7 +251,9 @@ impl QuickOpening {
     #[must_use]
     pub fn of<E>(settings: &Settings<E>) -> Option<QuickOpening> {
         if observe::ENABLED
-            || settings.breaker().is_some()
+            || settings
+                .breaker()
+                .is_some_and(|breaker| breaker.times_calls())
             || settings.budget().is_some()
             || settings.measures_elapsed()
         {
@@ -274,6 +276,27 @@ impl QuickOpening {
                 attempts,
             }),
             _ => None,
+        }
+    }
+
+    /// Asks the call's breaker, if it has one, for the first attempt's permit,
+    /// without a time (a breaker in the quick opening does not time calls; the
+    /// guard reads `clock` only if the breaker's answer depends on the time).
+    /// `Ok(None)`: no breaker. `Err` carries when the breaker admits again, if
+    /// it can tell: hand it to [`Driver::after_quick_refusal`].
+    ///
+    /// # Errors
+    /// The breaker's refusal (the attempt must not run).
+    #[inline]
+    #[allow(clippy::type_complexity)]
+    pub fn admit<'r, E, C: Clock + Clone>(
+        &self,
+        settings: &'r Settings<E>,
+        clock: &C,
+    ) -> Result<Option<PermitGuard<&'r dyn Breaker, C>>, Option<Instant>> {
+        match settings.breaker() {
+            None => Ok(None),
+            Some(breaker) => PermitGuard::request(&**breaker, clock.clone(), None, None).map(Some),
         }
     }
 
@@ -338,19 +361,46 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
     /// if it did (the call's time origin then); otherwise the call's clock
     /// starts at its first reading, as for any call that reads no clock at its
     /// start (see the type's docs).
+    /// `permit` is the attempt's breaker permit from [`QuickOpening::admit`].
     #[inline]
     pub fn after_quick_opening(
         settings: &'r Settings<E>,
         clock: C,
         cancelled: K,
         start: Option<Instant>,
+        permit: Option<PermitGuard<&'r dyn Breaker, C>>,
     ) -> Self {
         let mut driver = Driver::new(settings, clock, cancelled);
         driver.opened = true;
         if driver.start.is_none() {
             driver.start = start;
         }
+        driver.permit = permit;
         driver
+    }
+
+    /// A driver taking over a call whose breaker refused its [`QuickOpening`]
+    /// attempt ([`QuickOpening::admit`]'s `Err`), and the step that follows, as
+    /// the driver answers a refusal of its own first attempt: the call's clock
+    /// starts here.
+    pub fn after_quick_refusal(
+        settings: &'r Settings<E>,
+        clock: C,
+        cancelled: K,
+        until: Option<Instant>,
+    ) -> (Self, Step<T, E>) {
+        let mut driver = Driver::new(settings, clock, cancelled);
+        driver.opened = true;
+        observe::rejected(1);
+        let origin = match driver.start {
+            Some(start) => start,
+            None => driver.read(),
+        };
+        let event = Event::Rejected {
+            until: until.map(|u| since(origin, u)),
+        };
+        let step = driver.step(event, Some(origin));
+        (driver, step)
     }
 
     /// Keeps a success returned at or after its attempt's deadline. For an
@@ -359,7 +409,7 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
     /// outcome follows the core's deadline rule
     /// ([`retry_core::attempt_timed_out`]): one that arrives at or after the
     /// deadline is a timed-out attempt (the retry hook still sees a returned
-    /// error). Set it before the first [`poll`](Driver::poll).
+    /// error). Set it before the first attempt ends.
     pub fn keep_late_successes(&mut self) {
         self.keep_late_successes = true;
     }

@@ -5,7 +5,7 @@ use core::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
-use retry_core::{RetryError, RetryPolicy, Success};
+use retry_core::{Event, RetryError, RetryPolicy, Success};
 use retry_shared::{Driver, Input, QuickOpening, Ran, Settings, Sleep, Step};
 
 use crate::cancel::CancelToken;
@@ -207,27 +207,50 @@ impl<E> Retry<E> {
         let cancel = self.cancel.clone().unwrap_or(CancelToken::never());
         let clock = CallClock(self.clock.as_deref());
         let cancelled = || cancel.is_cancelled();
-        let (mut driver, mut input) = match quick {
-            None => (Driver::new(&self.settings, clock, cancelled), Input::Start),
-            Some(quick) => {
-                let context = AttemptContext {
-                    attempt: quick.attempt.number,
-                    deadline: None,
-                    replays_non_idempotent: quick.attempt.replays_non_idempotent,
-                    cancel: CancelToken::never(),
-                };
-                match op(&context) {
-                    Ok(value) => return Ok(quick.success(value, None)),
-                    Err(error) => (
-                        Driver::after_quick_opening(&self.settings, clock, cancelled, None),
-                        Input::Ended(Ran::Returned(Err(error))),
-                    ),
-                }
+        let (mut driver, mut step) = match quick {
+            None => {
+                let mut driver = Driver::new(&self.settings, clock, cancelled);
+                let step = driver.poll(Input::Start);
+                (driver, step)
             }
+            Some(quick) => match quick.admit(&self.settings, &clock) {
+                Err(until) => Driver::after_quick_refusal(&self.settings, clock, cancelled, until),
+                Ok(permit) => {
+                    let context = AttemptContext {
+                        attempt: quick.attempt.number,
+                        deadline: None,
+                        replays_non_idempotent: quick.attempt.replays_non_idempotent,
+                        cancel: CancelToken::never(),
+                    };
+                    // A panic unwinds through the permit guard, which hands the
+                    // breaker's permit back as an abandoned attempt.
+                    match op(&context) {
+                        Ok(value) => {
+                            if let Some(permit) = permit {
+                                permit.finish(Event::Succeeded, None);
+                            }
+                            return Ok(quick.success(value, None));
+                        }
+                        Err(error) => {
+                            let mut driver = Driver::after_quick_opening(
+                                &self.settings,
+                                clock,
+                                cancelled,
+                                None,
+                                permit,
+                            );
+                            let step = driver.poll(Input::Ended(Ran::Returned(Err(error))));
+                            (driver, step)
+                        }
+                    }
+                }
+            },
         };
+        // (Read when a later attempt ends; neither a start, a refusal nor a
+        // failed first attempt reads it.)
         driver.keep_late_successes();
         loop {
-            input = match driver.poll(input) {
+            let input = match step {
                 Step::Attempt(attempt) => {
                     let context = AttemptContext {
                         attempt: attempt.number,
@@ -242,6 +265,7 @@ impl<E> Retry<E> {
                 Step::Sleep(sleep) => Input::Slept(self.sleep(clock, sleep, &cancel)),
                 Step::Finished(result) => return result,
             };
+            step = driver.poll(input);
         }
     }
 

@@ -6,7 +6,7 @@ use core::time::Duration;
 use std::sync::{Arc, Mutex};
 
 use retry_core::{
-    Backoff, BreakerConfig, BreakerState, CircuitOpen, GiveUpReason, Jitter, RetryPolicy,
+    Backoff, BreakerConfig, BreakerState, CircuitOpen, GiveUpReason, Jitter, Rate, RetryPolicy,
     SleepReason,
 };
 use retry_std::{ManualClock, Retry, SharedBreaker};
@@ -182,5 +182,62 @@ fn a_saved_breaker_and_budget_resume_in_another_process() {
             .unwrap_err()
             .field(),
         "version"
+    );
+}
+
+/// A call whose first attempt needs nothing of the driver asks the breaker once
+/// and tells it once: a success is recorded as one call, a refusal counted as
+/// one rejected call, and a failed first attempt recorded once before the
+/// driver takes the call over.
+#[test]
+fn the_first_attempt_asks_and_tells_the_breaker_exactly_once() {
+    let clock = ManualClock::new();
+    // Opens at a 50 % failure rate over the last 4 calls, judged from 4 calls.
+    let config = BreakerConfig::builder()
+        .failure_rate(Rate::from_percent(50))
+        .count_window(4)
+        .minimum_calls(4)
+        .build()
+        .unwrap();
+    let breaker = SharedBreaker::new(config).unwrap();
+    let retry = Retry::<&str>::new(policy(2, CircuitOpen::GiveUp))
+        .clock(clock.clone())
+        .sleeper(clock.sleeper())
+        .breaker(breaker.clone());
+
+    let done = retry.call(|_| Ok::<_, &str>(7)).unwrap();
+    assert_eq!((done.value, done.attempts, done.elapsed), (7, 1, None));
+    let m = breaker.metrics(std::time::Instant::now());
+    assert_eq!((m.window.calls, m.window.failures), (1, 0));
+
+    // Fails, then succeeds on the retry: two calls recorded, one failed.
+    let mut first = true;
+    let done = retry
+        .call(|_| {
+            if core::mem::take(&mut first) {
+                Err("busy")
+            } else {
+                Ok(8)
+            }
+        })
+        .unwrap();
+    assert_eq!((done.value, done.attempts), (8, 2));
+    let m = breaker.metrics(std::time::Instant::now());
+    assert_eq!((m.window.calls, m.window.failures), (3, 1));
+
+    // A failure makes it 2 of 4: it opens, and the retry is refused.
+    let err = retry.call(|_| Err::<(), _>("down")).unwrap_err();
+    assert_eq!(err.attempts(), 1);
+    assert_eq!(breaker.state(), BreakerState::Open);
+    // The next call is refused once, and not run.
+    let rejected = breaker.metrics(std::time::Instant::now()).rejected;
+    let err = retry
+        .call(|_| -> Result<(), &str> { panic!("must not run") })
+        .unwrap_err();
+    assert_eq!(err.attempts(), 0);
+    assert!(matches!(err.reason(), GiveUpReason::CircuitOpen { .. }));
+    assert_eq!(
+        breaker.metrics(std::time::Instant::now()).rejected,
+        rejected + 1
     );
 }

@@ -5,7 +5,7 @@ use core::fmt;
 use core::future::Future;
 use core::time::Duration;
 
-use retry_core::{RetryError, RetryPolicy, Success};
+use retry_core::{Event, RetryError, RetryPolicy, Success};
 use retry_shared::{Clock, Driver, Input, QuickOpening, Ran, Settings, Slept, Step};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -162,34 +162,52 @@ macro_rules! drive {
             None
         };
         let cancelled = || cancel.is_cancelled();
-        let (mut driver, mut input) = match quick {
-            None => (
-                Driver::new(&$retry.settings, TokioClock, cancelled),
-                Input::Start,
-            ),
-            Some(quick) => {
-                let mut waited = None;
-                let attempt = $op(context(&quick.attempt, cancel));
-                let result = noting_first_wait(attempt, || waited = Some(TokioClock.now())).await;
-                match result {
-                    Ok(value) => {
-                        let waited = waited.map(|from| (from, TokioClock.now()));
-                        return Ok(quick.success(value, waited));
-                    }
-                    Err(error) => (
-                        Driver::after_quick_opening(
-                            &$retry.settings,
-                            TokioClock,
-                            cancelled,
-                            waited,
-                        ),
-                        Input::Ended(Ran::Returned(Err(error))),
-                    ),
-                }
+        let (mut driver, mut step) = match quick {
+            None => {
+                let mut driver = Driver::new(&$retry.settings, TokioClock, cancelled);
+                let step = driver.poll(Input::Start);
+                (driver, step)
             }
+            Some(quick) => match quick.admit(&$retry.settings, &TokioClock) {
+                Err(until) => {
+                    Driver::after_quick_refusal(&$retry.settings, TokioClock, cancelled, until)
+                }
+                Ok(mut permit) => {
+                    let mut waited = None;
+                    let attempt = $op(context(&quick.attempt, cancel));
+                    let result = noting_first_wait(attempt, || {
+                        let now = TokioClock.now();
+                        waited = Some(now);
+                        if let Some(permit) = permit.as_mut() {
+                            permit.waited(now);
+                        }
+                    })
+                    .await;
+                    match result {
+                        Ok(value) => {
+                            let waited = waited.map(|from| (from, TokioClock.now()));
+                            if let Some(permit) = permit {
+                                permit.finish(Event::Succeeded, waited.map(|(_, to)| to));
+                            }
+                            return Ok(quick.success(value, waited));
+                        }
+                        Err(error) => {
+                            let mut driver = Driver::after_quick_opening(
+                                &$retry.settings,
+                                TokioClock,
+                                cancelled,
+                                waited,
+                                permit,
+                            );
+                            let step = driver.poll(Input::Ended(Ran::Returned(Err(error))));
+                            (driver, step)
+                        }
+                    }
+                }
+            },
         };
         loop {
-            input = match driver.poll(input) {
+            let input = match step {
                 Step::Attempt(attempt) => {
                     let context = context(&attempt, cancel);
                     let attempt_future =
@@ -205,6 +223,7 @@ macro_rules! drive {
                 Step::Sleep(sleep) => Input::Slept(sleep_until(sleep, cancel).await),
                 Step::Finished(result) => break result,
             };
+            step = driver.poll(input);
         }
     }};
 }

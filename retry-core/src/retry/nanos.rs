@@ -11,10 +11,14 @@ pub(crate) const fn nanos(d: Duration) -> u128 {
 
 /// Nanoseconds back to a `Duration`, saturating at [`Duration::MAX`].
 pub(crate) fn from_nanos(n: u128) -> Duration {
-    // Fast path: up to 584 years fits a u64, whose division by a constant compiles
-    // to a multiply (a u128 division is a slow library call).
-    if let Ok(small) = u64::try_from(n) {
-        return Duration::from_nanos(small);
+    // Fast path on 64-bit targets: up to 584 years fits a u64, whose division
+    // by a constant compiles to a multiply. 32-bit targets take the one path
+    // below for every value (there a u64 division is a library call too, and
+    // a second copy of the conversion only adds code); the result is the same.
+    if cfg!(target_pointer_width = "64") {
+        if let Ok(small) = u64::try_from(n) {
+            return Duration::from_nanos(small);
+        }
     }
     let secs = n / NANOS_PER_SEC;
     // The remainder is below 1e9 and so always fits a u32.

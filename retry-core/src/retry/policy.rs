@@ -798,20 +798,14 @@ impl RetryPolicy {
     pub(crate) fn round(&self, d: Duration) -> Duration {
         match self.resolution {
             Resolution::Nanos => d,
+            // The nearest whole millisecond, halves up, worked out on the
+            // sub-second part alone (no wide division); a value rounding up
+            // past the largest `Duration` gives `Duration::MAX`.
             Resolution::Millis => {
-                const MS: u64 = 1_000_000;
-                // Durations below ~584 years take the u64 path (a u128 division is
-                // a slow library call); longer ones round in u128.
-                match u64::try_from(d.as_nanos()) {
-                    Ok(n) if n < u64::MAX - MS => {
-                        Duration::from_nanos((n.saturating_add(MS / 2) / MS).saturating_mul(MS))
-                    }
-                    _ => {
-                        let n = nanos(d);
-                        let ms = u128::from(MS);
-                        let whole_ms = n.saturating_add(ms / 2).checked_div(ms).unwrap_or(0);
-                        from_nanos(whole_ms.saturating_mul(ms))
-                    }
+                if d.subsec_nanos() % NANOS_PER_MS >= NANOS_PER_MS / 2 {
+                    ceil_millis(d).unwrap_or(Duration::MAX)
+                } else {
+                    floor_millis(d)
                 }
             }
         }
@@ -1210,6 +1204,38 @@ mod fast_path_tests {
         }
         fn fraction(&mut self) -> f64 {
             [0.0, 0.1, 0.25, 0.5, 1.0, 0.333][self.below(6) as usize]
+        }
+    }
+
+    /// Millisecond rounding on the sub-second part is the nanosecond-count
+    /// formula it replaced (`(n + ½ ms) / ms · ms`, saturating at
+    /// `Duration::MAX`), around every boundary up to `Duration::MAX`.
+    #[test]
+    fn millisecond_rounding_is_the_nanosecond_formula() {
+        let policy = RetryPolicy::builder().build().unwrap_or_default();
+        assert_eq!(policy.resolution, Resolution::Millis);
+        let formula = |d: Duration| {
+            let ms = 1_000_000u128;
+            crate::retry::nanos::from_nanos((d.as_nanos() + ms / 2) / ms * ms)
+        };
+        let edges = [
+            Duration::MAX,
+            Duration::new(u64::MAX, 999_499_999),
+            Duration::new(u64::MAX, 999_500_000),
+            Duration::new(u64::MAX, 999_000_001),
+            Duration::new(u64::MAX, 998_500_000),
+            Duration::new(1, 499_999),
+            Duration::new(1, 500_000),
+            Duration::new(0, 999_500_000),
+            Duration::ZERO,
+        ];
+        for d in edges {
+            assert_eq!(policy.round(d), formula(d), "{d:?}");
+        }
+        let mut g = Gen(11);
+        for _ in 0..200_000 {
+            let d = g.duration();
+            assert_eq!(policy.round(d), formula(d), "{d:?}");
         }
     }
 

@@ -225,7 +225,9 @@ fn exponential(initial: Duration, factor: f64, steps: u32) -> Duration {
         // the shift would push out a set bit (a 128-bit multiply is a long
         // routine on 32-bit targets).
         return if steps <= base.leading_zeros() {
-            from_nanos(base << steps)
+            // `base` is not zero: at most 127 leading zeros, so no shift
+            // reaches the width.
+            from_nanos(base.wrapping_shl(steps))
         } else {
             Duration::MAX
         };

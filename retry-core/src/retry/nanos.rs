@@ -34,8 +34,10 @@ pub(crate) fn from_nanos(n: u128) -> Duration {
     let (q1, r1) = (top / NANOS_PER_SEC_64, top % NANOS_PER_SEC_64);
     let bottom = (r1 << 32) | (lo & 0xFFFF_FFFF);
     let (q0, r0) = (bottom / NANOS_PER_SEC_64, bottom % NANOS_PER_SEC_64);
-    // Both quotients are below 2^32; the remainder below 10^9 fits a u32.
-    let sub = u32::try_from(r0).unwrap_or(0);
+    // Both quotients are below 2^32; the remainder is below 10^9 (said again
+    // with `min`: on 32-bit targets it comes from a library call, and
+    // `Duration::new` must see that it cannot carry into the seconds).
+    let sub = u32::try_from(r0).unwrap_or(0).min(999_999_999);
     Duration::new((q1 << 32) | q0, sub)
 }
 

@@ -142,7 +142,18 @@
 //! # Results
 //!
 //! A success carries the value, the number of attempts and the time the whole
-//! call took. A failure is one error type whose variants carry: exhausted (attempts and
+//! call took, when it was measured. Reading a clock costs more than a retrier's
+//! whole success path, so a driver reads one only when something needs time: a
+//! time budget, an attempt timeout, a retry budget, a breaker that times calls,
+//! a sleep, or a caller (or an enabled trace or metric) that asked for the
+//! elapsed time. A call whose first attempt succeeds with none of these reads no
+//! clock, and its success says the time was not measured (this supersedes the
+//! older rule that every success carries its elapsed time). A call that read no
+//! clock before its first attempt starts its clock when that attempt first waits
+//! (an async attempt) or fails: the elapsed time it reports then leaves out what
+//! the first attempt ran before that (its first poll, or, for a blocking
+//! attempt, its whole run). Asking for the elapsed time (the adapters' `measure_elapsed`) makes every
+//! call read the clock at its start and report the whole time. A failure is one error type whose variants carry: exhausted (attempts and
 //! last error), permanent (the original error), budget (attempts and last error),
 //! timed out (attempt number and timeout), cancelled (attempts), refused by the
 //! retry budget, and circuit open (how long until the breaker admits again). Each
@@ -203,7 +214,13 @@
 //!
 //! An attempt abandoned by its caller (dropped, cancelled, panicked) counts as a
 //! failure when it was abandoned after the slow-call duration or its deadline,
-//! and is released without an outcome when abandoned earlier.
+//! and is released without an outcome when abandoned earlier. How long it ran is
+//! measured from its start when the breaker times calls; otherwise the adapters
+//! take its start at its first wait (an async attempt's first pending poll), so
+//! the measured time misses at most that first poll. An abandoned attempt whose
+//! start was never taken (a blocking attempt that panics under a breaker that
+//! does not time calls) is judged by its deadline if it has one, and otherwise
+//! released without an outcome.
 //!
 //! # Retry budget
 //!

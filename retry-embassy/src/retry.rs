@@ -602,10 +602,11 @@ where
                 Action::Done { attempts } => {
                     let elapsed = self.elapsed(tick);
                     return Next::Finished(match self.value.take() {
+                        // Embassy's tick counter is read at every step anyway.
                         Some(value) => Ok(Success {
                             value,
                             attempts,
-                            elapsed,
+                            elapsed: Some(elapsed),
                         }),
                         // `Done` answers only `Succeeded`, which is sent only with a
                         // value in hand; should that ever break, fail the call

@@ -163,6 +163,13 @@ type TransitionHook = dyn Fn(&Transition) + Send + Sync;
 /// a window's `u16` call count can index is a compile-time error, and a config
 /// whose window does not fit the chosen capacity is refused with a typed error.
 ///
+/// The breaker times its calls ([`Breaker::times_calls`]) when an outcome's
+/// duration can change a decision (a time window, a slow-call rule), with the
+/// `metrics` feature (which reports call durations), and when the config names
+/// a slow-call duration of its own: one other than the default 60 s and short
+/// of `Duration::MAX` (an explicit 60 s cannot be told from the default). A
+/// breaker that does not time calls lets a call through without a clock read.
+///
 /// # Abandoned attempts
 /// An attempt whose driver stops waiting for it (the operation panicked, the
 /// attempt's future was dropped by an outer timeout, a `select!` or a task abort,
@@ -170,7 +177,13 @@ type TransitionHook = dyn Fn(&Transition) + Send + Sync;
 /// than the config's slow-call duration, or reached its own deadline, it is
 /// recorded as a failure of the time it ran; otherwise the permit is released
 /// without recording anything, and a half-open probe frees its slot
-/// ([`retry_core::abandoned_outcome`] decides).
+/// ([`retry_core::abandoned_outcome`] decides). How long it ran is known from
+/// its start, taken when the attempt starts if the breaker times calls, and
+/// otherwise when the attempt first waits ([`PermitGuard::waited`]: for an async
+/// attempt, its first pending poll, so the time measured misses at most that
+/// poll). An abandoned attempt with no start (a blocking attempt that panics
+/// under a breaker that does not time calls) is judged by its deadline if it
+/// has one, and otherwise released.
 ///
 /// ```
 /// use core::time::Duration;
@@ -282,7 +295,9 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
         let path = breaker.closed_path();
         SharedBreaker {
             slow_call_duration: breaker.config().slow_call_duration(),
-            times_calls: !path.is_untimed() || cfg!(feature = "metrics"),
+            times_calls: !path.is_untimed()
+                || cfg!(feature = "metrics")
+                || sets_slow_call_duration(breaker.config()),
             inner: Arc::new(Inner {
                 path,
                 cell: Mutex::new(BreakerCell { breaker, origin }),
@@ -501,6 +516,15 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
     }
 }
 
+/// Whether `config` names a slow-call duration of its own (one other than the
+/// default 60 s, and short of `Duration::MAX`, which no call exceeds): its user
+/// asked for calls to be judged by how long they run, so the attempts are
+/// timed, and an abandoned one is judged by the time it ran.
+fn sets_slow_call_duration(config: &BreakerConfig) -> bool {
+    let slow = config.slow_call_duration();
+    slow != BreakerConfig::default().slow_call_duration() && slow < Duration::MAX
+}
+
 impl<const WORDS: usize, const BUCKETS: usize> Breaker for SharedBreaker<WORDS, BUCKETS> {
     #[inline]
     fn request(&self, clock: &dyn Clock) -> Gate {
@@ -562,12 +586,21 @@ impl<const WORDS: usize, const BUCKETS: usize> fmt::Debug for SharedBreaker<WORD
 /// attempt by [`retry_core::abandoned_outcome`] at the time `clock` reads then.
 ///
 /// The guard reads `clock` only when a time is needed and the caller did not
-/// pass one: at the start, if the breaker times calls
-/// ([`Breaker::times_calls`]) or an abandoned attempt is judged by how long it
-/// ran (a slow-call duration short of `Duration::MAX`); at the end, if the
-/// breaker times calls, or the attempt was abandoned. An attempt whose start was
-/// not read has an unmeasured duration (`Duration::ZERO`); abandoned, it can
-/// only be judged by its deadline.
+/// pass one: at the start, only if the breaker times calls
+/// ([`Breaker::times_calls`]); at the end, if the breaker times calls, or the
+/// attempt was abandoned. A breaker that does not time calls thus costs a
+/// successful attempt no clock read at all. An attempt whose start was not
+/// read has an unmeasured duration (`Duration::ZERO`).
+///
+/// An abandoned attempt is judged by how long it ran, which needs its start:
+/// when the guard did not read it, the adapter hands it over with
+/// [`waited`](PermitGuard::waited) when the attempt first waits (an async
+/// attempt's first pending poll, where the adapter reads the clock anyway), so
+/// the time measured misses at most the attempt's first poll. An attempt
+/// abandoned with no start known (a blocking attempt that panics under a
+/// breaker that does not time calls, or a future dropped before its first
+/// poll returned) is judged by its deadline if it has one (past it: a failure),
+/// and otherwise released without an outcome: nothing is learnt from it.
 ///
 /// `B` is any [`Breaker`] handle: a borrowed `&dyn Breaker` for a guard that
 /// lives inside a call, an `Arc<dyn Breaker>` for one that must own its breaker
@@ -599,9 +632,11 @@ impl<B: Breaker, C: Clock> PermitGuard<B, C> {
         let reading = Reading::new(&clock, now);
         match breaker.request(&reading) {
             Gate::Admitted(permit) => {
-                let measured =
-                    breaker.times_calls() || breaker.slow_call_duration() < Duration::MAX;
-                let started = if measured { Some(reading.now()) } else { now };
+                let started = if breaker.times_calls() {
+                    Some(reading.now())
+                } else {
+                    now
+                };
                 Ok(PermitGuard {
                     breaker,
                     permit: Some(permit),
@@ -611,6 +646,18 @@ impl<B: Breaker, C: Clock> PermitGuard<B, C> {
                 })
             }
             Gate::Rejected { until } => Err(until),
+        }
+    }
+
+    /// Tells the guard the attempt is waiting for the first time, at `now` (an
+    /// async attempt's first pending poll): if its start is not known yet, `now`
+    /// becomes its start, so that an attempt abandoned later is judged by how
+    /// long it ran (missing at most its first poll). Does nothing once the
+    /// start is known.
+    #[inline]
+    pub fn waited(&mut self, now: Instant) {
+        if self.started.is_none() {
+            self.started = Some(now);
         }
     }
 

@@ -150,11 +150,43 @@ struct Unannounced {
 /// # Ok::<(), retry_core::PolicyError>(())
 /// ```
 ///
-/// Time is read from the clock only when a step needs it: once when the driver
-/// is made (the call's start, which doubles as the time of the first step), and
-/// once per later [`poll`](Driver::poll). A call whose first attempt succeeds
-/// reads it twice, takes no lock unless a budget or a breaker is set, and
-/// allocates nothing.
+/// # When the clock is read
+/// A clock read costs more than the rest of a first-attempt success, so the
+/// driver reads one only when a step needs time:
+///
+/// - At the call's start, when something will need the time since then: the
+///   policy has a time budget or an attempt timeout
+///   ([`RetryMachine::needs_start_time`]), a retry budget is set (it hears every
+///   step with its time), a breaker that times calls is set
+///   ([`Breaker::times_calls`]: it would read the clock around every attempt
+///   anyway, so the driver reads it and hands the readings on), the settings ask for the elapsed time
+///   ([`Settings::set_measure_elapsed`]), or an enabled trace does (with the
+///   `tracing` feature, a subscriber listening at `WARN`). Such a call reads
+///   the clock again at every later step, and reports the whole time it ran.
+/// - Otherwise the call starts with no reading, and takes its first one (its
+///   time origin) at the first of: the first attempt waits (an async adapter
+///   says so with [`attempt_waiting`](Driver::attempt_waiting) when the
+///   attempt's future first returns pending), the first attempt ends any way but
+///   a success (an error, a failing value, a timeout, a cancellation), or a
+///   breaker turns it away. Every later step reads the clock as above. A first
+///   attempt that succeeds without waiting reads no clock at all: its
+///   [`Success::elapsed`] is `None`. The machine needs no earlier time (no time
+///   budget, no attempt timeout: its answers do not depend on how long the
+///   first attempt ran), and the sleeps are measured from the failure; only the
+///   elapsed time the call reports ([`RetryError::elapsed`], or
+///   [`Success::elapsed`] after a retry) leaves out what ran before the origin:
+///   in an async adapter the first attempt's stretch up to its first wait (the
+///   time of one poll), in a blocking one the whole first attempt. Ask for the
+///   elapsed time to have it whole.
+///
+/// A breaker that does not time calls reads its own time through the
+/// [`PermitGuard`] only when a decision needs it (given the driver's reading
+/// when there is one). The jitter seed, when the settings fix none, is
+/// drawn only before the first event that could draw a delay (an attempt
+/// failed, timed out or was turned away), so a first-attempt success draws none;
+/// a fixed seed gives the same delays either way. A call whose first attempt
+/// succeeds takes no lock unless a budget or a breaker is set, and allocates
+/// nothing.
 ///
 /// Dropping the driver while an attempt runs (the operation panicked, the call's
 /// future was dropped) abandons the attempt: its breaker permit goes back as
@@ -163,9 +195,19 @@ pub struct Driver<'r, T, E, C: Clock + Clone, K: Fn() -> bool> {
     settings: &'r Settings<E>,
     clock: C,
     cancelled: K,
-    machine: RetryMachine,
-    /// The call's origin: core instants are the time since then.
-    start: Instant,
+    /// The retry machine; `None` while a call that needs no time has not
+    /// needed it: before the first attempt ends any way but a success, the
+    /// core's [`RetryMachine::opening`] answers for it.
+    machine: Option<RetryMachine>,
+    /// The opening's first attempt was handed out (by the opening or the
+    /// machine).
+    opened: bool,
+    /// The call's origin: core instants are the time since then. Its start, or
+    /// the first reading of a call that read no clock at its start (`None` until
+    /// then).
+    start: Option<Instant>,
+    /// No seed was fixed and none has been drawn yet.
+    unseeded: bool,
     keep_late_successes: bool,
     value: Option<T>,
     /// The last attempt's value, when a response classifier judged it a failure.
@@ -182,17 +224,100 @@ pub struct Driver<'r, T, E, C: Clock + Clone, K: Fn() -> bool> {
     permit: Option<PermitGuard<&'r dyn Breaker, C>>,
 }
 
+/// The first attempt of a call that needs nothing of a [`Driver`] until that
+/// attempt ends: no breaker, no retry budget, no time budget or attempt
+/// timeout in the policy, elapsed time not asked for, and neither tracing nor
+/// metrics compiled in. An adapter runs [`QuickOpening::attempt`] itself; if it
+/// succeeds, [`QuickOpening::success`] is the call's result (the core's answer
+/// to that success), with no driver built and no clock read unless the attempt
+/// waited. If it ends any other way, [`Driver::after_quick_opening`] takes the
+/// call over from there, as if the driver had run the attempt.
+///
+/// The answers are the core's ([`RetryMachine::opening`]); the adapter only
+/// skips the bookkeeping a failure would need.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QuickOpening {
+    /// The first attempt (number 1, no deadline).
+    pub attempt: Attempt,
+    /// How many attempts the call reports when this one succeeds.
+    attempts: u32,
+}
+
+impl QuickOpening {
+    /// The quick opening of a call under `settings`, if it may take one (see
+    /// the type's docs). The adapter must also know the call cannot be
+    /// cancelled before its first attempt (no cancellation token).
+    #[inline]
+    #[must_use]
+    pub fn of<E>(settings: &Settings<E>) -> Option<QuickOpening> {
+        if observe::ENABLED
+            || settings.breaker().is_some()
+            || settings.budget().is_some()
+            || settings.measures_elapsed()
+        {
+            return None;
+        }
+        match RetryMachine::opening(settings.policy()) {
+            Some((
+                Action::Attempt {
+                    number,
+                    deadline: None,
+                    replays_non_idempotent,
+                },
+                Action::Done { attempts },
+            )) => Some(QuickOpening {
+                attempt: Attempt {
+                    number,
+                    deadline: None,
+                    replays_non_idempotent,
+                },
+                attempts,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The call's result when the first attempt returned `value`. `waited` is
+    /// the time the attempt first waited and the time it ended, when it waited
+    /// (an async attempt that returned pending), for the elapsed time; without
+    /// it the elapsed time is unmeasured (`None`).
+    #[inline]
+    #[must_use]
+    pub fn success<T>(self, value: T, waited: Option<(Instant, Instant)>) -> Success<T> {
+        Success {
+            value,
+            attempts: self.attempts,
+            elapsed: waited.map(|(from, to)| to.saturating_duration_since(from)),
+        }
+    }
+}
+
 impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
-    /// A driver for one call under `settings`, reading time from `clock` (once
-    /// now: the call's start) and asking `cancelled` before every attempt whether
-    /// the call has been cancelled. The jitter seed is the settings' seed, or a
-    /// fresh one.
+    /// A driver for one call under `settings`, reading time from `clock` (now,
+    /// the call's start, if the call needs it: see the type's docs) and asking
+    /// `cancelled` before every attempt whether the call has been cancelled. The
+    /// jitter seed is the settings' seed, or a fresh one drawn when first needed.
+    #[inline]
     pub fn new(settings: &'r Settings<E>, clock: C, cancelled: K) -> Self {
-        let seed = settings.seed().unwrap_or_else(fresh_seed);
-        let start = clock.now();
+        let policy = settings.policy();
+        let timed = RetryMachine::opening(policy).is_none()
+            || settings.budget().is_some()
+            || settings
+                .breaker()
+                .is_some_and(|breaker| breaker.times_calls())
+            || settings.measures_elapsed()
+            || observe::wants_elapsed();
+        let (start, machine) = if timed {
+            let machine = RetryMachine::new(policy, settings.seed().unwrap_or(0));
+            (Some(clock.now()), Some(machine))
+        } else {
+            (None, None)
+        };
         Driver {
             settings,
-            machine: RetryMachine::new(settings.policy(), seed),
+            unseeded: settings.seed().is_none(),
+            machine,
+            opened: false,
             clock,
             cancelled,
             start,
@@ -205,6 +330,27 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
             unlabelled: None,
             permit: None,
         }
+    }
+
+    /// A driver taking over a call whose [`QuickOpening`] attempt ended other
+    /// than by success: poll it with [`Input::Ended`] carrying how the attempt
+    /// ended (not [`Input::Start`]). `start` is when the attempt first waited,
+    /// if it did (the call's time origin then); otherwise the call's clock
+    /// starts at its first reading, as for any call that reads no clock at its
+    /// start (see the type's docs).
+    #[inline]
+    pub fn after_quick_opening(
+        settings: &'r Settings<E>,
+        clock: C,
+        cancelled: K,
+        start: Option<Instant>,
+    ) -> Self {
+        let mut driver = Driver::new(settings, clock, cancelled);
+        driver.opened = true;
+        if driver.start.is_none() {
+            driver.start = start;
+        }
+        driver
     }
 
     /// Keeps a success returned at or after its attempt's deadline. For an
@@ -229,21 +375,61 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
         self.failed_value.take()
     }
 
-    /// The call's start, by the driver's clock.
+    /// The call's time origin, by the driver's clock: its start, or, for a call
+    /// that read no clock at its start, its first reading (`None` before it).
     #[must_use]
-    pub const fn started(&self) -> Instant {
+    pub const fn started(&self) -> Option<Instant> {
         self.start
+    }
+
+    /// Tells the driver that the attempt in flight is waiting (its future
+    /// returned pending): a call that has read no clock yet reads it now, so
+    /// that the time it reports counts the attempt from here on (see the type's
+    /// docs). Costs nothing once the clock has been read.
+    #[inline]
+    pub fn attempt_waiting(&mut self) {
+        if self.start.is_none() {
+            let now = self.clock.now();
+            self.start = Some(now);
+            // The breaker's permit learns its start here too, so an attempt
+            // abandoned from now on is judged by how long it ran.
+            if let Some(permit) = self.permit.as_mut() {
+                permit.waited(now);
+            }
+        }
+    }
+
+    /// Reads the clock; the first reading of a call that read none at its start
+    /// becomes its origin.
+    fn read(&mut self) -> Instant {
+        let now = self.clock.now();
+        if self.start.is_none() {
+            self.start = Some(now);
+        }
+        now
     }
 
     /// Tells the driver what happened since the last step ([`Input::Start`] the
     /// first time); returns what to do next.
     ///
-    /// Reads the clock once, except for [`Input::Start`] (the call's start
-    /// doubles as the moment the call begins). The breaker hears an attempt's
-    /// outcome before the machine.
+    /// Reads the clock at most once, as the type's docs say: never for
+    /// [`Input::Start`] (the call's start doubles as the moment the call
+    /// begins), nor for a first attempt's success in a call that read no clock
+    /// at its start. The breaker hears an attempt's outcome before the machine.
     #[inline]
     #[must_use = "the step says what the adapter must do next"]
     pub fn poll(&mut self, input: Input<T, E>) -> Step<T, E> {
+        // The opening of a call that has needed no time and has no breaker to
+        // ask: the core's opening answers, with none of the bookkeeping a
+        // failure needs (the steps below would do the same, more slowly).
+        let input = if self.machine.is_none() && self.settings.breaker().is_none() {
+            match self.opening(input) {
+                Ok(step) => return step,
+                Err(input) => input,
+            }
+        } else {
+            input
+        };
         let (event, now) = match input {
             Input::Start => {
                 let event = if (self.cancelled)() {
@@ -254,25 +440,79 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                 (event, self.start)
             }
             Input::Ended(ran) => {
-                let now = self.clock.now();
+                // Only a success ends a call that has not needed time yet.
+                let now = match (&ran, self.start) {
+                    (Ran::Returned(Ok(_)), None) => None,
+                    _ => Some(self.read()),
+                };
                 (self.ended(ran, now), now)
             }
-            Input::Slept(Slept::Elapsed) => (Event::Woke, self.clock.now()),
-            Input::Slept(Slept::Cancelled) => (Event::Cancelled, self.clock.now()),
+            Input::Slept(Slept::Elapsed) => (Event::Woke, Some(self.read())),
+            Input::Slept(Slept::Cancelled) => (Event::Cancelled, Some(self.read())),
         };
         self.step(event, now)
     }
 
-    /// The attempt in flight ended as `ran` at `now`: hands the breaker its
-    /// permit back and returns the event for the machine.
-    fn ended(&mut self, ran: Ran<T, E>, now: Instant) -> Event {
+    /// The step for `input` while the call has no machine and no breaker, when
+    /// the core's opening answers it: the first attempt, or that attempt's
+    /// success. `Err` gives back any other input.
+    #[inline]
+    fn opening(&mut self, input: Input<T, E>) -> Result<Step<T, E>, Input<T, E>> {
+        let Some((first, done)) = RetryMachine::opening(self.settings.policy()) else {
+            return Err(input);
+        };
+        match (input, first, done) {
+            (
+                Input::Start,
+                Action::Attempt {
+                    number,
+                    deadline: None,
+                    replays_non_idempotent,
+                },
+                _,
+            ) if !self.opened && !(self.cancelled)() => {
+                self.opened = true;
+                observe::attempt_started(number, replays_non_idempotent);
+                Ok(Step::Attempt(Attempt {
+                    number,
+                    deadline: None,
+                    replays_non_idempotent,
+                }))
+            }
+            // (A call whose clock started while its attempt waited measures.)
+            (Input::Ended(Ran::Returned(Ok(value))), _, Action::Done { attempts })
+                if self.opened && self.start.is_none() =>
+            {
+                if observe::ENABLED {
+                    self.unlabelled = Some((attempts, Event::Succeeded));
+                    self.label(Event::Succeeded, &done);
+                }
+                Ok(Step::Finished(Ok(Success {
+                    value,
+                    attempts,
+                    elapsed: None,
+                })))
+            }
+            (input, _, _) => Err(input),
+        }
+    }
+
+    /// The attempt in flight ended as `ran` at `now` (`None`: not read, the call
+    /// needing no time): hands the breaker its permit back and returns the event
+    /// for the machine.
+    fn ended(&mut self, ran: Ran<T, E>, now: Option<Instant>) -> Event {
         // The attempt in flight is the machine's latest.
-        let number = self.machine.attempts();
+        let number = self.attempts();
         // The core's deadline rule: an outcome at or after the deadline is a
-        // timeout, whoever's clock reported it first.
-        // (No subtraction on the hot path: without a deadline nothing is late.)
-        let deadline = self.machine.next_deadline();
-        let late = deadline.is_some() && attempt_timed_out(deadline, since(self.start, now));
+        // timeout, whoever's clock reported it first. (A deadline makes the call
+        // read the clock from its start; without one nothing is late.)
+        let deadline = self.machine.as_ref().and_then(RetryMachine::next_deadline);
+        let late = match (deadline, self.start, now) {
+            (Some(deadline), Some(start), Some(now)) => {
+                attempt_timed_out(Some(deadline), since(start, now))
+            }
+            _ => false,
+        };
         let timed_out = match &ran {
             Ran::TimedOut => true,
             Ran::Returned(Ok(_)) => late && !self.keep_late_successes,
@@ -322,7 +562,7 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
         // Checked before taking: the path without a breaker moves nothing.
         if self.permit.is_some() {
             if let Some(permit) = self.permit.take() {
-                permit.finish(event, Some(now));
+                permit.finish(event, now);
             }
         }
         if observe::ENABLED {
@@ -331,18 +571,32 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
         event
     }
 
-    /// Tells the machine `event` at `now` and carries out its answers until one
-    /// needs the adapter (an attempt or a sleep) or the call is over.
-    fn step(&mut self, mut event: Event, now: Instant) -> Step<T, E> {
+    /// Tells the machine `event` at `now` (`None`: the call has read no clock,
+    /// and is still at its origin) and carries out its answers until one needs
+    /// the adapter (an attempt or a sleep) or the call is over.
+    fn step(&mut self, mut event: Event, now: Option<Instant>) -> Step<T, E> {
         let settings = self.settings;
         loop {
             // One subtraction serves the machine and the call's elapsed time.
-            let elapsed = now.saturating_duration_since(self.start);
-            let at = retry_core::Instant::from_duration(elapsed);
-            let action = self.machine.poll(event, at);
-            let answer = settings
-                .budget()
-                .and_then(|budget| budget.feed(&self.machine, event, action, now));
+            let elapsed = match (now, self.start) {
+                (Some(now), Some(start)) => Some(now.saturating_duration_since(start)),
+                _ => None,
+            };
+            let at = elapsed.map_or(
+                retry_core::Instant::ORIGIN,
+                retry_core::Instant::from_duration,
+            );
+            let action = self.tell(event, at);
+            let answer = match (settings.budget(), &self.machine) {
+                (Some(budget), Some(machine)) => {
+                    // A budget makes the call read the clock from its start
+                    // and at every step: `now` is there.
+                    let now = now.or(self.start).unwrap_or_else(|| self.clock.now());
+                    budget.feed(machine, event, action, now)
+                }
+                // (A budget makes the call build its machine at once.)
+                _ => None,
+            };
             if observe::ENABLED && !matches!(action, Action::Withdraw { .. }) {
                 self.label(event, &action);
             }
@@ -356,16 +610,24 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                     if (self.cancelled)() {
                         Event::Cancelled
                     } else {
-                        let deadline =
-                            deadline.and_then(|d| self.start.checked_add(d.as_duration()));
+                        // A deadline makes the call read the clock from its start.
+                        let deadline = deadline
+                            .zip(self.start)
+                            .and_then(|(d, start)| start.checked_add(d.as_duration()));
                         if let Some(breaker) = settings.breaker() {
                             let clock = self.clock.clone();
-                            match PermitGuard::request(&**breaker, clock, Some(now), deadline) {
+                            match PermitGuard::request(&**breaker, clock, now, deadline) {
                                 Ok(permit) => self.permit = Some(permit),
                                 Err(until) => {
                                     observe::rejected(number);
+                                    // The machine's clock needs an origin to
+                                    // place the breaker's time on.
+                                    let origin = match self.start {
+                                        Some(start) => start,
+                                        None => self.read(),
+                                    };
                                     event = Event::Rejected {
-                                        until: until.map(|u| since(self.start, u)),
+                                        until: until.map(|u| since(origin, u)),
                                     };
                                     continue;
                                 }
@@ -388,7 +650,10 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                     self.announce(delay, Some(reason));
                     observe::sleeping(delay, reason, settings.policy().backoff().name());
                     return Step::Sleep(Sleep {
-                        until: self.start.checked_add(until.as_duration()),
+                        // A sleep follows a failure, which read the clock.
+                        until: self
+                            .start
+                            .and_then(|start| start.checked_add(until.as_duration())),
                         delay,
                         reason,
                     });
@@ -396,6 +661,9 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                 // Without a budget nobody can refuse: the retry goes on.
                 Action::Withdraw { .. } => answer.unwrap_or(Event::Granted),
                 Action::GiveUp(give_up) => {
+                    // No reading: the call gave up at its origin (cancelled
+                    // before its first attempt).
+                    let elapsed = elapsed.unwrap_or_default();
                     observe::gave_up(&give_up, elapsed);
                     if matches!(
                         give_up.reason,
@@ -429,14 +697,58 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                         None => Err(RetryError::new(
                             GiveUpReason::NotStarted,
                             attempts,
-                            elapsed,
+                            elapsed.unwrap_or_default(),
                             self.last_error.take(),
                         )
-                        .with_last_failure(self.machine.last_failure())
+                        .with_last_failure(
+                            self.machine.as_ref().and_then(RetryMachine::last_failure),
+                        )
                         .with_last_error_attempt(Some(self.last_error_attempt))),
                     });
                 }
             };
+        }
+    }
+
+    /// Tells the machine `event` at `at`; while the call has no machine, the
+    /// core's opening answers the start and the first attempt's success, and
+    /// anything else builds the machine (replaying the start: a call without
+    /// one needs no time, so the answer is the same) and tells it.
+    #[inline]
+    fn tell(&mut self, event: Event, at: retry_core::Instant) -> Action {
+        if self.machine.is_none() {
+            if let Some((first, done)) = RetryMachine::opening(self.settings.policy()) {
+                match event {
+                    Event::Start if !self.opened => {
+                        self.opened = true;
+                        return first;
+                    }
+                    Event::Succeeded if self.opened => return done,
+                    _ => {}
+                }
+            }
+        }
+        let (settings, opened) = (self.settings, self.opened);
+        let machine = self.machine.get_or_insert_with(|| {
+            let mut machine = RetryMachine::new(settings.policy(), settings.seed().unwrap_or(0));
+            if opened {
+                let _ = machine.poll(Event::Start, retry_core::Instant::ORIGIN);
+            }
+            machine
+        });
+        if self.unseeded && !matches!(event, Event::Start | Event::Succeeded) {
+            // The first event that may draw a delay: draw the seed now.
+            machine.set_seed(fresh_seed());
+            self.unseeded = false;
+        }
+        machine.poll(event, at)
+    }
+
+    /// How many attempts have started.
+    fn attempts(&self) -> u32 {
+        match &self.machine {
+            Some(machine) => machine.attempts(),
+            None => u32::from(self.opened),
         }
     }
 
@@ -469,7 +781,7 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
             }
             None if action.is_terminal() => {
                 if let Some(outcome) = retry_core::attempt_outcome(event, action) {
-                    let next = self.machine.attempts().saturating_add(1);
+                    let next = self.attempts().saturating_add(1);
                     observe::stopped_before(next, AttemptOutcome::label(outcome), event);
                 }
             }

@@ -63,6 +63,20 @@ pub fn describe_metrics() {
     }
 }
 
+/// Whether an enabled trace asks for a call's elapsed time (the give-up
+/// warning carries it): the driver then reads the clock at the call's start.
+#[inline]
+pub(crate) fn wants_elapsed() -> bool {
+    #[cfg(feature = "tracing")]
+    {
+        tracing::enabled!(tracing::Level::WARN)
+    }
+    #[cfg(not(feature = "tracing"))]
+    {
+        false
+    }
+}
+
 /// An attempt starts.
 #[inline]
 pub(crate) fn attempt_started(number: u32, replays_non_idempotent: bool) {

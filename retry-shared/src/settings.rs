@@ -33,6 +33,7 @@ pub struct Settings<E> {
     on_give_up: Option<Arc<GiveUpHook<E>>>,
     budget: Option<Arc<dyn Budget>>,
     breaker: Option<Arc<dyn Breaker>>,
+    measure_elapsed: bool,
 }
 
 impl<E> Settings<E> {
@@ -48,6 +49,7 @@ impl<E> Settings<E> {
             on_give_up: None,
             budget: None,
             breaker: None,
+            measure_elapsed: false,
         }
     }
 
@@ -91,6 +93,21 @@ impl<E> Settings<E> {
     /// Asks `breaker` before every attempt.
     pub fn set_breaker(&mut self, breaker: impl Breaker + 'static) {
         self.breaker = Some(Arc::new(breaker));
+    }
+
+    /// Makes every call read the clock at its start, so that it reports the
+    /// whole time it ran: in every [`Success`](retry_core::Success), and from
+    /// the start in every [`RetryError`] (see the [`Driver`](crate::Driver)'s
+    /// rule for when the clock is read otherwise).
+    pub fn set_measure_elapsed(&mut self) {
+        self.measure_elapsed = true;
+    }
+
+    /// Whether every call reads the clock at its start
+    /// ([`set_measure_elapsed`](Self::set_measure_elapsed)).
+    #[must_use]
+    pub const fn measures_elapsed(&self) -> bool {
+        self.measure_elapsed
     }
 
     /// The classifier's verdict on `error` (every error is retryable without one).
@@ -137,6 +154,7 @@ impl<E> Clone for Settings<E> {
             on_give_up: self.on_give_up.clone(),
             budget: self.budget.clone(),
             breaker: self.breaker.clone(),
+            measure_elapsed: self.measure_elapsed,
         }
     }
 }
@@ -151,6 +169,7 @@ impl<E> fmt::Debug for Settings<E> {
             .field("on_give_up", &self.on_give_up.is_some())
             .field("budget", &self.budget)
             .field("breaker", &self.breaker)
+            .field("measure_elapsed", &self.measure_elapsed)
             .finish()
     }
 }
@@ -234,6 +253,20 @@ macro_rules! retry_builder_methods {
         #[must_use]
         pub fn breaker(mut self, breaker: impl $crate::Breaker + 'static) -> Self {
             self.settings.set_breaker(breaker);
+            self
+        }
+
+        /// Makes every call read the clock at its start and report the whole
+        /// time it ran. By default a call reads no clock until something needs
+        /// time (a time budget, an attempt timeout, a retry budget, a sleep): a
+        /// call whose first attempt succeeds at once then reports
+        /// [`Success::elapsed`](retry_core::Success::elapsed) as `None`, and one
+        /// whose first attempt fails counts its time from that attempt's first
+        /// wait (an async attempt) or its end (a blocking one). Reading the
+        /// clock costs more than the rest of a first-attempt success.
+        #[must_use]
+        pub fn measure_elapsed(mut self) -> Self {
+            self.settings.set_measure_elapsed();
             self
         }
     };

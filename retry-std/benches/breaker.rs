@@ -6,11 +6,10 @@
 //!   `retry_std::Retry` (1 attempt, a `SharedBreaker`); `shared_breaker` is the
 //!   breaker alone as the driver asks it: a `PermitGuard` requested with no
 //!   time read beforehand, the operation, `finish` (the guard and the breaker
-//!   read the system clock only when they need a time: here once, for the
-//!   attempt's start, because an attempt abandoned past the 60 s slow-call
-//!   duration is recorded as a failure); `shared_breaker_untimed` is the same
-//!   with a slow-call duration of `Duration::MAX` (nothing needs a time, no
-//!   clock is read); the peers' `call`.
+//!   read the system clock only when they need a time: with the default
+//!   config, never on a closed breaker's success); `shared_breaker_untimed` is
+//!   the same with a slow-call duration of `Duration::MAX` (no clock read
+//!   either); the peers' `call`.
 //! - `two_threads_mix`: 200,000 calls, every 5th failing, split over two threads
 //!   sharing one breaker; the time is per call.
 //!

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use retry_core::{RetryError, RetryPolicy, Success};
-use retry_shared::{Driver, Input, Ran, Settings, Sleep, Step};
+use retry_shared::{Driver, Input, QuickOpening, Ran, Settings, Sleep, Step};
 
 use crate::cancel::CancelToken;
 use crate::clock::{Clock, Sleeper, Slept, SystemClock, ThreadSleeper};
@@ -196,11 +196,36 @@ impl<E> Retry<E> {
     where
         F: FnMut(&AttemptContext) -> Result<T, E>,
     {
+        // A call that needs nothing of the driver until its first attempt ends
+        // runs that attempt itself (the core's opening); only a failure builds
+        // the driver, which takes the call over from there.
+        let quick = if self.cancel.is_none() {
+            QuickOpening::of(&self.settings)
+        } else {
+            None
+        };
         let cancel = self.cancel.clone().unwrap_or(CancelToken::never());
         let clock = CallClock(self.clock.as_deref());
-        let mut driver = Driver::new(&self.settings, clock, || cancel.is_cancelled());
+        let cancelled = || cancel.is_cancelled();
+        let (mut driver, mut input) = match quick {
+            None => (Driver::new(&self.settings, clock, cancelled), Input::Start),
+            Some(quick) => {
+                let context = AttemptContext {
+                    attempt: quick.attempt.number,
+                    deadline: None,
+                    replays_non_idempotent: quick.attempt.replays_non_idempotent,
+                    cancel: CancelToken::never(),
+                };
+                match op(&context) {
+                    Ok(value) => return Ok(quick.success(value, None)),
+                    Err(error) => (
+                        Driver::after_quick_opening(&self.settings, clock, cancelled, None),
+                        Input::Ended(Ran::Returned(Err(error))),
+                    ),
+                }
+            }
+        };
         driver.keep_late_successes();
-        let mut input = Input::Start;
         loop {
             input = match driver.poll(input) {
                 Step::Attempt(attempt) => {

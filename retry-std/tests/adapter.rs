@@ -78,7 +78,7 @@ fn success_on_the_third_attempt() {
         .unwrap();
     assert_eq!(done.value, 30);
     assert_eq!(done.attempts, 3);
-    assert_eq!(done.elapsed, Duration::from_secs(3));
+    assert_eq!(done.elapsed, Some(Duration::from_secs(3)));
     assert_eq!(sleeper.sleeps(), secs(&[1, 2]));
 }
 
@@ -202,7 +202,7 @@ fn a_retry_after_hint_from_the_classifier_is_honoured() {
         .unwrap();
     assert_eq!(done.attempts, 2);
     assert_eq!(sleeper.sleeps(), secs(&[7]));
-    assert_eq!(done.elapsed, Duration::from_secs(7));
+    assert_eq!(done.elapsed, Some(Duration::from_secs(7)));
     assert_eq!(*reasons.lock().unwrap(), [Some(SleepReason::Hint)]);
 }
 
@@ -610,4 +610,49 @@ fn a_retrier_is_send_and_sync_and_reusable() {
         let _ = retry.call(|_| Err::<(), _>(Boom::Fatal));
     }
     assert_eq!(sleeper.sleeps(), secs(&[1, 1]));
+}
+
+/// When the clock is read (see `retry_shared::Driver`): a blocking call that
+/// needs no time reads none until an attempt fails, so a first-attempt success
+/// measures nothing and a first attempt's own run time is left out of what a
+/// failed call reports; `measure_elapsed` reads it from the start.
+#[test]
+fn elapsed_without_and_with_measure_elapsed() {
+    let (retry, clock, _) = virtual_retry(exponential(3));
+    let slow_first = |clock: &ManualClock, ctx: &retry_std::AttemptContext| {
+        clock.advance(Duration::from_secs(2));
+        if ctx.attempt() < 3 {
+            Err(Boom::Transient(ctx.attempt()))
+        } else {
+            Ok(ctx.attempt())
+        }
+    };
+    let done = retry.call(|_| Ok::<_, Boom>(1)).unwrap();
+    assert_eq!(done.elapsed, None);
+    // Attempts of 2 s each and delays of 1 and 2 s: attempt 1's 2 s are left out.
+    let done = retry.call(|ctx| slow_first(&clock, ctx)).unwrap();
+    assert_eq!(done.elapsed, Some(Duration::from_secs(1 + 2 + 2 + 2)));
+    let err = retry
+        .call(|_| {
+            clock.advance(Duration::from_secs(2));
+            Err::<(), _>(Boom::Fatal)
+        })
+        .unwrap_err();
+    // Every error is retryable here: three attempts, attempt 1's 2 s left out.
+    assert_eq!(err.attempts(), 3);
+    assert_eq!(err.elapsed(), Duration::from_secs(1 + 2 + 2 + 2));
+
+    let (retry, clock, _) = virtual_retry(exponential(3));
+    let retry = retry.measure_elapsed();
+    let done = retry.call(|_| Ok::<_, Boom>(1)).unwrap();
+    assert_eq!(done.elapsed, Some(Duration::ZERO));
+    let done = retry.call(|ctx| slow_first(&clock, ctx)).unwrap();
+    assert_eq!(done.elapsed, Some(Duration::from_secs(2 + 1 + 2 + 2 + 2)));
+    let err = retry
+        .call(|_| {
+            clock.advance(Duration::from_secs(2));
+            Err::<(), _>(Boom::Fatal)
+        })
+        .unwrap_err();
+    assert_eq!(err.elapsed(), Duration::from_secs(2 + 1 + 2 + 2 + 2));
 }

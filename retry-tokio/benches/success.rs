@@ -1,6 +1,12 @@
 //! The async adapter when the first attempt succeeds, against awaiting the future
 //! directly and against backon's `Retryable` on the same future.
 //! Run: `cargo bench -p retry-tokio --bench success`.
+//!
+//! The first attempt succeeds at once, so `retry_tokio` reads no clock (see
+//! `retry_shared::Driver`): tokio's `test-util` feature, which the bench
+//! inherits from the dev-dependencies and which makes every clock read check
+//! for paused time, does not touch that row; it does touch
+//! `retry_tokio_measured`, which reads the clock twice.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
@@ -40,6 +46,13 @@ fn bench(c: &mut Criterion) {
     g.bench_function("retry_tokio", |b| {
         b.to_async(&rt)
             .iter(|| async { black_box(retrier.call(|_| op(1)).await.map(|s| s.value)) })
+    });
+    // The same call asked to measure its elapsed time: two clock reads (with
+    // this bench's tokio `test-util`, each also checks for paused time).
+    let measured = retrier.clone().measure_elapsed();
+    g.bench_function("retry_tokio_measured", |b| {
+        b.to_async(&rt)
+            .iter(|| async { black_box(measured.call(|_| op(1)).await.map(|s| s.value)) })
     });
     g.bench_function("backon_retryable", |b| {
         b.to_async(&rt).iter(|| async {

@@ -6,7 +6,7 @@ use core::future::Future;
 use core::time::Duration;
 
 use retry_core::{RetryError, RetryPolicy, Success};
-use retry_shared::{Clock, Driver, Input, Ran, Settings, Slept, Step};
+use retry_shared::{Clock, Driver, Input, QuickOpening, Ran, Settings, Slept, Step};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -147,6 +147,68 @@ impl<E> fmt::Debug for Retry<E> {
     }
 }
 
+/// One call's loop: the driver's steps, carried out with `op` under `cancel`.
+/// Written once for every call method, inline in each (no inner future to
+/// build and move on the success path).
+macro_rules! drive {
+    ($retry:ident, $cancel:ident, $op:ident) => {{
+        let cancel = $cancel;
+        // A call that needs nothing of the driver until its first attempt ends
+        // runs that attempt itself (the core's opening); only a failure builds
+        // the driver, which takes the call over from there.
+        let quick = if cancel.is_none() {
+            QuickOpening::of(&$retry.settings)
+        } else {
+            None
+        };
+        let cancelled = || cancel.is_cancelled();
+        let (mut driver, mut input) = match quick {
+            None => (
+                Driver::new(&$retry.settings, TokioClock, cancelled),
+                Input::Start,
+            ),
+            Some(quick) => {
+                let mut waited = None;
+                let attempt = $op(context(&quick.attempt, cancel));
+                let result = noting_first_wait(attempt, || waited = Some(TokioClock.now())).await;
+                match result {
+                    Ok(value) => {
+                        let waited = waited.map(|from| (from, TokioClock.now()));
+                        return Ok(quick.success(value, waited));
+                    }
+                    Err(error) => (
+                        Driver::after_quick_opening(
+                            &$retry.settings,
+                            TokioClock,
+                            cancelled,
+                            waited,
+                        ),
+                        Input::Ended(Ran::Returned(Err(error))),
+                    ),
+                }
+            }
+        };
+        loop {
+            input = match driver.poll(input) {
+                Step::Attempt(attempt) => {
+                    let context = context(&attempt, cancel);
+                    let attempt_future =
+                        noting_first_wait($op(context), || driver.attempt_waiting());
+                    // Nothing to race it with (the common case): awaited in
+                    // place, not moved into a racing future.
+                    Input::Ended(if attempt.deadline.is_none() && cancel.is_none() {
+                        Ran::Returned(attempt_future.await)
+                    } else {
+                        run_attempt(attempt_future, attempt.deadline, cancel).await
+                    })
+                }
+                Step::Sleep(sleep) => Input::Slept(sleep_until(sleep, cancel).await),
+                Step::Finished(result) => break result,
+            };
+        }
+    }};
+}
+
 impl<E> Retry<E> {
     /// A retrier following `policy`, with every error retryable, a fresh OS seed
     /// per call, no hooks, no cancellation token, no budget and no breaker.
@@ -188,12 +250,16 @@ impl<E> Retry<E> {
     /// A [`RetryError`] carrying the core's reason (exhausted, permanent, budget,
     /// timed out, cancelled, retry budget, circuit open), the number of attempts,
     /// the elapsed time and the last error.
-    pub async fn call<T, F, Fut>(&self, op: F) -> Result<Success<T>, RetryError<E>>
+    pub async fn call<T, F, Fut>(&self, mut op: F) -> Result<Success<T>, RetryError<E>>
     where
         F: FnMut(AttemptContext) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        self.run(self.cancel(None), op).await
+        let cancel = self.cancel(None);
+        #[cfg(feature = "tracing")]
+        return self.instrument(async { drive!(self, cancel, op) }).await;
+        #[cfg(not(feature = "tracing"))]
+        drive!(self, cancel, op)
     }
 
     /// Like [`Retry::call`], cancelled by `token` (as well as by the retrier's
@@ -228,13 +294,17 @@ impl<E> Retry<E> {
     pub async fn call_with<T, F, Fut>(
         &self,
         token: &CancellationToken,
-        op: F,
+        mut op: F,
     ) -> Result<Success<T>, RetryError<E>>
     where
         F: FnMut(AttemptContext) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        self.run(self.cancel(Some(token)), op).await
+        let cancel = self.cancel(Some(token));
+        #[cfg(feature = "tracing")]
+        return self.instrument(async { drive!(self, cancel, op) }).await;
+        #[cfg(not(feature = "tracing"))]
+        drive!(self, cancel, op)
     }
 
     /// The tokens that cancel one call.
@@ -245,38 +315,14 @@ impl<E> Retry<E> {
         }
     }
 
-    async fn run<T, F, Fut>(
-        &self,
-        cancel: Cancel<'_>,
-        mut op: F,
-    ) -> Result<Success<T>, RetryError<E>>
-    where
-        F: FnMut(AttemptContext) -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-    {
-        let call = async {
-            let mut driver = Driver::new(&self.settings, TokioClock, || cancel.is_cancelled());
-            let mut input = Input::Start;
-            loop {
-                input = match driver.poll(input) {
-                    Step::Attempt(attempt) => {
-                        let context = context(&attempt, cancel);
-                        Input::Ended(run_attempt(op(context), attempt.deadline, cancel).await)
-                    }
-                    Step::Sleep(sleep) => Input::Slept(sleep_until(sleep, cancel).await),
-                    Step::Finished(result) => return result,
-                };
-            }
-        };
-        self.instrument(call).await
-    }
-
     /// The settings every call follows.
+    #[cfg(feature = "tower")]
     pub(crate) const fn settings(&self) -> &Settings<E> {
         &self.settings
     }
 
     /// The retrier's own cancellation token.
+    #[cfg(feature = "tower")]
     pub(crate) const fn cancel_token_ref(&self) -> Option<&CancellationToken> {
         self.cancel.as_ref()
     }
@@ -318,21 +364,10 @@ impl<E> Retry<E> {
         F: AsyncFnMut(AttemptContext) -> Result<T, E>,
     {
         let cancel = self.cancel(None);
-        let call = async {
-            let mut driver = Driver::new(&self.settings, TokioClock, || cancel.is_cancelled());
-            let mut input = Input::Start;
-            loop {
-                input = match driver.poll(input) {
-                    Step::Attempt(attempt) => {
-                        let context = context(&attempt, cancel);
-                        Input::Ended(run_attempt(op(context), attempt.deadline, cancel).await)
-                    }
-                    Step::Sleep(sleep) => Input::Slept(sleep_until(sleep, cancel).await),
-                    Step::Finished(result) => return result,
-                };
-            }
-        };
-        self.instrument(call).await
+        #[cfg(feature = "tracing")]
+        return self.instrument(async { drive!(self, cancel, op) }).await;
+        #[cfg(not(feature = "tracing"))]
+        drive!(self, cancel, op)
     }
 
     #[cfg(feature = "tracing")]
@@ -345,7 +380,7 @@ impl<E> Retry<E> {
         ))
     }
 
-    #[cfg(not(feature = "tracing"))]
+    #[cfg(all(feature = "tower", not(feature = "tracing")))]
     pub(crate) fn instrument<X: Future>(&self, call: X) -> X {
         call
     }
@@ -383,6 +418,11 @@ pub(crate) struct Cancel<'a> {
 }
 
 impl Cancel<'_> {
+    /// Whether the call has no token at all: nothing can cancel it.
+    pub(crate) const fn is_none(self) -> bool {
+        self.call.is_none() && self.retry.is_none()
+    }
+
     /// Whether either token is cancelled.
     pub(crate) fn is_cancelled(self) -> bool {
         self.call.is_some_and(CancellationToken::is_cancelled)
@@ -421,6 +461,27 @@ pub(crate) async fn sleep_until(sleep: retry_shared::Sleep, cancel: Cancel<'_>) 
         () = cancel.cancelled() => Slept::Cancelled,
         () = tokio::time::sleep_until(wake) => Slept::Elapsed,
     }
+}
+
+/// `attempt`, calling `on_wait` the first time it returns pending: the driver
+/// then starts the call's clock if it has not read it yet (see
+/// [`Driver::attempt_waiting`]). An attempt that finishes at its first poll
+/// calls nothing.
+pub(crate) async fn noting_first_wait<F: Future>(
+    attempt: F,
+    mut on_wait: impl FnMut(),
+) -> F::Output {
+    let mut attempt = core::pin::pin!(attempt);
+    let mut told = false;
+    core::future::poll_fn(|cx| {
+        let poll = attempt.as_mut().poll(cx);
+        if poll.is_pending() && !told {
+            told = true;
+            on_wait();
+        }
+        poll
+    })
+    .await
 }
 
 /// Runs one attempt, bounded by its deadline and the cancellation tokens. An

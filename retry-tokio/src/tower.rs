@@ -23,7 +23,9 @@ use retry_core::{Event, Failure, RetryError};
 use retry_shared::{Breaker, Clock as _, Driver, Input, PermitGuard, Ran, Step};
 use tower::{Layer, Service};
 
-use crate::retry::{context, run_attempt, sleep_until, Cancel, Retry, TokioClock};
+use crate::retry::{
+    context, noting_first_wait, run_attempt, sleep_until, Cancel, Retry, TokioClock,
+};
 use crate::AttemptContext;
 
 mod hedge;
@@ -347,6 +349,7 @@ where
                                 core::future::poll_fn(|cx| service.poll_ready(cx)).await?;
                                 service.call(request).await
                             };
+                            let sent = noting_first_wait(sent, || driver.attempt_waiting());
                             let ran = match run_attempt(sent, attempt.deadline, cancel).await {
                                 Ran::Returned(Ok(response)) => {
                                     match responses.classify(&response) {

@@ -255,3 +255,47 @@ async fn a_dropped_retry_leaves_the_budget_as_the_core_says() {
     assert_eq!(done.attempts, 1);
     assert_eq!(budget.tokens().whole(), 496);
 }
+
+/// With the default slow-call duration (60 s) the breaker does not time calls,
+/// so no clock is read when the probe starts; the attempt's first wait gives its
+/// start instead. Dropped after 61 s of waiting it is a failed (slow) probe and
+/// the breaker opens again; dropped after 10 s it is released.
+#[tokio::test(start_paused = true)]
+async fn with_the_default_slow_call_duration_a_probe_is_judged_from_its_first_wait() {
+    let config = BreakerConfig::builder()
+        .failure_threshold(1)
+        .open_duration(Duration::from_millis(50))
+        .half_open_permits(1)
+        .build()
+        .unwrap();
+    let breaker = SharedBreaker::new(config).unwrap();
+    let retry = Retry::<&str>::new(one_attempt()).breaker(breaker.clone());
+    let _ = retry.call(|_| async { Err::<(), _>("down") }).await;
+    assert_eq!(breaker.state(), BreakerState::Open);
+    tokio::time::sleep(Duration::from_millis(80)).await;
+
+    let early = tokio::time::timeout(
+        Duration::from_secs(10),
+        retry.call(|_| pending::<Result<(), &str>>()),
+    )
+    .await;
+    assert!(early.is_err(), "the outer timeout fired");
+    assert_eq!(
+        breaker.state(),
+        BreakerState::HalfOpen,
+        "released, not judged"
+    );
+    assert_eq!(breaker.snapshot().probes_in_flight(), 0);
+
+    let late = tokio::time::timeout(
+        Duration::from_secs(61),
+        retry.call(|_| pending::<Result<(), &str>>()),
+    )
+    .await;
+    assert!(late.is_err(), "the outer timeout fired");
+    assert_eq!(
+        breaker.state(),
+        BreakerState::Open,
+        "a probe abandoned past the slow-call duration is a failed probe"
+    );
+}

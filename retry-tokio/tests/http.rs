@@ -78,7 +78,7 @@ async fn one_line_classifier_honours_retry_after() {
         .await
         .unwrap();
     assert_eq!(done.attempts, 2);
-    assert_eq!(done.elapsed, Duration::from_secs(3));
+    assert_eq!(done.elapsed, Some(Duration::from_secs(3)));
 
     let err = Retry::new(policy)
         .classify(response_failure)

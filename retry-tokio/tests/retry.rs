@@ -52,7 +52,7 @@ async fn success_reports_value_attempts_and_elapsed() {
     .unwrap();
     assert_eq!(done.value, 2);
     assert_eq!(done.attempts, 3);
-    assert_eq!(done.elapsed, Duration::from_secs(3));
+    assert_eq!(done.elapsed, Some(Duration::from_secs(3)));
 }
 
 #[tokio::test(start_paused = true)]
@@ -319,4 +319,68 @@ async fn error_displays_code_and_last_error() {
         err.to_string(),
         "retry.exhausted: gave up after 2 attempts in 1s: refused"
     );
+}
+
+/// When the clock is read (see `retry_shared::Driver`): a first attempt that
+/// succeeds at once, in a call that needs no time, measures nothing; one that
+/// waits starts the call's clock when it first waits, so its time counts.
+#[tokio::test(start_paused = true)]
+async fn elapsed_is_unmeasured_only_for_a_first_attempt_that_succeeds_at_once() {
+    let retrier = Retry::<&str>::new(exponential(3));
+    let at_once = retrier.call(|_ctx| async { Ok(1) }).await.unwrap();
+    assert_eq!((at_once.attempts, at_once.elapsed), (1, None));
+
+    let waited = retrier
+        .call(|_ctx| async {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            Ok(2)
+        })
+        .await
+        .unwrap();
+    assert_eq!(waited.elapsed, Some(Duration::from_secs(2)));
+
+    // A first attempt that waits 2 s, then fails: its 2 s count, then the 1 s
+    // delay, then attempt 2 succeeds at once.
+    let retried = retrier
+        .call(|ctx| async move {
+            if ctx.is_first() {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                Err("busy")
+            } else {
+                Ok(3)
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        (retried.attempts, retried.elapsed),
+        (2, Some(Duration::from_secs(3)))
+    );
+
+    let failed = retrier
+        .call(|_ctx| async {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            Err::<(), _>("down")
+        })
+        .await
+        .unwrap_err();
+    // 2 + 1 + 2 + 2 + 2: every attempt's wait and both delays.
+    assert_eq!(failed.elapsed(), Duration::from_secs(9));
+}
+
+#[tokio::test(start_paused = true)]
+async fn measure_elapsed_reads_the_clock_from_the_start() {
+    let retrier = Retry::<&str>::new(exponential(3)).measure_elapsed();
+    let at_once = retrier.call(|_ctx| async { Ok(1) }).await.unwrap();
+    assert_eq!(at_once.elapsed, Some(Duration::ZERO));
+    // An attempt timeout needs the start too, and so measures it.
+    let timed = RetryPolicy::builder()
+        .attempt_timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let done = Retry::<&str>::new(timed)
+        .call(|_ctx| async { Ok(1) })
+        .await
+        .unwrap();
+    assert_eq!(done.elapsed, Some(Duration::ZERO));
 }

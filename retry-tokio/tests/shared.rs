@@ -92,7 +92,7 @@ async fn waiting_out_an_open_breaker_then_closing_it() {
         .unwrap();
     assert_eq!(done.value, "fine");
     assert_eq!(done.attempts, 1);
-    assert_eq!(done.elapsed, Duration::from_secs(5));
+    assert_eq!(done.elapsed, Some(Duration::from_secs(5)));
     assert_eq!(breaker.state(), BreakerState::Closed);
 }
 

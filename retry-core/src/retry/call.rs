@@ -7,16 +7,26 @@ use core::time::Duration;
 use super::machine::GiveUpReason;
 use crate::classify::FailureKind;
 
-/// A call that succeeded: the value, how many attempts it took and how long the
-/// whole call ran, delays included (see [the rules](crate::behaviour#results)).
+/// A call that succeeded: the value, how many attempts it took and, when the
+/// driver measured it, how long the whole call ran, delays included (see
+/// [the rules](crate::behaviour#results)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Success<T> {
     /// What the successful attempt returned.
     pub value: T,
     /// How many attempts ran, the successful one included.
     pub attempts: u32,
-    /// From the start of the call to the end of the successful attempt.
-    pub elapsed: Duration,
+    /// How long the call ran, to the end of the successful attempt; `None` when
+    /// the call read no clock. A driver reads none when nothing needed time: the
+    /// first attempt succeeded, and neither the policy (no time budget, no
+    /// attempt timeout) nor anything around it (a retry budget, a breaker that
+    /// times calls, a caller who asked for the elapsed time) needed a clock.
+    /// When the driver read no clock before the first attempt, the time is
+    /// counted from its first reading (the first attempt's first wait, for an
+    /// async one, or its failure): it leaves out what that attempt ran before.
+    /// The adapters' docs say when each happens and how to ask for the whole
+    /// time.
+    pub elapsed: Option<Duration>,
 }
 
 impl<T> Success<T> {
@@ -133,7 +143,11 @@ impl<E> RetryError<E> {
         self.attempts
     }
 
-    /// How long the call took, first attempt to giving up, delays included.
+    /// How long the call took, to giving up, delays included: from the call's
+    /// start, or, when the driver read no clock before the first attempt
+    /// (nothing needed time then: see [`Success::elapsed`]), from its first
+    /// reading (the first attempt's first wait, for an async one, or its end),
+    /// leaving out what that attempt ran before.
     #[must_use]
     pub const fn elapsed(&self) -> Duration {
         self.elapsed

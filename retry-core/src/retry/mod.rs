@@ -17,6 +17,7 @@ mod nanos;
 mod policy;
 mod sim;
 mod snapshot;
+mod timing;
 
 pub use backoff::Backoff;
 pub use call::{RetryError, Success};

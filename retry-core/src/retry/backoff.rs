@@ -221,9 +221,15 @@ fn exponential(initial: Duration, factor: f64, steps: u32) -> Duration {
     #[allow(clippy::float_cmp)]
     let doubling = factor == 2.0;
     if doubling {
-        return match 1u128.checked_shl(steps) {
-            Some(m) => from_nanos(base.saturating_mul(m)),
-            None => Duration::MAX,
+        // `base · 2^steps` is a shift, and overflows (saturates) exactly when
+        // the shift would push out a set bit (a 128-bit multiply is a long
+        // routine on 32-bit targets).
+        return if steps <= base.leading_zeros() {
+            // `base` is not zero: at most 127 leading zeros, so no shift
+            // reaches the width.
+            from_nanos(base.wrapping_shl(steps))
+        } else {
+            Duration::MAX
         };
     }
     let scaled = base as f64 * powi(factor, steps);
@@ -275,6 +281,32 @@ fn fibonacci(r: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Doubling by shift is the saturating multiply by `2^steps`, for every
+    /// step count and initial delays from 1 ns to `Duration::MAX`.
+    #[test]
+    fn doubling_is_the_saturating_multiply() {
+        let initials = [
+            Duration::from_nanos(1),
+            Duration::from_nanos(3),
+            Duration::from_millis(100),
+            Duration::new(1 << 40, 999_999_999),
+            Duration::new(u64::MAX, 999_999_999),
+        ];
+        for initial in initials {
+            for steps in 0..=200u32 {
+                let expected = match 1u128.checked_shl(steps) {
+                    Some(m) => from_nanos(nanos(initial).saturating_mul(m)),
+                    None => Duration::MAX,
+                };
+                assert_eq!(
+                    exponential(initial, 2.0, steps),
+                    expected,
+                    "{initial:?} {steps}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn worked_curves() {

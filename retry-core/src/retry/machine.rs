@@ -359,8 +359,8 @@ pub(super) enum State {
 /// current time and returns the next [`Action`]. It never reads a clock, sleeps,
 /// allocates or draws OS randomness: all of that is the driver's job.
 ///
-/// The machine is a small `Clone` value (256 bytes on x86_64, its own copy of the
-/// 160-byte policy included; `tests/footprint.rs` prints the figures); its whole
+/// The machine is a small `Clone` value (272 bytes on x86_64, its own copy of the
+/// 176-byte policy included; `tests/footprint.rs` prints the figures); its whole
 /// future is determined by the policy, the seed and its state, so a copy taken
 /// mid-flight and fed the same events answers with the same actions.
 ///

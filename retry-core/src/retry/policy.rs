@@ -127,8 +127,14 @@ pub struct RetryPolicy {
     /// longer changes (`u32::MAX` when that is not known).
     steady_step: u32,
     /// Worked out with `steady_step`: [`STEADY_IS_MAX`], [`STEADY_IS_EXACT`],
-    /// [`SETTLES`], [`FAST_BOUNDS`].
+    /// [`SETTLES`], [`FAST_BOUNDS`], [`STEADY_READY`].
     plan: u8,
+    /// Worked out with `steady_step`, zero when the curve does not settle.
+    /// With [`STEADY_READY`] (an unjittered policy): the whole answer for
+    /// every settled step, rounded and bounded, returned as it is. Otherwise
+    /// the settled capped curve value, the base of a settled jittered delay
+    /// (read in nanoseconds where [`FAST_BOUNDS`] holds).
+    steady: Duration,
 }
 
 /// The capped curve settles at `max_delay` (otherwise at the bounded initial
@@ -148,6 +154,9 @@ const STEADY_IS_INITIAL: u8 = 16;
 /// The jitter's fraction is exactly 1: the span of a delay below 2^53 ns is
 /// the delay itself (the `f64` product is then exact).
 const WHOLE_FRACTION: u8 = 32;
+/// The curve settles and the policy is unjittered: from `steady_step` on,
+/// every delay is the stored `steady`.
+const STEADY_READY: u8 = 64;
 
 impl Default for RetryPolicy {
     fn default() -> Self {
@@ -168,6 +177,7 @@ impl Default for RetryPolicy {
             idempotent: true,
             steady_step: u32::MAX,
             plan: 0,
+            steady: Duration::ZERO,
         }
         .planned()
     }
@@ -345,6 +355,8 @@ impl RetryPolicy {
     /// factors of at least 1.0001, whose computed powers then grow strictly);
     /// the rest keep `u32::MAX` and are computed in full at every step.
     fn planned(mut self) -> RetryPolicy {
+        // Nothing from an earlier plan survives (a policy is compared whole).
+        self.steady = Duration::ZERO;
         if !FAST_PATH {
             return self;
         }
@@ -410,6 +422,15 @@ impl RetryPolicy {
         if self.jitter.fraction() == Some(1.0) {
             self.plan |= WHOLE_FRACTION;
         }
+        if settles && matches!(self.jitter, Jitter::None) {
+            // Unjittered, a settled step's delay depends on nothing but the
+            // settled curve value: worked out once, by the general path.
+            let step = self.steady_step;
+            self.steady = self.general_delay(step, step, 0, Duration::ZERO);
+            self.plan |= STEADY_READY;
+        } else if settles {
+            self.steady = steady;
+        }
         self
     }
 
@@ -465,20 +486,11 @@ impl RetryPolicy {
     /// compiled out (the plan is not worked out there).
     #[inline(always)]
     fn settled_exact(&self, step: u32) -> Option<Duration> {
-        if !(FAST_PATH
-            && self.settled(step)
-            && self.plan & STEADY_IS_EXACT != 0
-            && matches!(self.jitter, Jitter::None))
-        {
-            return None;
-        }
-        Some(if self.plan & STEADY_IS_MAX != 0 {
-            self.max_delay
-        } else if self.plan & STEADY_IS_INITIAL != 0 {
-            self.backoff.initial()
+        if FAST_PATH && self.plan & STEADY_READY != 0 && step >= self.steady_step {
+            Some(self.steady)
         } else {
-            self.min_delay
-        })
+            None
+        }
     }
 
     /// A settled delay under jitter, on the 64-bit path (`FAST_BOUNDS` set).
@@ -486,17 +498,10 @@ impl RetryPolicy {
     /// instructions wherever it is inlined.
     #[inline(never)]
     fn settled_jittered(&self, retry: u32, seed: u64, previous: Duration) -> Option<u64> {
-        let max = small_nanos(self.max_delay)?;
-        let min = small_nanos(self.min_delay)?;
-        // `bounded(initial, min, max)` is one of the three; the plan says which.
-        let n = if self.plan & STEADY_IS_MAX != 0 {
-            max
-        } else if self.plan & STEADY_IS_INITIAL != 0 {
-            small_nanos(self.backoff.initial())?
-        } else {
-            min
-        };
-        self.fast_finish(n, max, min, retry, seed, previous)
+        // `FAST_BOUNDS`: the cap, the floor and the settled value (stored in
+        // `steady`, one of the three) are all below `FAST_SECS` seconds.
+        let (max, min) = (fast_nanos(self.max_delay), fast_nanos(self.min_delay));
+        self.fast_finish(fast_nanos(self.steady), max, min, retry, seed, previous)
     }
 
     /// [`RetryPolicy::curve_delay`] before the curve settles (or when it is not
@@ -613,19 +618,18 @@ impl RetryPolicy {
                     r => v.wrapping_add(MS.wrapping_sub(r)),
                 };
                 let (first, last) = (ceil(lo), floor(hi));
-                if first <= last {
-                    let near = if value % MS >= MS / 2 {
-                        ceil(value)
-                    } else {
-                        floor(value)
-                    };
-                    near.max(first).min(last)
+                // The nearest whole millisecond, halves up (`floor(v + ½ ms)`
+                // is `ceil(v)` exactly when `v % ms >= ½ ms`, else `floor(v)`).
+                let nearest = floor(value.wrapping_add(MS / 2));
+                // Within the whole milliseconds inside `[lo, hi]`; when there
+                // are none, within the floor and the cap (additive jitter's
+                // top included).
+                let (a, b) = if first <= last {
+                    (first, last)
                 } else {
-                    // No whole millisecond inside: the nearest one, within the
-                    // floor and the cap (additive jitter's top included).
-                    let nearest = floor(value.wrapping_add(MS / 2));
-                    nearest.max(min).min(max.max(hi))
-                }
+                    (min, max.max(hi))
+                };
+                nearest.max(a).min(b)
             }
         })
     }
@@ -794,20 +798,14 @@ impl RetryPolicy {
     pub(crate) fn round(&self, d: Duration) -> Duration {
         match self.resolution {
             Resolution::Nanos => d,
+            // The nearest whole millisecond, halves up, worked out on the
+            // sub-second part alone (no wide division); a value rounding up
+            // past the largest `Duration` gives `Duration::MAX`.
             Resolution::Millis => {
-                const MS: u64 = 1_000_000;
-                // Durations below ~584 years take the u64 path (a u128 division is
-                // a slow library call); longer ones round in u128.
-                match u64::try_from(d.as_nanos()) {
-                    Ok(n) if n < u64::MAX - MS => {
-                        Duration::from_nanos((n.saturating_add(MS / 2) / MS).saturating_mul(MS))
-                    }
-                    _ => {
-                        let n = nanos(d);
-                        let ms = u128::from(MS);
-                        let whole_ms = n.saturating_add(ms / 2).checked_div(ms).unwrap_or(0);
-                        from_nanos(whole_ms.saturating_mul(ms))
-                    }
+                if d.subsec_nanos() % NANOS_PER_MS >= NANOS_PER_MS / 2 {
+                    ceil_millis(d).unwrap_or(Duration::MAX)
+                } else {
+                    floor_millis(d)
                 }
             }
         }
@@ -873,6 +871,15 @@ pub(crate) const fn small_nanos(d: Duration) -> Option<u64> {
     } else {
         None
     }
+}
+
+/// The whole duration in nanoseconds for one known to be below
+/// [`FAST_SECS`] seconds (checked when the policy was planned).
+#[inline(always)]
+const fn fast_nanos(d: Duration) -> u64 {
+    d.as_secs()
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(d.subsec_nanos() as u64)
 }
 
 /// Uniform in `[0, x]` from one draw by multiply-high, for `x < 2^64 - 1`:
@@ -1153,6 +1160,7 @@ impl<'a> arbitrary::Arbitrary<'a> for RetryPolicy {
             idempotent: u.arbitrary()?,
             steady_step: u32::MAX,
             plan: 0,
+            steady: Duration::ZERO,
         }
         .planned();
         debug_assert!(policy.validate().is_ok());
@@ -1196,6 +1204,38 @@ mod fast_path_tests {
         }
         fn fraction(&mut self) -> f64 {
             [0.0, 0.1, 0.25, 0.5, 1.0, 0.333][self.below(6) as usize]
+        }
+    }
+
+    /// Millisecond rounding on the sub-second part is the nanosecond-count
+    /// formula it replaced (`(n + ½ ms) / ms · ms`, saturating at
+    /// `Duration::MAX`), around every boundary up to `Duration::MAX`.
+    #[test]
+    fn millisecond_rounding_is_the_nanosecond_formula() {
+        let policy = RetryPolicy::builder().build().unwrap_or_default();
+        assert_eq!(policy.resolution, Resolution::Millis);
+        let formula = |d: Duration| {
+            let ms = 1_000_000u128;
+            crate::retry::nanos::from_nanos((d.as_nanos() + ms / 2) / ms * ms)
+        };
+        let edges = [
+            Duration::MAX,
+            Duration::new(u64::MAX, 999_499_999),
+            Duration::new(u64::MAX, 999_500_000),
+            Duration::new(u64::MAX, 999_000_001),
+            Duration::new(u64::MAX, 998_500_000),
+            Duration::new(1, 499_999),
+            Duration::new(1, 500_000),
+            Duration::new(0, 999_500_000),
+            Duration::ZERO,
+        ];
+        for d in edges {
+            assert_eq!(policy.round(d), formula(d), "{d:?}");
+        }
+        let mut g = Gen(11);
+        for _ in 0..200_000 {
+            let d = g.duration();
+            assert_eq!(policy.round(d), formula(d), "{d:?}");
         }
     }
 

@@ -509,13 +509,18 @@ impl BreakerConfig {
     pub(crate) fn bucket_shape(&self) -> Option<(u64, u16)> {
         match self.window {
             Some(Window::Time { length, buckets }) => {
-                // Divided as a `Duration` (64-bit arithmetic, exact), then in
-                // nanoseconds, saturating past 584 years.
-                let per = length.checked_div(u32::from(buckets)).unwrap_or_default();
-                let nanos = per
-                    .as_secs()
+                // `Duration::checked_div`'s arithmetic, written out in 64-bit
+                // words (no `Duration` built, so no overflow check left behind
+                // on small targets), then in nanoseconds, saturating past 584
+                // years. No bucket count is zero (the builder refuses it).
+                let per_bucket = u64::from(buckets).max(1);
+                let secs = length.as_secs();
+                let carry = secs % per_bucket;
+                let subsec = u64::from(length.subsec_nanos()) / per_bucket
+                    + carry * 1_000_000_000 / per_bucket;
+                let nanos = (secs / per_bucket)
                     .saturating_mul(1_000_000_000)
-                    .saturating_add(u64::from(per.subsec_nanos()));
+                    .saturating_add(subsec);
                 Some((nanos.max(1), buckets))
             }
             _ => None,

@@ -513,11 +513,12 @@ impl BreakerConfig {
                 // words (no `Duration` built, so no overflow check left behind
                 // on small targets), then in nanoseconds, saturating past 584
                 // years. No bucket count is zero (the builder refuses it).
-                let per_bucket = u64::from(buckets).max(1);
+                let per_bucket = NonZeroU64::new(u64::from(buckets)).unwrap_or(NonZeroU64::MIN);
                 let secs = length.as_secs();
+                // carry < buckets ≤ 65,535: carry × 10⁹ fits in 64 bits.
                 let carry = secs % per_bucket;
-                let subsec = u64::from(length.subsec_nanos()) / per_bucket
-                    + carry * 1_000_000_000 / per_bucket;
+                let subsec = (u64::from(length.subsec_nanos()) / per_bucket)
+                    .saturating_add(carry.saturating_mul(1_000_000_000) / per_bucket);
                 let nanos = (secs / per_bucket)
                     .saturating_mul(1_000_000_000)
                     .saturating_add(subsec);

@@ -391,16 +391,24 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
     ) -> (Self, Step<T, E>) {
         let mut driver = Driver::new(settings, clock, cancelled);
         driver.opened = true;
-        observe::rejected(1);
-        let origin = match driver.start {
+        let (event, origin) = driver.refused(1, until);
+        let step = driver.step(event, Some(origin));
+        (driver, step)
+    }
+
+    /// The breaker refused attempt `number` until `until`: the event for the
+    /// machine, and the call's time origin it is placed on (read now if the
+    /// call has read no clock yet).
+    fn refused(&mut self, number: u32, until: Option<Instant>) -> (Event, Instant) {
+        observe::rejected(number);
+        let origin = match self.start {
             Some(start) => start,
-            None => driver.read(),
+            None => self.read(),
         };
         let event = Event::Rejected {
             until: until.map(|u| since(origin, u)),
         };
-        let step = driver.step(event, Some(origin));
-        (driver, step)
+        (event, origin)
     }
 
     /// Keeps a success returned at or after its attempt's deadline. For an
@@ -669,16 +677,7 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                             match PermitGuard::request(&**breaker, clock, now, deadline) {
                                 Ok(permit) => self.permit = Some(permit),
                                 Err(until) => {
-                                    observe::rejected(number);
-                                    // The machine's clock needs an origin to
-                                    // place the breaker's time on.
-                                    let origin = match self.start {
-                                        Some(start) => start,
-                                        None => self.read(),
-                                    };
-                                    event = Event::Rejected {
-                                        until: until.map(|u| since(origin, u)),
-                                    };
+                                    event = self.refused(number, until).0;
                                     continue;
                                 }
                             }

@@ -533,6 +533,13 @@ impl BreakerConfig {
         self.max_half_open_wait.map(NonZeroU64::get)
     }
 
+    /// Whether a failure streak of `streak` trips the consecutive-failure rule
+    /// (never when the rule is off: its threshold is stored as 0).
+    #[inline]
+    pub(crate) const fn streak_trips(&self, streak: u32) -> bool {
+        self.failure_threshold.wrapping_sub(1) < streak
+    }
+
     /// The count window's size, if the window is count-based.
     pub(crate) fn window_calls(&self) -> Option<u16> {
         match self.window {

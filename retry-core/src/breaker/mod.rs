@@ -493,11 +493,15 @@ pub(crate) enum Mode {
 /// 40 for the two bit rings, their cursors and the running counts of failed
 /// and slow calls, 40 for the state (a half-open period keeps its probe counts
 /// and its deadline), 12 for the epoch and the counters, 8 for the count of
-/// rejected calls, 4 of padding. Each further 64 calls of capacity add 16 bytes
+/// rejected calls, 4 for the window's size and how many outcomes may still be
+/// recorded before a rate rule must be checked. Each further 64 calls of capacity add 16 bytes
 /// (`CircuitBreaker<16, 0>`, 1,024 calls, holds the 1,000-call windows
 /// Resilience4j users configure). Capacity costs no time: the window's counts
 /// are kept as calls come and go, so recording an outcome costs the same in
-/// any window and any capacity.
+/// any window and any capacity. While the window is far enough from every
+/// rate threshold that no run of outcomes short of a bound could reach one,
+/// recording an outcome checks only the failure streak; the bound is worked
+/// out again when it runs out.
 ///
 /// ```
 /// use core::time::Duration;
@@ -515,7 +519,7 @@ pub(crate) enum Mode {
 /// assert_eq!(until, Some(t0 + Duration::from_secs(5)));
 /// # Ok::<(), retry_core::BreakerError>(())
 /// ```
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct CircuitBreaker<const WORDS: usize = 2, const BUCKETS: usize = 0> {
     config: BreakerConfig,
     mode: Mode,
@@ -525,6 +529,30 @@ pub struct CircuitBreaker<const WORDS: usize = 2, const BUCKETS: usize = 0> {
     rejected: u64,
     calls: CountRing<WORDS>,
     buckets: BucketRing<BUCKETS>,
+    /// The count window's size when this type holds it, 0 otherwise (no
+    /// window, a time window, or no words): fixed by the config.
+    count_window: u16,
+    /// How many more outcomes [`record`](Self::record) may take in closed or
+    /// metrics-only, into the count window, before any trip rule could stand at
+    /// its threshold, even were every one of them a slow failure: until then
+    /// no rule is checked. Zero in every other state, and whenever unknown
+    /// (then the next outcome is judged in full and sets it again). A cache
+    /// of what the rules and the window say, so not part of equality.
+    quiet: u16,
+}
+
+impl<const WORDS: usize, const BUCKETS: usize> PartialEq for CircuitBreaker<WORDS, BUCKETS> {
+    fn eq(&self, other: &Self) -> bool {
+        // `quiet` is left out: it only says when the rules are next checked.
+        self.config == other.config
+            && self.mode == other.mode
+            && self.epoch == other.epoch
+            && self.reopens == other.reopens
+            && self.consecutive_failures == other.consecutive_failures
+            && self.rejected == other.rejected
+            && self.calls == other.calls
+            && self.buckets == other.buckets
+    }
 }
 
 impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
@@ -540,7 +568,13 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// type's storage.
     pub fn new(config: BreakerConfig) -> Result<Self, BreakerError> {
         Self::check_fits(&config)?;
+        let count_window = match config.window_calls() {
+            Some(size) if WORDS > 0 => size,
+            _ => 0,
+        };
         Ok(CircuitBreaker {
+            count_window,
+            quiet: 0,
             config,
             mode: Mode::Closed,
             epoch: 0,
@@ -872,16 +906,41 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// is [`Ignored`]). Late permits: see the type's docs.
     #[inline]
     pub fn record(&mut self, permit: Permit, outcome: CallOutcome, now: Instant) -> Recorded {
-        // The closed path first, small enough to inline at every call site.
-        if matches!(self.mode, Mode::Closed | Mode::MetricsOnly) {
-            return self.record_closed(permit.epoch != self.epoch, outcome, now);
+        // The closed path while no rule can stand, small enough to inline at
+        // every call site: the streak and the count window take the outcome,
+        // and nothing is judged (`quiet` is zero in every other state).
+        if let Some(quiet) = self.quiet.checked_sub(1) {
+            let failed = !outcome.success;
+            let streak = if permit.epoch != self.epoch {
+                self.consecutive_failures
+            } else if failed {
+                self.consecutive_failures.saturating_add(1)
+            } else {
+                0
+            };
+            // The streak rule is the one `quiet` does not cover.
+            if !self.config.streak_trips(streak) {
+                self.quiet = quiet;
+                self.consecutive_failures = streak;
+                let slow = outcome.duration > self.config.slow_call_duration();
+                let _ = self.calls.push(self.count_window, failed, slow);
+                return Recorded::NOTHING;
+            }
         }
-        self.record_other(permit, outcome, now)
+        self.record_other(permit, outcome.success, outcome.duration, now)
     }
 
-    /// [`record`](Self::record) when neither closed nor metrics-only.
+    /// [`record`](Self::record) in any state, when the closed path cannot
+    /// skip the rules.
     #[inline(never)]
-    fn record_other(&mut self, permit: Permit, outcome: CallOutcome, now: Instant) -> Recorded {
+    fn record_other(
+        &mut self,
+        permit: Permit,
+        success: bool,
+        duration: Duration,
+        now: Instant,
+    ) -> Recorded {
+        let outcome = CallOutcome { success, duration };
         let late = permit.epoch != self.epoch;
         let failed = !outcome.success;
         let slow = outcome.duration > self.config.slow_call_duration();
@@ -1116,6 +1175,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     fn enter(&mut self, mode: Mode, now: Instant, cause: TransitionCause) -> Transition {
         let from = self.state();
         self.mode = mode;
+        self.quiet = 0;
         Transition {
             from,
             to: self.state(),
@@ -1141,16 +1201,10 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         self.enter(Mode::HalfOpen(probing), now, cause)
     }
 
-    /// [`record`](Self::record) closed or metrics-only: the outcome enters the
-    /// streak (unless late) and the window. When no rule stands at its
-    /// threshold after it, nothing crossed a threshold and nothing trips: the
-    /// common case, which ends here; otherwise [`judge`](Self::judge) decides.
-    /// A count window is handled here, a time window (or none) by
-    /// [`record_timed`](Self::record_timed).
-    // Inlined on 64-bit targets, where the closed path's speed is what counts;
-    // shared by `record` and `record_other` on small ones.
-    #[cfg_attr(target_pointer_width = "64", inline(always))]
-    fn record_closed(&mut self, late: bool, outcome: CallOutcome, now: Instant) -> Recorded {
+    /// Whether the outcome failed and whether it was slow, after adding it to
+    /// the failure streak (unless `late`).
+    #[inline]
+    fn take(&mut self, late: bool, outcome: CallOutcome) -> (bool, bool) {
         let failed = !outcome.success;
         let slow = outcome.duration > self.config.slow_call_duration();
         if !late {
@@ -1160,10 +1214,22 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 0
             };
         }
-        let size = match self.config.window_calls() {
-            Some(size) if WORDS > 0 => size,
-            _ => return self.record_timed(failed, slow, late, now),
-        };
+        (failed, slow)
+    }
+
+    /// [`record`](Self::record) closed or metrics-only: the outcome enters the
+    /// streak (unless late) and the window. When no rule stands at its
+    /// threshold after it, nothing crossed a threshold and nothing trips: the
+    /// common case, which ends here, with how many outcomes may come before a
+    /// rule could stand (`quiet`); otherwise [`judge`](Self::judge) decides.
+    /// A count window is handled here, a time window (or none) by
+    /// [`record_timed`](Self::record_timed).
+    fn record_closed(&mut self, late: bool, outcome: CallOutcome, now: Instant) -> Recorded {
+        let (failed, slow) = self.take(late, outcome);
+        let size = self.count_window;
+        if size == 0 {
+            return self.record_timed(failed, slow, late, now);
+        }
         let evicted = self.calls.push(size, failed, slow);
         let config = &self.config;
         let after = self.calls.counts();
@@ -1178,9 +1244,39 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                         .slow_call_rate()
                         .is_some_and(|r| r.is_reached(after.slow, after.calls)));
         if standing {
+            // Judged in full until a rule no longer stands (`record` comes
+            // here with `quiet` still set when the streak rule stands).
+            self.quiet = 0;
             return self.judge_count(after, evicted, failed, slow, late, now);
         }
+        self.quiet = self.quiet_after(after);
         Recorded::NOTHING
+    }
+
+    /// How many outcomes a count window holding `now` may take, with no rate
+    /// standing at its threshold now, before a rate could: each outcome adds
+    /// at most one to the failed and slow counts, and the window's calls never
+    /// shrink, so a rate needs at least the share of `max(calls,
+    /// minimum_calls)` its threshold asks for. At most `u16::MAX`. (The streak
+    /// rule is checked on every outcome.)
+    fn quiet_after(&self, now: WindowStats) -> u16 {
+        let config = &self.config;
+        let mut room = u32::from(u16::MAX);
+        let calls = now.calls.max(config.minimum_calls());
+        for (rate, count) in [
+            (config.failure_rate(), now.failures),
+            (config.slow_call_rate(), now.slow),
+        ] {
+            if let Some(rate) = rate {
+                // The fewest of `calls` that reach the rate (`calls` is at most
+                // the window's 65,535 calls, so the product fits).
+                let needed = u32::from(rate.basis_points())
+                    .saturating_mul(calls)
+                    .div_ceil(10_000);
+                room = room.min(needed.saturating_sub(count).saturating_sub(1));
+            }
+        }
+        u16::try_from(room).unwrap_or(u16::MAX)
     }
 
     /// [`judge`](Self::judge) for a count window, from what it holds `after`
@@ -1441,6 +1537,99 @@ impl<const WORDS: usize, const BUCKETS: usize> fmt::Display for CircuitBreaker<W
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `quiet` lets `record` skip the rate rules; a breaker that never skips
+    /// them (its `quiet` cleared before every outcome) must answer every input
+    /// the same way and end in the same state, over mixes of failures, slow
+    /// calls, late permits, metrics-only and operators' moves.
+    #[test]
+    fn skipping_the_rules_while_quiet_changes_no_answer() {
+        let configs = [
+            (100, 100, Some(5), Some(50), None),
+            (100, 20, None, Some(30), Some(40)),
+            (7, 3, Some(2), Some(60), Some(90)),
+            (64, 64, None, None, Some(25)),
+            (128, 1, Some(40), Some(1), None),
+            (33, 33, None, Some(100), Some(100)),
+        ];
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            seed >> 33
+        };
+        for (calls, minimum, streak, failure, slow) in configs {
+            let config = BreakerConfig::builder()
+                .failure_threshold(streak)
+                .failure_rate(failure.map(Rate::from_percent))
+                .slow_call_rate(slow.map(Rate::from_percent))
+                .slow_call_duration(Duration::from_millis(10))
+                .count_window(calls)
+                .minimum_calls(minimum)
+                .open_duration(Duration::from_millis(50))
+                .build()
+                .unwrap();
+            let mut fast = CircuitBreaker::<2, 0>::new(config).unwrap();
+            let mut full = fast.clone();
+            let mut held: Option<(Permit, Permit)> = None;
+            let mut now = Instant::ORIGIN;
+            let mut skipped = 0u32;
+            for step in 0..40_000u32 {
+                now = now + Duration::from_millis(1);
+                let r = next();
+                // Rare operators' moves; otherwise mostly calls.
+                if r % 997 == 0 {
+                    let to =
+                        [ManualState::MetricsOnly, ManualState::Closed][(r / 997 % 2) as usize];
+                    assert_eq!(fast.force(to, now), full.force(to, now));
+                    continue;
+                }
+                // Failure mixes that drift: some stretches fail often.
+                let phase = (step / 3_000) % 4;
+                let failed = next() % 100 < [5, 45, 70, 0][phase as usize];
+                let took = Duration::from_millis(if next() % 100 < 20 { 20 } else { 1 });
+                let outcome = CallOutcome {
+                    success: !failed,
+                    duration: took,
+                };
+                let (a, b) = (fast.request(now), full.request(now));
+                assert_eq!(a, b, "request at step {step}");
+                let (
+                    Admission::Admitted { permit: pa, .. },
+                    Admission::Admitted { permit: pb, .. },
+                ) = (a, b)
+                else {
+                    continue;
+                };
+                // Now and then a permit is held back and handed in late.
+                let (pa, pb) = match held.take() {
+                    Some(old) if r % 5 == 0 => {
+                        held = Some((pa, pb));
+                        old
+                    }
+                    None if r % 7 == 0 => {
+                        held = Some((pa, pb));
+                        continue;
+                    }
+                    other => {
+                        held = other;
+                        (pa, pb)
+                    }
+                };
+                skipped += u32::from(fast.quiet > 0);
+                full.quiet = 0;
+                assert_eq!(
+                    fast.record(pa, outcome, now),
+                    full.record(pb, outcome, now),
+                    "record at step {step}"
+                );
+                assert_eq!(fast, full, "state after step {step}");
+                assert_eq!(fast.metrics(now), full.metrics(now));
+            }
+            assert!(skipped > 1_000, "the quiet path ran {skipped} times");
+        }
+    }
 
     #[test]
     fn table_matches_the_documented_manual_moves() {

@@ -942,25 +942,15 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     ) -> Recorded {
         let outcome = CallOutcome { success, duration };
         let late = permit.epoch != self.epoch;
-        let failed = !outcome.success;
-        let slow = outcome.duration > self.config.slow_call_duration();
-        match self.mode {
-            Mode::Open { .. } => Recorded::ignored(Ignored::Open),
-            Mode::ForcedOpen => Recorded::ignored(Ignored::ForcedOpen),
-            Mode::Disabled => Recorded::ignored(Ignored::Disabled),
-            Mode::Closed | Mode::MetricsOnly => self.record_closed(late, outcome, now),
-            Mode::HalfOpen(p) => {
-                if late || !permit.probe {
-                    return Recorded::ignored(Ignored::Late);
-                }
-                match self.config.half_open_verdict() {
-                    HalfOpenVerdict::Consecutive => self.judge_probe(p, failed, slow, now),
-                    HalfOpenVerdict::Rates { probes } => {
-                        self.judge_probes(p, probes, failed, slow, now)
-                    }
-                }
-            }
-        }
+        let ignored = match self.mode {
+            Mode::Closed | Mode::MetricsOnly => return self.record_closed(late, outcome, now),
+            Mode::HalfOpen(_) if !late && permit.probe => return self.judge_probe(outcome, now),
+            Mode::HalfOpen(_) => Ignored::Late,
+            Mode::Open { .. } => Ignored::Open,
+            Mode::ForcedOpen => Ignored::ForcedOpen,
+            Mode::Disabled => Ignored::Disabled,
+        };
+        Recorded::ignored(ignored)
     }
 
     /// Hands back `permit` for a call that never ran (cancelled before it
@@ -1231,23 +1221,12 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             return self.record_timed(failed, slow, late, now);
         }
         let evicted = self.calls.push(size, failed, slow);
-        let config = &self.config;
         let after = self.calls.counts();
-        let standing = config
-            .failure_threshold()
-            .is_some_and(|n| self.consecutive_failures >= n)
-            || after.calls >= config.minimum_calls()
-                && (config
-                    .failure_rate()
-                    .is_some_and(|r| r.is_reached(after.failures, after.calls))
-                    || config
-                        .slow_call_rate()
-                        .is_some_and(|r| r.is_reached(after.slow, after.calls)));
-        if standing {
+        if self.stands(after) {
             // Judged in full until a rule no longer stands (`record` comes
             // here with `quiet` still set when the streak rule stands).
             self.quiet = 0;
-            return self.judge_count(after, evicted, failed, slow, late, now);
+            return self.judge(before_count(after, evicted, failed, slow), after, late, now);
         }
         self.quiet = self.quiet_after(after);
         Recorded::NOTHING
@@ -1279,46 +1258,34 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         u16::try_from(room).unwrap_or(u16::MAX)
     }
 
-    /// [`judge`](Self::judge) for a count window, from what it holds `after`
-    /// the outcome (`failed`, `slow`) and what the outcome pushed out.
-    #[cold]
-    #[inline(never)]
-    fn judge_count(
-        &mut self,
-        after: WindowStats,
-        evicted: u32,
-        failed: bool,
-        slow: bool,
-        late: bool,
-        now: Instant,
-    ) -> Recorded {
-        let rated = self.config.failure_rate().is_some() || self.config.slow_call_rate().is_some();
-        let window = rated.then(|| (before_count(after, evicted, failed, slow), after));
-        self.judge(window, late, now)
+    /// Whether a rule stands at its threshold, the window holding `window`
+    /// (all zero without one): the streak, or a rate once the window holds
+    /// `minimum_calls`.
+    fn stands(&self, window: WindowStats) -> bool {
+        let config = &self.config;
+        let minimum = config.minimum_calls();
+        config.streak_trips(self.consecutive_failures)
+            || reached(
+                config.failure_rate(),
+                window.failures,
+                window.calls,
+                minimum,
+            )
+            || reached(config.slow_call_rate(), window.slow, window.calls, minimum)
     }
 
     /// [`record_closed`](Self::record_closed) with a time window or none.
     #[inline(never)]
     fn record_timed(&mut self, failed: bool, slow: bool, late: bool, now: Instant) -> Recorded {
-        let rated = self.config.failure_rate().is_some() || self.config.slow_call_rate().is_some();
-        let mut window = None;
+        let (mut before, mut after) = (WindowStats::default(), WindowStats::default());
         // A type without buckets holds no time window (`new` refuses one).
         if let Some((nanos, buckets)) = self.config.bucket_shape().filter(|_| BUCKETS > 0) {
-            let before = rated.then(|| self.buckets.stats(now, nanos, buckets));
+            before = self.buckets.stats(now, nanos, buckets);
             self.buckets.push(now, nanos, buckets, failed, slow);
-            window = before.map(|before| (before, self.buckets.stats(now, nanos, buckets)));
+            after = self.buckets.stats(now, nanos, buckets);
         }
-        let config = &self.config;
-        let standing = config
-            .failure_threshold()
-            .is_some_and(|n| self.consecutive_failures >= n)
-            || window.is_some_and(|(_, w)| {
-                let minimum = config.minimum_calls();
-                reached(config.failure_rate(), w.failures, w.calls, minimum)
-                    || reached(config.slow_call_rate(), w.slow, w.calls, minimum)
-            });
-        if standing {
-            return self.judge(window, late, now);
+        if self.stands(after) {
+            return self.judge(before, after, late, now);
         }
         Recorded::NOTHING
     }
@@ -1328,61 +1295,53 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// (reached after it, not before), and, closed and unless the outcome is
     /// late, the rule that trips the breaker, in the order consecutive
     /// failures, failure rate, slow-call rate (rates only once the window holds
-    /// `minimum_calls`). `window` is what the window held before and after the
-    /// outcome, when a rate rule judges it.
+    /// `minimum_calls`). `before` and `after` are what the window held before
+    /// and after the outcome (all zero without a window).
     #[cold]
     #[inline(never)]
     fn judge(
         &mut self,
-        window: Option<(WindowStats, WindowStats)>,
+        before: WindowStats,
+        after: WindowStats,
         late: bool,
         now: Instant,
     ) -> Recorded {
         let config = &self.config;
         let minimum = config.minimum_calls();
-        let (mut exceeded, mut failing, mut slowing) = (Exceeded::NONE, false, false);
-        if let Some((before, after)) = window {
-            let (f, s) = (config.failure_rate(), config.slow_call_rate());
-            failing = reached(f, after.failures, after.calls, minimum);
-            slowing = reached(s, after.slow, after.calls, minimum);
-            exceeded = Exceeded {
-                failure_rate: crossed(
-                    f,
-                    before.failures,
-                    before.calls,
-                    after.failures,
-                    after.calls,
-                    minimum,
-                ),
-                slow_call_rate: crossed(
-                    s,
-                    before.slow,
-                    before.calls,
-                    after.slow,
-                    after.calls,
-                    minimum,
-                ),
-            };
-        }
-        let cause = if config
-            .failure_threshold()
-            .is_some_and(|n| self.consecutive_failures >= n)
-        {
-            Some(TransitionCause::ConsecutiveFailures)
+        let (f, s) = (config.failure_rate(), config.slow_call_rate());
+        let failing = reached(f, after.failures, after.calls, minimum);
+        let slowing = reached(s, after.slow, after.calls, minimum);
+        let exceeded = Exceeded {
+            failure_rate: crossed(
+                f,
+                before.failures,
+                before.calls,
+                after.failures,
+                after.calls,
+                minimum,
+            ),
+            slow_call_rate: crossed(
+                s,
+                before.slow,
+                before.calls,
+                after.slow,
+                after.calls,
+                minimum,
+            ),
+        };
+        let cause = if config.streak_trips(self.consecutive_failures) {
+            TransitionCause::ConsecutiveFailures
         } else if failing {
-            Some(TransitionCause::FailureRate)
-        } else if slowing {
-            Some(TransitionCause::SlowCallRate)
+            TransitionCause::FailureRate
         } else {
-            None
+            TransitionCause::SlowCallRate
         };
         // Metrics-only records and reports without judging; a late outcome
-        // never trips.
-        let trips = !late && matches!(self.mode, Mode::Closed);
-        let transition = match cause {
-            Some(cause) if trips => Some(self.open(now, cause)),
-            _ => None,
-        };
+        // never trips. Some rule stands, so a cause was found.
+        let trips = !late
+            && matches!(self.mode, Mode::Closed)
+            && (failing || slowing || cause == TransitionCause::ConsecutiveFailures);
+        let transition = trips.then(|| self.open(now, cause));
         Recorded {
             transition,
             ignored: None,
@@ -1390,50 +1349,40 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         }
     }
 
-    /// A probe's outcome under the consecutive verdict.
-    fn judge_probe(&mut self, p: Probing, failed: bool, slow: bool, now: Instant) -> Recorded {
-        let bad = failed || (slow && self.config.slow_call_rate().is_some());
-        if bad {
+    /// A probe's outcome, half-open. Consecutive verdict: a bad probe (failed,
+    /// or slow when the slow-call rule is on) re-opens the breaker, and
+    /// `success_threshold` good ones close it. Rates verdict: once all the
+    /// probes have reported, the verdict on their rates.
+    fn judge_probe(&mut self, outcome: CallOutcome, now: Instant) -> Recorded {
+        let failed = !outcome.success;
+        let slow = outcome.duration > self.config.slow_call_duration();
+        let probes = match self.config.half_open_verdict() {
+            HalfOpenVerdict::Consecutive => None,
+            HalfOpenVerdict::Rates { probes } => Some(probes),
+        };
+        if probes.is_none() && (failed || slow && self.config.slow_call_rate().is_some()) {
             return Recorded {
                 transition: Some(self.open(now, TransitionCause::ProbeFailed)),
                 ..Recorded::NOTHING
             };
         }
-        let mut results = p.results;
-        results.add(failed, slow);
-        if results.calls >= self.config.success_threshold() {
-            let t = self.close(Mode::Closed, now, TransitionCause::ProbesSucceeded);
-            return Recorded {
-                transition: Some(t),
-                ..Recorded::NOTHING
-            };
-        }
-        self.mode = Mode::HalfOpen(Probing {
-            in_flight: p.in_flight.saturating_sub(1),
-            results,
-            ..p
-        });
-        Recorded::NOTHING
-    }
-
-    /// A probe's outcome under the rates verdict: the verdict once all have
-    /// reported.
-    fn judge_probes(
-        &mut self,
-        p: Probing,
-        probes: u32,
-        failed: bool,
-        slow: bool,
-        now: Instant,
-    ) -> Recorded {
-        let mut results = p.results;
-        results.add(failed, slow);
+        let Mode::HalfOpen(p) = &mut self.mode else {
+            return Recorded::NOTHING;
+        };
+        p.results.add(failed, slow);
+        p.in_flight = p.in_flight.saturating_sub(1);
+        let results = p.results;
+        let Some(probes) = probes else {
+            if results.calls >= self.config.success_threshold() {
+                let t = self.close(Mode::Closed, now, TransitionCause::ProbesSucceeded);
+                return Recorded {
+                    transition: Some(t),
+                    ..Recorded::NOTHING
+                };
+            }
+            return Recorded::NOTHING;
+        };
         if results.calls < probes {
-            self.mode = Mode::HalfOpen(Probing {
-                in_flight: p.in_flight.saturating_sub(1),
-                results,
-                ..p
-            });
             return Recorded::NOTHING;
         }
         let reached = |rate: Option<Rate>, count: u32| {

@@ -1121,6 +1121,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         }
     }
 
+    #[inline(never)]
     fn reject(
         &mut self,
         until: Option<Instant>,
@@ -1453,16 +1454,17 @@ fn crossed(
 /// from what it holds `after` and what `CountRing::push` said it pushed out.
 fn before_count(after: WindowStats, evicted: u32, failed: bool, slow: bool) -> WindowStats {
     let (out, out_failed, out_slow) = window::pushed_out(evicted);
+    // `after` counts the call just pushed, so none of these wraps.
     WindowStats {
-        calls: after.calls.saturating_sub(u32::from(!out)),
+        calls: after.calls.wrapping_sub(u32::from(!out)),
         failures: after
             .failures
-            .saturating_sub(u32::from(failed))
-            .saturating_add(u32::from(out_failed)),
+            .wrapping_sub(u32::from(failed))
+            .wrapping_add(u32::from(out_failed)),
         slow: after
             .slow
-            .saturating_sub(u32::from(slow))
-            .saturating_add(u32::from(out_slow)),
+            .wrapping_sub(u32::from(slow))
+            .wrapping_add(u32::from(out_slow)),
         slow_failures: 0,
     }
 }

@@ -1386,13 +1386,12 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         if results.calls < probes {
             return Recorded::NOTHING;
         }
-        let reached = |rate: Option<Rate>, count: u32| {
-            rate.filter(|r| r.is_reached(count, results.calls))
-                .and_then(|_| RateReading::of(count, results.calls, 1).rate())
-        };
+        // The probes' rates, reported when they reach their thresholds (from
+        // nothing: before them the period had no outcomes).
+        let (calls, f, s) = (results.calls, results.failures, results.slow);
         let exceeded = Exceeded {
-            failure_rate: reached(self.config.failure_rate(), results.failures),
-            slow_call_rate: reached(self.config.slow_call_rate(), results.slow),
+            failure_rate: crossed(self.config.failure_rate(), 0, 0, f, calls, 1),
+            slow_call_rate: crossed(self.config.slow_call_rate(), 0, 0, s, calls, 1),
         };
         let transition = if exceeded.failure_rate.is_some() {
             self.open(now, TransitionCause::FailureRate)

@@ -1213,23 +1213,31 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// threshold after it, nothing crossed a threshold and nothing trips: the
     /// common case, which ends here, with how many outcomes may come before a
     /// rule could stand (`quiet`); otherwise [`judge`](Self::judge) decides.
-    /// A count window is handled here, a time window (or none) by
-    /// [`record_timed`](Self::record_timed).
     fn record_closed(&mut self, late: bool, outcome: CallOutcome, now: Instant) -> Recorded {
         let (failed, slow) = self.take(late, outcome);
         let size = self.count_window;
-        if size == 0 {
-            return self.record_timed(failed, slow, late, now);
+        // What the window held before and after the outcome (all zero
+        // without a window).
+        let (mut before, mut after) = (WindowStats::default(), WindowStats::default());
+        if size > 0 {
+            let evicted = self.calls.push(size, failed, slow);
+            after = self.calls.counts();
+            before = before_count(after, evicted, failed, slow);
+        } else if let Some((nanos, buckets)) = self.config.bucket_shape().filter(|_| BUCKETS > 0) {
+            // A type without buckets holds no time window (`new` refuses one).
+            before = self.buckets.stats(now, nanos, buckets);
+            self.buckets.push(now, nanos, buckets, failed, slow);
+            after = self.buckets.stats(now, nanos, buckets);
         }
-        let evicted = self.calls.push(size, failed, slow);
-        let after = self.calls.counts();
         if self.stands(after) {
             // Judged in full until a rule no longer stands (`record` comes
             // here with `quiet` still set when the streak rule stands).
             self.quiet = 0;
-            return self.judge(before_count(after, evicted, failed, slow), after, late, now);
+            return self.judge(before, after, late, now);
         }
-        self.quiet = self.quiet_after(after);
+        if size > 0 {
+            self.quiet = self.quiet_after(after);
+        }
         Recorded::NOTHING
     }
 
@@ -1273,22 +1281,6 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 minimum,
             )
             || reached(config.slow_call_rate(), window.slow, window.calls, minimum)
-    }
-
-    /// [`record_closed`](Self::record_closed) with a time window or none.
-    #[inline(never)]
-    fn record_timed(&mut self, failed: bool, slow: bool, late: bool, now: Instant) -> Recorded {
-        let (mut before, mut after) = (WindowStats::default(), WindowStats::default());
-        // A type without buckets holds no time window (`new` refuses one).
-        if let Some((nanos, buckets)) = self.config.bucket_shape().filter(|_| BUCKETS > 0) {
-            before = self.buckets.stats(now, nanos, buckets);
-            self.buckets.push(now, nanos, buckets, failed, slow);
-            after = self.buckets.stats(now, nanos, buckets);
-        }
-        if self.stands(after) {
-            return self.judge(before, after, late, now);
-        }
-        Recorded::NOTHING
     }
 
     /// Judges the outcome just pushed, closed or metrics-only, once some rule

@@ -494,14 +494,14 @@ pub(crate) enum Mode {
 /// and slow calls, 40 for the state (a half-open period keeps its probe counts
 /// and its deadline), 12 for the epoch and the counters, 8 for the count of
 /// rejected calls, 4 for the window's size and how many outcomes may still be
-/// recorded before a rate rule must be checked. Each further 64 calls of capacity add 16 bytes
-/// (`CircuitBreaker<16, 0>`, 1,024 calls, holds the 1,000-call windows
-/// Resilience4j users configure). Capacity costs no time: the window's counts
-/// are kept as calls come and go, so recording an outcome costs the same in
-/// any window and any capacity. While the window is far enough from every
-/// rate threshold that no run of outcomes short of a bound could reach one,
-/// recording an outcome checks only the failure streak; the bound is worked
-/// out again when it runs out.
+/// recorded before a rate rule must be checked. Each further 64 calls of
+/// capacity add 16 bytes (`CircuitBreaker<16, 0>`, 1,024 calls, holds the
+/// 1,000-call windows Resilience4j users configure). Capacity costs no time:
+/// the window's counts are kept as calls come and go, so recording an outcome
+/// costs the same in any window and any capacity. While the window is far
+/// enough from every rate threshold that no run of outcomes short of a bound
+/// could reach one, recording an outcome checks only the failure streak; the
+/// bound is worked out again when it runs out.
 ///
 /// ```
 /// use core::time::Duration;
@@ -533,11 +533,12 @@ pub struct CircuitBreaker<const WORDS: usize = 2, const BUCKETS: usize = 0> {
     /// window, a time window, or no words): fixed by the config.
     count_window: u16,
     /// How many more outcomes [`record`](Self::record) may take in closed or
-    /// metrics-only, into the count window, before any trip rule could stand at
+    /// metrics-only, into the count window, before a rate rule could stand at
     /// its threshold, even were every one of them a slow failure: until then
-    /// no rule is checked. Zero in every other state, and whenever unknown
-    /// (then the next outcome is judged in full and sets it again). A cache
-    /// of what the rules and the window say, so not part of equality.
+    /// only the streak rule is checked. Zero in every other state, and
+    /// whenever unknown (then the next outcome is judged in full and sets it
+    /// again). A cache of what the rules and the window say, so not part of
+    /// equality.
     quiet: u16,
 }
 

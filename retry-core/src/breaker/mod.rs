@@ -855,38 +855,39 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// [`request`](Self::request) in any state.
     #[inline(never)]
     fn request_other(&mut self, now: Instant) -> Admission {
-        match self.mode {
-            Mode::Closed | Mode::Disabled | Mode::MetricsOnly => Admission::Admitted {
-                permit: self.permit(false),
-                transition: None,
-            },
-            Mode::ForcedOpen => self.reject(None, RejectReason::ForcedOpen, None),
-            Mode::Open { until } if now < until => {
-                self.reject(Some(until), RejectReason::Open, None)
+        let mut transition = None;
+        let (until, reason) = match self.mode {
+            Mode::Closed | Mode::Disabled | Mode::MetricsOnly => {
+                return Admission::Admitted {
+                    permit: self.permit(false),
+                    transition: None,
+                }
             }
+            Mode::ForcedOpen => (None, RejectReason::ForcedOpen),
+            Mode::Open { until } if now < until => (Some(until), RejectReason::Open),
             Mode::Open { .. } => {
-                let transition = self.half_open(now, TransitionCause::OpenElapsed);
-                self.admit_probe(now, Some(transition))
+                let t = self.half_open(now, TransitionCause::OpenElapsed);
+                return self.admit_probe(now, Some(t));
             }
             Mode::HalfOpen(p) => match p.deadline {
                 Some(deadline) if now >= deadline => match self.config.half_open_timeout() {
                     HalfOpenTimeout::Reopen => {
-                        let t = self.open(now, TransitionCause::HalfOpenTimeout);
+                        transition = Some(self.open(now, TransitionCause::HalfOpenTimeout));
                         // At the end of time the open period cannot end after now.
-                        let until = self.open_until().filter(|u| *u > now);
-                        self.reject(until, RejectReason::Open, Some(t))
+                        (self.open_until().filter(|u| *u > now), RejectReason::Open)
                     }
                     HalfOpenTimeout::Close => {
                         let t = self.close(Mode::Closed, now, TransitionCause::HalfOpenTimeout);
-                        Admission::Admitted {
+                        return Admission::Admitted {
                             permit: self.permit(false),
                             transition: Some(t),
-                        }
+                        };
                     }
                 },
-                _ => self.admit_probe(now, None),
+                _ => return self.admit_probe(now, None),
             },
-        }
+        };
+        self.reject(until, reason, transition)
     }
 
     /// Hands back `permit` with the outcome of its call, at `now`. Returns what
@@ -1139,29 +1140,28 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
 
     /// Admits a probe in half-open if a place is free, else rejects.
     fn admit_probe(&mut self, now: Instant, transition: Option<Transition>) -> Admission {
-        let Mode::HalfOpen(p) = self.mode else {
-            return self.reject(None, RejectReason::ProbesBusy, transition);
-        };
-        let room = match self.config.half_open_verdict() {
-            HalfOpenVerdict::Consecutive => true,
-            HalfOpenVerdict::Rates { probes } => p.admitted < probes,
-        };
-        if room && p.in_flight < self.config.half_open_permits() {
-            self.mode = Mode::HalfOpen(Probing {
-                in_flight: p.in_flight.saturating_add(1),
-                admitted: p.admitted.saturating_add(1),
-                ..p
-            });
-            Admission::Admitted {
-                permit: self.permit(true),
-                transition,
+        let mut until = None;
+        if let Mode::HalfOpen(p) = self.mode {
+            let room = match self.config.half_open_verdict() {
+                HalfOpenVerdict::Consecutive => true,
+                HalfOpenVerdict::Rates { probes } => p.admitted < probes,
+            };
+            if room && p.in_flight < self.config.half_open_permits() {
+                self.mode = Mode::HalfOpen(Probing {
+                    in_flight: p.in_flight.saturating_add(1),
+                    admitted: p.admitted.saturating_add(1),
+                    ..p
+                });
+                return Admission::Admitted {
+                    permit: self.permit(true),
+                    transition,
+                };
             }
-        } else {
             // `until` is after `now`: a deadline at or before now was applied by
             // the request before reaching here.
-            let until = p.deadline.filter(|d| *d > now);
-            self.reject(until, RejectReason::ProbesBusy, transition)
+            until = p.deadline.filter(|d| *d > now);
         }
+        self.reject(until, RejectReason::ProbesBusy, transition)
     }
 
     fn enter(&mut self, mode: Mode, now: Instant, cause: TransitionCause) -> Transition {

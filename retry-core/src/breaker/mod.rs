@@ -1303,25 +1303,25 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         let config = &self.config;
         let minimum = config.minimum_calls();
         let (f, s) = (config.failure_rate(), config.slow_call_rate());
-        let failing = reached(f, after.failures, after.calls, minimum);
-        let slowing = reached(s, after.slow, after.calls, minimum);
+        let (failing, failure_rate) = crossed(
+            f,
+            before.failures,
+            before.calls,
+            after.failures,
+            after.calls,
+            minimum,
+        );
+        let (slowing, slow_call_rate) = crossed(
+            s,
+            before.slow,
+            before.calls,
+            after.slow,
+            after.calls,
+            minimum,
+        );
         let exceeded = Exceeded {
-            failure_rate: crossed(
-                f,
-                before.failures,
-                before.calls,
-                after.failures,
-                after.calls,
-                minimum,
-            ),
-            slow_call_rate: crossed(
-                s,
-                before.slow,
-                before.calls,
-                after.slow,
-                after.calls,
-                minimum,
-            ),
+            failure_rate,
+            slow_call_rate,
         };
         let cause = if config.streak_trips(self.consecutive_failures) {
             TransitionCause::ConsecutiveFailures
@@ -1383,8 +1383,8 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         // nothing: before them the period had no outcomes).
         let (calls, f, s) = (results.calls, results.failures, results.slow);
         let exceeded = Exceeded {
-            failure_rate: crossed(self.config.failure_rate(), 0, 0, f, calls, 1),
-            slow_call_rate: crossed(self.config.slow_call_rate(), 0, 0, s, calls, 1),
+            failure_rate: crossed(self.config.failure_rate(), 0, 0, f, calls, 1).1,
+            slow_call_rate: crossed(self.config.slow_call_rate(), 0, 0, s, calls, 1).1,
         };
         let transition = if exceeded.failure_rate.is_some() {
             self.open(now, TransitionCause::FailureRate)
@@ -1424,9 +1424,9 @@ fn reached(rate: Option<Rate>, count: u32, calls: u32, minimum: u32) -> bool {
     calls >= minimum && rate.is_some_and(|r| r.is_reached(count, calls))
 }
 
-/// The rate measured after an outcome, if the outcome brought it to `rate`:
-/// reached after it (`count` out of `calls`), not before (`count_before` out of
-/// `calls_before`).
+/// Whether `count` out of `calls` reaches `rate` (judged from `minimum`
+/// calls on), and the rate measured if the outcome just recorded brought it
+/// there: reached now, not before (`count_before` out of `calls_before`).
 fn crossed(
     rate: Option<Rate>,
     count_before: u32,
@@ -1434,12 +1434,14 @@ fn crossed(
     count: u32,
     calls: u32,
     minimum: u32,
-) -> Option<Rate> {
-    if reached(rate, count, calls, minimum) && !reached(rate, count_before, calls_before, minimum) {
+) -> (bool, Option<Rate>) {
+    let now = reached(rate, count, calls, minimum);
+    let measured = if now && !reached(rate, count_before, calls_before, minimum) {
         RateReading::of(count, calls, minimum).rate()
     } else {
         None
-    }
+    };
+    (now, measured)
 }
 
 /// What a count window held before a call (`failed`, `slow`) was pushed in,

@@ -1250,21 +1250,12 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// rule is checked on every outcome.)
     fn quiet_after(&self, now: WindowStats) -> u16 {
         let config = &self.config;
-        let mut room = u32::from(u16::MAX);
         let calls = now.calls.max(config.minimum_calls());
-        for (rate, count) in [
-            (config.failure_rate(), now.failures),
-            (config.slow_call_rate(), now.slow),
-        ] {
-            if let Some(rate) = rate {
-                // The fewest of `calls` that reach the rate (`calls` is at most
-                // the window's 65,535 calls, so the product fits).
-                let needed = u32::from(rate.basis_points())
-                    .saturating_mul(calls)
-                    .div_ceil(10_000);
-                room = room.min(needed.saturating_sub(count).saturating_sub(1));
-            }
-        }
+        let room = room(config.failure_rate(), now.failures, calls).min(room(
+            config.slow_call_rate(),
+            now.slow,
+            calls,
+        ));
         u16::try_from(room).unwrap_or(u16::MAX)
     }
 
@@ -1422,6 +1413,22 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
 #[inline]
 fn reached(rate: Option<Rate>, count: u32, calls: u32, minimum: u32) -> bool {
     calls >= minimum && rate.is_some_and(|r| r.is_reached(count, calls))
+}
+
+/// How many more calls, each one counted, `count` may take before `count`
+/// out of `calls` could reach `rate` (all of them with no rate): the fewest of
+/// `calls` that reach it, less those counted and the one that would reach it.
+/// `calls` is at most a count window's 65,535, so the product fits.
+#[inline(never)]
+fn room(rate: Option<Rate>, count: u32, calls: u32) -> u32 {
+    match rate {
+        Some(rate) => u32::from(rate.basis_points())
+            .saturating_mul(calls)
+            .div_ceil(10_000)
+            .saturating_sub(count)
+            .saturating_sub(1),
+        None => u32::MAX,
+    }
 }
 
 /// Whether `count` out of `calls` reaches `rate` (judged from `minimum`

@@ -686,6 +686,9 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         let head = &path.head.0;
         let tail = &path.tail.0;
         self.consecutive_failures = tail.streak.load(SeqCst);
+        // The streak and window change under the cache of when rules are next
+        // checked: check them on the next outcome.
+        self.quiet = 0;
         let size = u16::try_from(head.size).unwrap_or(u16::MAX);
         if size == 0 {
             return;

@@ -390,12 +390,14 @@ impl BreakerConfig {
         let reopen = reopen.max(1);
         let cap = self.max_open_duration;
         let initial = self.open_backoff.initial();
-        let base = self.open_backoff.delay(reopen).min(cap);
-        let previous = if reopen > 1 {
-            self.open_backoff.delay(reopen.saturating_sub(1)).min(cap)
-        } else {
-            initial
-        };
+        // The capped curve at `reopen - 1` (the initial delay before the
+        // first) and at `reopen`, in one loop so that the curve is written
+        // once in the code.
+        let (mut previous, mut base) = (initial, initial);
+        for n in reopen.saturating_sub(1).max(1)..=reopen {
+            previous = base;
+            base = self.open_backoff.delay(n).min(cap);
+        }
         let draw = jitter_draw(self.seed, reopen, base);
         self.open_jitter.apply(base, draw, initial, previous, cap)
     }
@@ -531,6 +533,13 @@ impl BreakerConfig {
     /// The half-open maximum wait in nanoseconds, if set.
     pub(crate) fn max_half_open_wait_nanos(&self) -> Option<u64> {
         self.max_half_open_wait.map(NonZeroU64::get)
+    }
+
+    /// Whether a failure streak of `streak` trips the consecutive-failure rule
+    /// (never when the rule is off: its threshold is stored as 0).
+    #[inline]
+    pub(crate) const fn streak_trips(&self, streak: u32) -> bool {
+        self.failure_threshold.wrapping_sub(1) < streak
     }
 
     /// The count window's size, if the window is count-based.

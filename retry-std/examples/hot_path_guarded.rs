@@ -20,12 +20,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let path = args.next().unwrap_or_else(|| "retry_std".into());
     let n: u64 = args.next().map_or(1_000_000, |a| a.parse().unwrap());
-    let config = BreakerConfig::builder()
-        .failure_rate(Rate::from_percent(50))
-        .count_window(100)
-        .minimum_calls(100)
-        .build()
-        .unwrap();
+    let config = BreakerConfig::failure_rate_over(Rate::from_percent(50), 100).unwrap();
     let breaker = SharedBreaker::new(config).unwrap();
     let mut sum = 0u64;
     match path.as_str() {

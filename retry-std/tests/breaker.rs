@@ -205,12 +205,7 @@ fn first_attempt_asks_and_tells_once<B: retry_shared::Breaker + 'static>(
 ) {
     let clock = ManualClock::new();
     // Opens at a 50 % failure rate over the last 4 calls, judged from 4 calls.
-    let config = BreakerConfig::builder()
-        .failure_rate(Rate::from_percent(50))
-        .count_window(4)
-        .minimum_calls(4)
-        .build()
-        .unwrap();
+    let config = BreakerConfig::failure_rate_over(Rate::from_percent(50), 4).unwrap();
     let breaker = SharedBreaker::new(config).unwrap();
     let retry = Retry::<&str>::new(policy(2, CircuitOpen::GiveUp))
         .clock(clock.clone())

@@ -294,6 +294,32 @@ impl BreakerConfig {
             .build()
     }
 
+    /// A failure-rate rule over a count window, judged only once the window is
+    /// full: a closed breaker opens when at least `rate` of the last `calls`
+    /// calls failed. There is no consecutive-failures rule; every other setting
+    /// is the builder's default. With 50 % over 100 calls this is the rule
+    /// `recloser` applies by default.
+    ///
+    /// ```
+    /// use retry_core::{BreakerConfig, Rate};
+    /// let config = BreakerConfig::failure_rate_over(Rate::from_percent(50), 100)?;
+    /// assert_eq!(config.failure_rate(), Some(Rate::from_percent(50)));
+    /// assert_eq!(config.minimum_calls(), 100);
+    /// assert_eq!(config.failure_threshold(), None);
+    /// # Ok::<(), retry_core::BreakerError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// What [`BreakerConfigBuilder::build`] refuses: a zero `calls`, say.
+    pub fn failure_rate_over(rate: Rate, calls: u16) -> Result<BreakerConfig, BreakerError> {
+        BreakerConfig::builder()
+            .failure_threshold(None)
+            .failure_rate(rate)
+            .count_window(calls)
+            .minimum_calls(u32::from(calls))
+            .build()
+    }
+
     /// Consecutive failures that trip a closed breaker, if that rule is on.
     #[must_use]
     pub const fn failure_threshold(&self) -> Option<u32> {

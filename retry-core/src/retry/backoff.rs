@@ -3,6 +3,7 @@
 use core::fmt;
 use core::time::Duration;
 
+use super::binary64;
 use super::error::PolicyError;
 use super::nanos::{from_nanos, nanos};
 
@@ -163,7 +164,7 @@ impl Backoff {
     /// infinite or below 1.
     pub fn validate(&self) -> Result<(), PolicyError> {
         match *self {
-            Backoff::Exponential { factor, .. } if !(factor.is_finite() && factor >= 1.0) => {
+            Backoff::Exponential { factor, .. } if !binary64::is_factor(factor.to_bits()) => {
                 Err(PolicyError::InvalidFactor { value: factor })
             }
             _ => Ok(()),
@@ -206,21 +207,20 @@ impl fmt::Display for Backoff {
     }
 }
 
-/// `initial * factor^steps`, saturating. Uses only IEEE-754 multiplication, which is
-/// correctly rounded everywhere, so the result is identical on every platform.
+/// `initial * factor^steps`, saturating: the `f64` computation
+/// `(n as f64 * powi(factor, steps)) as u128` on the initial delay's
+/// nanoseconds, made in integers ([`binary64`]) with the rounding IEEE-754
+/// multiplication has everywhere, so the result is identical on every
+/// platform, with or without a floating-point unit.
 fn exponential(initial: Duration, factor: f64, steps: u32) -> Duration {
     let base = nanos(initial);
-    if base == 0 || steps == 0 {
-        return initial;
-    }
+    let bits = factor.to_bits();
     // An invalid factor cannot get past the builder; be total anyway.
-    if !(factor.is_finite() && factor >= 1.0) {
+    if base == 0 || steps == 0 || !binary64::is_factor(bits) {
         return initial;
     }
-    // Exact integer path for the common factor 2 (an exact comparison on purpose).
-    #[allow(clippy::float_cmp)]
-    let doubling = factor == 2.0;
-    if doubling {
+    // Exact integer path for the common factor 2.
+    if bits == binary64::TWO_BITS {
         // `base · 2^steps` is a shift, and overflows (saturates) exactly when
         // the shift would push out a set bit (a 128-bit multiply is a long
         // routine on 32-bit targets).
@@ -232,11 +232,12 @@ fn exponential(initial: Duration, factor: f64, steps: u32) -> Duration {
             Duration::MAX
         };
     }
-    let scaled = base as f64 * powi(factor, steps);
-    from_nanos_f64(scaled)
+    from_nanos(binary64::scale(base, bits, steps))
 }
 
-/// `x^n` by repeated squaring (core has no `powi` without std).
+/// `x^n` by repeated squaring (core has no `powi` without std): the 64-bit
+/// path's hardware form of [`binary64::Float::powi`], with the same result
+/// (compiled out with that path on other targets).
 pub(crate) fn powi(mut x: f64, mut n: u32) -> f64 {
     let mut acc = 1.0_f64;
     while n > 0 {
@@ -252,15 +253,6 @@ pub(crate) fn powi(mut x: f64, mut n: u32) -> f64 {
         }
     }
     acc
-}
-
-/// Nanoseconds as a float to a saturating `Duration` (NaN reads as zero).
-pub(crate) fn from_nanos_f64(n: f64) -> Duration {
-    // `as` saturates at the integer range and maps NaN to 0: the truncation of the
-    // fraction is the intended rounding down.
-    #[allow(clippy::cast_possible_truncation)]
-    let whole = n as u128;
-    from_nanos(whole)
 }
 
 /// The r-th Fibonacci number with F(1) = F(2) = 1, saturating at `u64::MAX`

@@ -7,6 +7,7 @@
 use core::fmt;
 use core::time::Duration;
 
+use super::binary64;
 use super::error::PolicyError;
 use super::nanos::{from_nanos, nanos};
 
@@ -86,10 +87,12 @@ impl Jitter {
     /// above 1.
     pub fn validate(&self) -> Result<(), PolicyError> {
         match self.fraction() {
-            Some(f) if !(0.0..=1.0).contains(&f) => Err(PolicyError::InvalidJitterFraction {
-                kind: self.name(),
-                value: f,
-            }),
+            Some(f) if !binary64::is_fraction(f.to_bits()) => {
+                Err(PolicyError::InvalidJitterFraction {
+                    kind: self.name(),
+                    value: f,
+                })
+            }
             _ => Ok(()),
         }
     }
@@ -191,29 +194,12 @@ impl fmt::Display for Jitter {
     }
 }
 
-/// `f · n`, rounded down; a fraction outside `[0, 1]` is clamped (the builder
-/// rejects it earlier).
-#[cfg_attr(target_pointer_width = "64", inline)]
+/// `f · n`, rounded down, as the `f64` product `((n as f64) * f) as u128`
+/// gives it (computed in integers, [`binary64::fraction_of`]); a fraction
+/// outside `[0, 1]` is clamped (the builder rejects it earlier).
+#[inline]
 fn span(n: u128, f: f64) -> u128 {
-    let f = if f.is_nan() { 0.0 } else { f.clamp(0.0, 1.0) };
-    // Below 2^63 a u64 converts to and from `f64` in a few instructions (a u128
-    // takes a library call), rounds to the same `f64`, and the product (at most
-    // 2^63) converts back unsaturated: the same span, sooner.
-    let small = if n < 1 << 63 {
-        u64::try_from(n).ok()
-    } else {
-        None
-    };
-    if let Some(small) = small {
-        #[allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
-        let span = ((small as f64) * f) as u64;
-        return u128::from(span);
-    }
-    // `as` saturates; f <= 1 keeps the product within n; dropping the fraction is
-    // the rounding down.
-    #[allow(clippy::cast_possible_truncation)]
-    let span = ((n as f64) * f) as u128;
-    span
+    binary64::fraction_of(n, f.to_bits())
 }
 
 /// Uniform in `[0, x]` from one 64-bit draw, by multiply-high (Lemire), with no

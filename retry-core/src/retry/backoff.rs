@@ -179,12 +179,23 @@ impl Backoff {
         match *self {
             Backoff::None => Duration::ZERO,
             Backoff::Constant { delay } => delay,
-            Backoff::Linear { initial, increment } => {
-                initial.saturating_add(increment.saturating_mul(steps))
-            }
+            // Below 2^94 · 2^32 + 2^94: the sum fits, and `from_nanos`
+            // saturates it at `Duration::MAX`.
+            Backoff::Linear { initial, increment } => from_nanos(
+                nanos(increment)
+                    .wrapping_mul(u128::from(steps))
+                    .wrapping_add(nanos(initial)),
+            ),
             Backoff::Exponential { initial, factor } => exponential(initial, factor, steps),
             Backoff::Fibonacci { initial } => {
-                from_nanos(nanos(initial).saturating_mul(u128::from(fibonacci(retry))))
+                let (n, f) = (nanos(initial), fibonacci(retry));
+                // Below 2^128 when the factors' bit lengths add up to at most
+                // 128; otherwise at least 2^127, far past `Duration::MAX`.
+                from_nanos(if n.leading_zeros().wrapping_add(f.leading_zeros()) >= 64 {
+                    n.wrapping_mul(u128::from(f))
+                } else {
+                    u128::MAX
+                })
             }
         }
     }
@@ -295,6 +306,40 @@ mod tests {
                     exponential(initial, 2.0, steps),
                     expected,
                     "{initial:?} {steps}"
+                );
+            }
+        }
+    }
+
+    /// Linear and Fibonacci curves in wrapping 128-bit nanoseconds are the
+    /// saturating `Duration` and `u128` formulas, up to `Duration::MAX`.
+    #[test]
+    fn integer_curves_are_the_saturating_formulas() {
+        let values = [
+            Duration::ZERO,
+            Duration::from_nanos(1),
+            Duration::from_millis(100),
+            Duration::new(1 << 33, 5),
+            Duration::new(1 << 40, 999_999_999),
+            Duration::new(u64::MAX / 3, 1),
+            Duration::MAX,
+        ];
+        for a in values {
+            for b in values {
+                for r in [0, 1, 2, 3, 50, 93, 94, 95, 1000, u32::MAX - 1, u32::MAX] {
+                    let steps = r.saturating_sub(1);
+                    assert_eq!(
+                        Backoff::linear_by(a, b).delay(r),
+                        a.saturating_add(b.saturating_mul(steps)),
+                        "{a:?} {b:?} {r}"
+                    );
+                }
+            }
+            for r in (0..=200).chain([u32::MAX]) {
+                assert_eq!(
+                    Backoff::fibonacci(a).delay(r),
+                    from_nanos(nanos(a).saturating_mul(u128::from(fibonacci(r)))),
+                    "{a:?} {r}"
                 );
             }
         }

@@ -540,7 +540,7 @@ impl RetryMachine {
     pub fn poll(&mut self, event: Event, now: Instant) -> Action {
         match self.step(event, now) {
             Some(action) => action,
-            None => self.misuse(event).answer,
+            None => self.answer_again(),
         }
     }
 
@@ -665,21 +665,28 @@ impl RetryMachine {
         Some(action)
     }
 
+    /// The answer to an event that does not fit the phase: the pending
+    /// action again (before `Start`, a give-up saying nothing ran). All that
+    /// [`RetryMachine::poll`] needs of a [`Misuse`], without building one.
     #[cold]
     #[inline(never)]
-    fn misuse(&self, event: Event) -> Misuse {
-        let answer = match self.pending() {
+    fn answer_again(&self) -> Action {
+        match self.pending() {
             Some(action) => action,
             None => Action::GiveUp(GiveUp {
                 reason: GiveUpReason::NotStarted,
                 attempts: 0,
                 last_failure: None,
             }),
-        };
+        }
+    }
+
+    #[cold]
+    fn misuse(&self, event: Event) -> Misuse {
         Misuse {
             event,
             phase: self.phase(),
-            answer,
+            answer: self.answer_again(),
         }
     }
 

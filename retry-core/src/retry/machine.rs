@@ -540,7 +540,7 @@ impl RetryMachine {
     pub fn poll(&mut self, event: Event, now: Instant) -> Action {
         match self.step(event, now) {
             Some(action) => action,
-            None => self.answer_again(),
+            None => self.misuse(event).answer,
         }
     }
 
@@ -682,6 +682,7 @@ impl RetryMachine {
     }
 
     #[cold]
+    #[inline]
     fn misuse(&self, event: Event) -> Misuse {
         Misuse {
             event,

@@ -721,6 +721,9 @@ impl RetryMachine {
         }
     }
 
+    /// Ends the call with a give-up. Out of line: it is reached from many
+    /// places, never on the path of a retry.
+    #[inline(never)]
     fn give_up(
         &mut self,
         reason: GiveUpReason,

@@ -154,9 +154,9 @@ impl Jitter {
         // at most the delay rounded to an `f64` (below 2^95): the sums and
         // products below stay under 2^98 and need no saturation; only a
         // difference that may go below zero saturates.
-        // (start, width, sub, down): value = start + v - sub (start - v when
-        // `down`), over [start - sub, start + width - sub] ([start - width,
-        // start] when `down`), differences saturating at zero.
+        // (start, width, sub, down): the interval is [start - sub, start +
+        // width - sub] and the value start + v - sub, or its top minus v when
+        // `down`; differences saturate at zero.
         let (start, width, sub, down) = match *self {
             Jitter::None => (n, 0, 0, false),
             Jitter::Full => (0, n, 0, false),
@@ -167,28 +167,26 @@ impl Jitter {
                 0,
                 false,
             ),
-            // d minus up to f·d: the pick counts down from the top.
-            Jitter::Subtract(_) => (n, s, 0, true),
+            // d minus up to f·d: the pick counts down from the top, d.
+            Jitter::Subtract(_) => (n, s, s, true),
             // `[n, n + span)`: the top nanosecond below `n + span` (none when
             // the span is zero).
-            Jitter::Add(_) => (n, s.saturating_sub(1), 0, false),
+            Jitter::Add(_) => (n, s.wrapping_sub(u128::from(s != 0)), 0, false),
             Jitter::Spread(_) => (n, s.wrapping_mul(2), s, false),
         };
         let v = uniform_inclusive(width, draw);
-        let (value, lo, hi) = if down {
-            (start.saturating_sub(v), start.saturating_sub(width), start)
+        let lo = start.saturating_sub(sub);
+        let hi = start.wrapping_add(width).wrapping_sub(sub);
+        let value = if down {
+            hi.saturating_sub(v)
         } else {
-            (
-                start.wrapping_add(v).saturating_sub(sub),
-                start.saturating_sub(sub),
-                start.wrapping_add(width).wrapping_sub(sub),
-            )
+            start.wrapping_add(v).saturating_sub(sub)
         };
-        if matches!(self, Jitter::Decorrelated | Jitter::Spread(_)) {
-            (value.min(cap), lo.min(cap), hi.min(cap))
-        } else {
-            (value, lo, hi)
-        }
+        let cap = match self {
+            Jitter::Decorrelated | Jitter::Spread(_) => cap,
+            _ => u128::MAX,
+        };
+        (value.min(cap), lo.min(cap), hi.min(cap))
     }
 }
 

@@ -776,7 +776,9 @@ impl RetryPolicy {
         let floor = nanos(floor.max(self.min_delay));
         // Only durations are results: nothing past `Duration::MAX`.
         let top = nanos(Duration::MAX);
-        let (lo, hi) = (lo.max(floor).min(top), hi.max(floor).min(top));
+        // Only additive jitter's top may pass `Duration::MAX`; the floor and
+        // every other end are durations.
+        let (lo, hi) = (lo.max(floor), hi.max(floor).min(top));
         let value = jittered.max(lo).min(hi);
         if self.resolution == Resolution::Nanos {
             return from_nanos(value);

@@ -176,28 +176,28 @@ impl Backoff {
     #[must_use]
     pub fn delay(&self, retry: u32) -> Duration {
         let steps = retry.saturating_sub(1);
-        match *self {
-            Backoff::None => Duration::ZERO,
-            Backoff::Constant { delay } => delay,
-            // Below 2^94 · 2^32 + 2^94: the sum fits, and `from_nanos`
-            // saturates it at `Duration::MAX`.
-            Backoff::Linear { initial, increment } => from_nanos(
-                nanos(increment)
-                    .wrapping_mul(u128::from(steps))
-                    .wrapping_add(nanos(initial)),
-            ),
-            Backoff::Exponential { initial, factor } => exponential(initial, factor, steps),
-            Backoff::Fibonacci { initial } => {
-                let (n, f) = (nanos(initial), fibonacci(retry));
+        // Every curve starts from its initial delay (a constant's delay, zero
+        // for none); the sums and products below are not saturated: anything
+        // past `Duration::MAX` is, by `from_nanos`.
+        let base = nanos(self.initial());
+        from_nanos(match *self {
+            Backoff::None | Backoff::Constant { .. } => base,
+            // Below 2^94 · 2^32 + 2^94: the sum fits.
+            Backoff::Linear { increment, .. } => nanos(increment)
+                .wrapping_mul(u128::from(steps))
+                .wrapping_add(base),
+            Backoff::Exponential { factor, .. } => exponential(base, factor, steps),
+            Backoff::Fibonacci { .. } => {
+                let f = fibonacci(retry);
                 // Below 2^128 when the factors' bit lengths add up to at most
                 // 128; otherwise at least 2^127, far past `Duration::MAX`.
-                from_nanos(if n.leading_zeros().wrapping_add(f.leading_zeros()) >= 64 {
-                    n.wrapping_mul(u128::from(f))
+                if base.leading_zeros().wrapping_add(f.leading_zeros()) >= 64 {
+                    base.wrapping_mul(u128::from(f))
                 } else {
                     u128::MAX
-                })
+                }
             }
-        }
+        })
     }
 }
 
@@ -218,32 +218,31 @@ impl fmt::Display for Backoff {
     }
 }
 
-/// `initial * factor^steps`, saturating: the `f64` computation
-/// `(n as f64 * powi(factor, steps)) as u128` on the initial delay's
-/// nanoseconds, made in integers ([`binary64`]) with the rounding IEEE-754
+/// `base * factor^steps` for the initial delay's nanoseconds `base`
+/// (`u128::MAX` past the largest `u128`): the `f64` computation
+/// `(base as f64 * powi(factor, steps)) as u128`, made in integers ([`binary64`]) with the rounding IEEE-754
 /// multiplication has everywhere, so the result is identical on every
 /// platform, with or without a floating-point unit.
-fn exponential(initial: Duration, factor: f64, steps: u32) -> Duration {
-    let base = nanos(initial);
+fn exponential(base: u128, factor: f64, steps: u32) -> u128 {
     let bits = factor.to_bits();
     // An invalid factor cannot get past the builder; be total anyway.
     if base == 0 || steps == 0 || !binary64::is_factor(bits) {
-        return initial;
+        return base;
     }
     // Exact integer path for the common factor 2.
     if bits == binary64::TWO_BITS {
-        // `base · 2^steps` is a shift, and overflows (saturates) exactly when
-        // the shift would push out a set bit (a 128-bit multiply is a long
-        // routine on 32-bit targets).
+        // `base · 2^steps` is a shift, and overflows exactly when the shift
+        // would push out a set bit (a 128-bit multiply is a long routine on
+        // 32-bit targets).
         return if steps <= base.leading_zeros() {
             // `base` is not zero: at most 127 leading zeros, so no shift
             // reaches the width.
-            from_nanos(base.wrapping_shl(steps))
+            base.wrapping_shl(steps)
         } else {
-            Duration::MAX
+            u128::MAX
         };
     }
-    from_nanos(binary64::scale(base, bits, steps))
+    binary64::scale(base, bits, steps)
 }
 
 /// `x^n` by repeated squaring (core has no `powi` without std): the 64-bit
@@ -303,7 +302,7 @@ mod tests {
                     None => Duration::MAX,
                 };
                 assert_eq!(
-                    exponential(initial, 2.0, steps),
+                    from_nanos(exponential(nanos(initial), 2.0, steps)),
                     expected,
                     "{initial:?} {steps}"
                 );

@@ -681,8 +681,12 @@ impl RetryMachine {
         }
     }
 
+    /// The misuse report. Out of line on 64-bit targets (where that keeps the
+    /// inlined `poll` shortest); inlined elsewhere, where `poll` then keeps
+    /// only its answer and code size counts most.
     #[cold]
-    #[inline]
+    #[cfg_attr(target_pointer_width = "64", inline(never))]
+    #[cfg_attr(not(target_pointer_width = "64"), inline)]
     fn misuse(&self, event: Event) -> Misuse {
         Misuse {
             event,
@@ -721,9 +725,11 @@ impl RetryMachine {
         }
     }
 
-    /// Ends the call with a give-up. Out of line: it is reached from many
-    /// places, never on the path of a retry.
-    #[inline(never)]
+    /// Ends the call with a give-up. Out of line on 32-bit targets, where
+    /// code size counts most: it is reached from many places, never on the
+    /// path of a retry (inlined on 64-bit ones, where that keeps the retry
+    /// decision's instruction count).
+    #[cfg_attr(not(target_pointer_width = "64"), inline(never))]
     fn give_up(
         &mut self,
         reason: GiveUpReason,

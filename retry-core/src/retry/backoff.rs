@@ -3,6 +3,7 @@
 use core::fmt;
 use core::time::Duration;
 
+use super::binary64;
 use super::error::PolicyError;
 use super::nanos::{from_nanos, nanos};
 
@@ -163,7 +164,7 @@ impl Backoff {
     /// infinite or below 1.
     pub fn validate(&self) -> Result<(), PolicyError> {
         match *self {
-            Backoff::Exponential { factor, .. } if !(factor.is_finite() && factor >= 1.0) => {
+            Backoff::Exponential { factor, .. } if !binary64::is_factor(factor.to_bits()) => {
                 Err(PolicyError::InvalidFactor { value: factor })
             }
             _ => Ok(()),
@@ -175,17 +176,28 @@ impl Backoff {
     #[must_use]
     pub fn delay(&self, retry: u32) -> Duration {
         let steps = retry.saturating_sub(1);
-        match *self {
-            Backoff::None => Duration::ZERO,
-            Backoff::Constant { delay } => delay,
-            Backoff::Linear { initial, increment } => {
-                initial.saturating_add(increment.saturating_mul(steps))
+        // Every curve starts from its initial delay (a constant's delay, zero
+        // for none); the sums and products below are not saturated: anything
+        // past `Duration::MAX` is, by `from_nanos`.
+        let base = nanos(self.initial());
+        from_nanos(match *self {
+            Backoff::None | Backoff::Constant { .. } => base,
+            // Below 2^94 · 2^32 + 2^94: the sum fits.
+            Backoff::Linear { increment, .. } => nanos(increment)
+                .wrapping_mul(u128::from(steps))
+                .wrapping_add(base),
+            Backoff::Exponential { factor, .. } => exponential(base, factor, steps),
+            Backoff::Fibonacci { .. } => {
+                let f = fibonacci(retry);
+                // Below 2^128 when the factors' bit lengths add up to at most
+                // 128; otherwise at least 2^127, far past `Duration::MAX`.
+                if base.leading_zeros().wrapping_add(f.leading_zeros()) >= 64 {
+                    base.wrapping_mul(u128::from(f))
+                } else {
+                    u128::MAX
+                }
             }
-            Backoff::Exponential { initial, factor } => exponential(initial, factor, steps),
-            Backoff::Fibonacci { initial } => {
-                from_nanos(nanos(initial).saturating_mul(u128::from(fibonacci(retry))))
-            }
-        }
+        })
     }
 }
 
@@ -206,37 +218,36 @@ impl fmt::Display for Backoff {
     }
 }
 
-/// `initial * factor^steps`, saturating. Uses only IEEE-754 multiplication, which is
-/// correctly rounded everywhere, so the result is identical on every platform.
-fn exponential(initial: Duration, factor: f64, steps: u32) -> Duration {
-    let base = nanos(initial);
-    if base == 0 || steps == 0 {
-        return initial;
-    }
+/// `base * factor^steps` for the initial delay's nanoseconds `base`
+/// (`u128::MAX` past the largest `u128`): the `f64` computation
+/// `(base as f64 * powi(factor, steps)) as u128`, made in integers ([`binary64`]) with the rounding IEEE-754
+/// multiplication has everywhere, so the result is identical on every
+/// platform, with or without a floating-point unit.
+fn exponential(base: u128, factor: f64, steps: u32) -> u128 {
+    let bits = factor.to_bits();
     // An invalid factor cannot get past the builder; be total anyway.
-    if !(factor.is_finite() && factor >= 1.0) {
-        return initial;
+    if base == 0 || steps == 0 || !binary64::is_factor(bits) {
+        return base;
     }
-    // Exact integer path for the common factor 2 (an exact comparison on purpose).
-    #[allow(clippy::float_cmp)]
-    let doubling = factor == 2.0;
-    if doubling {
-        // `base · 2^steps` is a shift, and overflows (saturates) exactly when
-        // the shift would push out a set bit (a 128-bit multiply is a long
-        // routine on 32-bit targets).
+    // Exact integer path for the common factor 2.
+    if bits == binary64::TWO_BITS {
+        // `base · 2^steps` is a shift, and overflows exactly when the shift
+        // would push out a set bit (a 128-bit multiply is a long routine on
+        // 32-bit targets).
         return if steps <= base.leading_zeros() {
             // `base` is not zero: at most 127 leading zeros, so no shift
             // reaches the width.
-            from_nanos(base.wrapping_shl(steps))
+            base.wrapping_shl(steps)
         } else {
-            Duration::MAX
+            u128::MAX
         };
     }
-    let scaled = base as f64 * powi(factor, steps);
-    from_nanos_f64(scaled)
+    binary64::scale(base, bits, steps)
 }
 
-/// `x^n` by repeated squaring (core has no `powi` without std).
+/// `x^n` by repeated squaring (core has no `powi` without std): the 64-bit
+/// path's hardware form of [`binary64::Float::powi`], with the same result
+/// (compiled out with that path on other targets).
 pub(crate) fn powi(mut x: f64, mut n: u32) -> f64 {
     let mut acc = 1.0_f64;
     while n > 0 {
@@ -252,15 +263,6 @@ pub(crate) fn powi(mut x: f64, mut n: u32) -> f64 {
         }
     }
     acc
-}
-
-/// Nanoseconds as a float to a saturating `Duration` (NaN reads as zero).
-pub(crate) fn from_nanos_f64(n: f64) -> Duration {
-    // `as` saturates at the integer range and maps NaN to 0: the truncation of the
-    // fraction is the intended rounding down.
-    #[allow(clippy::cast_possible_truncation)]
-    let whole = n as u128;
-    from_nanos(whole)
 }
 
 /// The r-th Fibonacci number with F(1) = F(2) = 1, saturating at `u64::MAX`
@@ -300,9 +302,43 @@ mod tests {
                     None => Duration::MAX,
                 };
                 assert_eq!(
-                    exponential(initial, 2.0, steps),
+                    from_nanos(exponential(nanos(initial), 2.0, steps)),
                     expected,
                     "{initial:?} {steps}"
+                );
+            }
+        }
+    }
+
+    /// Linear and Fibonacci curves in wrapping 128-bit nanoseconds are the
+    /// saturating `Duration` and `u128` formulas, up to `Duration::MAX`.
+    #[test]
+    fn integer_curves_are_the_saturating_formulas() {
+        let values = [
+            Duration::ZERO,
+            Duration::from_nanos(1),
+            Duration::from_millis(100),
+            Duration::new(1 << 33, 5),
+            Duration::new(1 << 40, 999_999_999),
+            Duration::new(u64::MAX / 3, 1),
+            Duration::MAX,
+        ];
+        for a in values {
+            for b in values {
+                for r in [0, 1, 2, 3, 50, 93, 94, 95, 1000, u32::MAX - 1, u32::MAX] {
+                    let steps = r.saturating_sub(1);
+                    assert_eq!(
+                        Backoff::linear_by(a, b).delay(r),
+                        a.saturating_add(b.saturating_mul(steps)),
+                        "{a:?} {b:?} {r}"
+                    );
+                }
+            }
+            for r in (0..=200).chain([u32::MAX]) {
+                assert_eq!(
+                    Backoff::fibonacci(a).delay(r),
+                    from_nanos(nanos(a).saturating_mul(u128::from(fibonacci(r)))),
+                    "{a:?} {r}"
                 );
             }
         }

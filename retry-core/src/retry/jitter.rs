@@ -7,6 +7,7 @@
 use core::fmt;
 use core::time::Duration;
 
+use super::binary64;
 use super::error::PolicyError;
 use super::nanos::{from_nanos, nanos};
 
@@ -86,10 +87,12 @@ impl Jitter {
     /// above 1.
     pub fn validate(&self) -> Result<(), PolicyError> {
         match self.fraction() {
-            Some(f) if !(0.0..=1.0).contains(&f) => Err(PolicyError::InvalidJitterFraction {
-                kind: self.name(),
-                value: f,
-            }),
+            Some(f) if !binary64::is_fraction(f.to_bits()) => {
+                Err(PolicyError::InvalidJitterFraction {
+                    kind: self.name(),
+                    value: f,
+                })
+            }
             _ => Ok(()),
         }
     }
@@ -128,6 +131,12 @@ impl Jitter {
 
     /// [`Jitter::draw_within`] on whole nanoseconds (`n` the delay, then the
     /// curve's initial delay, the previous delay and the cap).
+    ///
+    /// Every kind is one interval and one pick: the pick `v`, uniform in
+    /// `[0, width]`, is added to `start` (taken from it for `Subtract`, which
+    /// counts down from the top), and `Spread`'s span is then taken off again
+    /// (its pick is over `[0, 2·span]`). The kinds that cap (decorrelated and
+    /// spread) cap all three values.
     #[cfg_attr(target_pointer_width = "64", inline)]
     pub(crate) fn draw_within_nanos(
         &self,
@@ -137,48 +146,47 @@ impl Jitter {
         previous: u128,
         cap: u128,
     ) -> (u128, u128, u128) {
-        // Uniform in `[lo, hi]` (`lo <= hi`), as (value, lo, hi).
-        let between = |lo: u128, hi: u128| {
-            (
-                lo.saturating_add(uniform_inclusive(hi.saturating_sub(lo), draw)),
-                lo,
-                hi,
-            )
+        let s = match *self {
+            Jitter::Subtract(f) | Jitter::Add(f) | Jitter::Spread(f) => span(n, f),
+            _ => 0,
         };
-        match *self {
-            Jitter::None => (n, n, n),
-            Jitter::Full => between(0, n),
-            Jitter::Equal => between(n / 2, n),
-            Jitter::Decorrelated => {
-                let lo = initial;
-                let hi = previous.saturating_mul(3).max(lo);
-                let (value, lo, hi) = between(lo, hi);
-                (value.min(cap), lo.min(cap), hi.min(cap))
-            }
-            Jitter::Subtract(f) => {
-                // d minus up to f·d: the draw counts down from the top.
-                let s = span(n, f);
-                (
-                    n.saturating_sub(uniform_inclusive(s, draw)),
-                    n.saturating_sub(s),
-                    n,
-                )
-            }
+        // Every input is at most `Duration::MAX` (below 2^94 ns) and the span
+        // at most the delay rounded to an `f64` (below 2^95): the sums and
+        // products below stay under 2^98 and need no saturation; only a
+        // difference that may go below zero saturates.
+        // (start, width, sub, down): the interval is [start - sub, start +
+        // width - sub] and the value start + v - sub, or its top minus v when
+        // `down`; differences saturate at zero.
+        let (start, width, sub, down) = match *self {
+            Jitter::None => (n, 0, 0, false),
+            Jitter::Full => (0, n, 0, false),
+            Jitter::Equal => (n / 2, n.wrapping_sub(n / 2), 0, false),
+            Jitter::Decorrelated => (
+                initial,
+                previous.wrapping_mul(3).saturating_sub(initial),
+                0,
+                false,
+            ),
+            // d minus up to f·d: the pick counts down from the top, d.
+            Jitter::Subtract(_) => (n, s, s, true),
             // `[n, n + span)`: the top nanosecond below `n + span` (none when
             // the span is zero).
-            Jitter::Add(f) => between(n, n.saturating_add(span(n, f).saturating_sub(1))),
-            Jitter::Spread(f) => {
-                let s = span(n, f);
-                // n + (offset - s) for an offset in [0, 2s], never below zero.
-                let (value, _, _) = between(0, s.saturating_mul(2));
-                let value = n.saturating_add(value).saturating_sub(s);
-                (
-                    value.min(cap),
-                    n.saturating_sub(s).min(cap),
-                    n.saturating_add(s).min(cap),
-                )
-            }
-        }
+            Jitter::Add(_) => (n, s.wrapping_sub(u128::from(s != 0)), 0, false),
+            Jitter::Spread(_) => (n, s.wrapping_mul(2), s, false),
+        };
+        let v = uniform_inclusive(width, draw);
+        let lo = start.saturating_sub(sub);
+        let hi = start.wrapping_add(width).wrapping_sub(sub);
+        let value = if down {
+            hi.saturating_sub(v)
+        } else {
+            start.wrapping_add(v).saturating_sub(sub)
+        };
+        let cap = match self {
+            Jitter::Decorrelated | Jitter::Spread(_) => cap,
+            _ => u128::MAX,
+        };
+        (value.min(cap), lo.min(cap), hi.min(cap))
     }
 }
 
@@ -191,47 +199,41 @@ impl fmt::Display for Jitter {
     }
 }
 
-/// `f · n`, rounded down; a fraction outside `[0, 1]` is clamped (the builder
-/// rejects it earlier).
-#[cfg_attr(target_pointer_width = "64", inline)]
+/// `f · n`, rounded down, as the `f64` product `((n as f64) * f) as u128`
+/// gives it (computed in integers, [`binary64::fraction_of`]); a fraction
+/// outside `[0, 1]` is clamped (the builder rejects it earlier).
+#[inline]
 fn span(n: u128, f: f64) -> u128 {
-    let f = if f.is_nan() { 0.0 } else { f.clamp(0.0, 1.0) };
-    // Below 2^63 a u64 converts to and from `f64` in a few instructions (a u128
-    // takes a library call), rounds to the same `f64`, and the product (at most
-    // 2^63) converts back unsaturated: the same span, sooner.
-    let small = if n < 1 << 63 {
-        u64::try_from(n).ok()
-    } else {
-        None
-    };
-    if let Some(small) = small {
-        #[allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
-        let span = ((small as f64) * f) as u64;
-        return u128::from(span);
-    }
-    // `as` saturates; f <= 1 keeps the product within n; dropping the fraction is
-    // the rounding down.
-    #[allow(clippy::cast_possible_truncation)]
-    let span = ((n as f64) * f) as u128;
-    span
+    binary64::fraction_of(n, f.to_bits())
 }
 
 /// Uniform in `[0, x]` from one 64-bit draw, by multiply-high (Lemire), with no
-/// division and no loop. Ranges wider than 2^64 keep their top 64 bits.
+/// division and no loop. Ranges wider than 2^64 keep their top 64 bits (the
+/// pick is made on `x` shifted down to 64 bits, then shifted back up and kept
+/// within `x`).
 #[cfg_attr(target_pointer_width = "64", inline)]
 fn uniform_inclusive(x: u128, draw: u64) -> u128 {
-    if x == 0 {
-        return 0;
+    // On 64-bit targets a range below 2^64 (the usual one) skips the shifts,
+    // which cost more there than a branch; the result is the same.
+    if cfg!(target_pointer_width = "64") {
+        if let Ok(x64) = u64::try_from(x) {
+            // draw · (x + 1) < 2^128.
+            return u128::from(draw)
+                .wrapping_mul(u128::from(x64))
+                .wrapping_add(u128::from(draw))
+                >> 64;
+        }
     }
-    if let Ok(x64) = u64::try_from(x) {
-        // draw < 2^64 and x + 1 <= 2^64, so the product fits in u128.
-        let range = u128::from(x64).saturating_add(1);
-        return u128::from(draw).saturating_mul(range) >> 64;
-    }
+    // 0 for a range below 2^64; else at most 64 (x < 2^128).
     let shift = 64u32.saturating_sub(x.leading_zeros());
-    let hi = x >> shift;
-    let pick = uniform_inclusive(hi, draw) << shift;
-    pick.min(x)
+    // Below 2^64 after the shift: the truncation keeps every bit.
+    #[allow(clippy::cast_possible_truncation)]
+    let top = (x >> shift) as u64;
+    // draw · (top + 1) as draw · top + draw: below 2^128, nothing wraps.
+    let product = u128::from(draw)
+        .wrapping_mul(u128::from(top))
+        .wrapping_add(u128::from(draw));
+    ((product >> 64) << shift).min(x)
 }
 
 /// SplitMix64's output function: a bijective 64-bit mixer with good avalanche
@@ -447,6 +449,102 @@ mod tests {
             Jitter::Decorrelated.apply(d, u64::MAX, MS(100), MS(900), cap),
             MS(1000)
         );
+    }
+
+    /// The interval-and-pick form of every kind is the per-kind arithmetic it
+    /// replaced (kept here as the reference: saturating 128-bit steps, the
+    /// recursive wide pick), for delays, previous delays and caps of every
+    /// width up to `Duration::MAX` and fractions with inexact products.
+    #[test]
+    fn one_pick_per_kind_is_the_per_kind_arithmetic() {
+        fn pick(x: u128, draw: u64) -> u128 {
+            if x == 0 {
+                return 0;
+            }
+            if let Ok(x64) = u64::try_from(x) {
+                return u128::from(draw).saturating_mul(u128::from(x64).saturating_add(1)) >> 64;
+            }
+            let shift = 64u32.saturating_sub(x.leading_zeros());
+            (pick(x >> shift, draw) << shift).min(x)
+        }
+        fn reference(
+            j: Jitter,
+            n: u128,
+            draw: u64,
+            initial: u128,
+            previous: u128,
+            cap: u128,
+        ) -> (u128, u128, u128) {
+            let between =
+                |lo: u128, hi: u128| (lo.saturating_add(pick(hi.saturating_sub(lo), draw)), lo, hi);
+            match j {
+                Jitter::None => (n, n, n),
+                Jitter::Full => between(0, n),
+                Jitter::Equal => between(n / 2, n),
+                Jitter::Decorrelated => {
+                    let (v, lo, hi) = between(initial, previous.saturating_mul(3).max(initial));
+                    (v.min(cap), lo.min(cap), hi.min(cap))
+                }
+                Jitter::Subtract(f) => {
+                    let s = span(n, f);
+                    (n.saturating_sub(pick(s, draw)), n.saturating_sub(s), n)
+                }
+                Jitter::Add(f) => between(n, n.saturating_add(span(n, f).saturating_sub(1))),
+                Jitter::Spread(f) => {
+                    let s = span(n, f);
+                    let (v, _, _) = between(0, s.saturating_mul(2));
+                    let v = n.saturating_add(v).saturating_sub(s);
+                    (
+                        v.min(cap),
+                        n.saturating_sub(s).min(cap),
+                        n.saturating_add(s).min(cap),
+                    )
+                }
+            }
+        }
+        let top = nanos(Duration::MAX);
+        let mut z = 0x0dd_u64;
+        let mut next = || {
+            z = mix64(z);
+            z
+        };
+        for i in 0..300_000u32 {
+            let mut wide = |shift: u32| {
+                let w = (u128::from(next()) << 64 | u128::from(next())) >> (34 + shift % 94);
+                w.min(top)
+            };
+            let (n, initial, previous, cap) = (wide(i), wide(i / 3), wide(i / 7), wide(i / 11));
+            let f = [0.0, 1.0, 0.1, 1.0 / 3.0, 0.999_999_999, 5e-324][(i % 6) as usize];
+            let draw = [0, u64::MAX, next()][(i % 3) as usize];
+            for j in [
+                Jitter::None,
+                Jitter::Full,
+                Jitter::Equal,
+                Jitter::Decorrelated,
+                Jitter::Subtract(f),
+                Jitter::Add(f),
+                Jitter::Spread(f),
+            ] {
+                assert_eq!(
+                    j.draw_within_nanos(n, draw, initial, previous, cap),
+                    reference(j, n, draw, initial, previous, cap),
+                    "{j} {n} {draw} {initial} {previous} {cap}"
+                );
+            }
+        }
+        for x in [
+            0,
+            1,
+            u128::from(u64::MAX) - 1,
+            u128::from(u64::MAX),
+            1 << 64,
+            top,
+            u128::MAX,
+        ] {
+            for draw in [0, 1, u64::MAX / 2, u64::MAX] {
+                assert_eq!(uniform_inclusive(x, draw), pick(x, draw), "{x} {draw}");
+            }
+        }
     }
 
     #[test]

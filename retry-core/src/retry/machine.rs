@@ -665,21 +665,33 @@ impl RetryMachine {
         Some(action)
     }
 
+    /// The answer to an event that does not fit the phase: the pending
+    /// action again (before `Start`, a give-up saying nothing ran). All that
+    /// [`RetryMachine::poll`] needs of a [`Misuse`], without building one.
     #[cold]
     #[inline(never)]
-    fn misuse(&self, event: Event) -> Misuse {
-        let answer = match self.pending() {
+    fn answer_again(&self) -> Action {
+        match self.pending() {
             Some(action) => action,
             None => Action::GiveUp(GiveUp {
                 reason: GiveUpReason::NotStarted,
                 attempts: 0,
                 last_failure: None,
             }),
-        };
+        }
+    }
+
+    /// The misuse report. Out of line on 64-bit targets (where that keeps the
+    /// inlined `poll` shortest); inlined elsewhere, where `poll` then keeps
+    /// only its answer and code size counts most.
+    #[cold]
+    #[cfg_attr(target_pointer_width = "64", inline(never))]
+    #[cfg_attr(not(target_pointer_width = "64"), inline)]
+    fn misuse(&self, event: Event) -> Misuse {
         Misuse {
             event,
             phase: self.phase(),
-            answer,
+            answer: self.answer_again(),
         }
     }
 
@@ -713,6 +725,11 @@ impl RetryMachine {
         }
     }
 
+    /// Ends the call with a give-up. Out of line on 32-bit targets, where
+    /// code size counts most: it is reached from many places, never on the
+    /// path of a retry (inlined on 64-bit ones, where that keeps the retry
+    /// decision's instruction count).
+    #[cfg_attr(not(target_pointer_width = "64"), inline(never))]
     fn give_up(
         &mut self,
         reason: GiveUpReason,

@@ -7,6 +7,7 @@
 //! [`RetrySnapshot`].
 
 mod backoff;
+mod binary64;
 mod call;
 mod deadline;
 mod delay_list;

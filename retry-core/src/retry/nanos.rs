@@ -27,18 +27,37 @@ pub(crate) fn from_nanos(n: u128) -> Duration {
     if hi >= NANOS_PER_SEC_64 {
         return Duration::MAX;
     }
-    // Long division by 10^9 in 32-bit digits, each step a u64 division (the
-    // running remainder stays below 10^9 < 2^30, so no step overflows): on
-    // 32-bit targets one library call each, with no 128-bit arithmetic.
+    // Long division by 10^9 in 32-bit digits (the running remainder stays
+    // below 10^9 < 2^30, so every digit's dividend is below 2^62), each step
+    // a multiply by the reciprocal: no division routine at all on 32-bit
+    // targets.
     let top = (hi << 32) | (lo >> 32);
-    let (q1, r1) = (top / NANOS_PER_SEC_64, top % NANOS_PER_SEC_64);
-    let bottom = (r1 << 32) | (lo & 0xFFFF_FFFF);
-    let (q0, r0) = (bottom / NANOS_PER_SEC_64, bottom % NANOS_PER_SEC_64);
+    let (q1, r1) = div_1e9(top);
+    let (q0, r0) = div_1e9((r1 << 32) | (lo & 0xFFFF_FFFF));
     // Both quotients are below 2^32; the remainder is below 10^9 (said again
-    // with `min`: on 32-bit targets it comes from a library call, and
-    // `Duration::new` must see that it cannot carry into the seconds).
+    // with `min`, so that `Duration::new` is seen not to carry into the
+    // seconds).
     let sub = u32::try_from(r0).unwrap_or(0).min(999_999_999);
     Duration::new((q1 << 32) | q0, sub)
+}
+
+/// `(x / 10^9, x % 10^9)` for `x` below 2^63, by the reciprocal:
+/// `M = ⌊(2^64 − 1) / 10^9⌋` gives `⌊x·M / 2^64⌋`, which is the quotient or
+/// one less (its error `x·(2^64/10^9 − M)/2^64` is below `x / 2^64 · 1.000…`,
+/// under 1), and one correction step makes it exact.
+#[inline]
+fn div_1e9(x: u64) -> (u64, u64) {
+    const M: u64 = u64::MAX / NANOS_PER_SEC_64;
+    // The high word of a product below 2^97: the truncation keeps every bit.
+    #[allow(clippy::cast_possible_truncation)]
+    let q = (u128::from(x).wrapping_mul(u128::from(M)) >> 64) as u64;
+    // q <= x / 10^9: no wrap; the remainder is below 2 · 10^9.
+    let r = x.wrapping_sub(q.wrapping_mul(NANOS_PER_SEC_64));
+    if r >= NANOS_PER_SEC_64 {
+        (q.wrapping_add(1), r.wrapping_sub(NANOS_PER_SEC_64))
+    } else {
+        (q, r)
+    }
 }
 
 #[cfg(test)]
@@ -50,6 +69,35 @@ mod tests {
         assert_eq!(from_nanos(nanos(Duration::MAX)), Duration::MAX);
         assert_eq!(from_nanos(u128::MAX), Duration::MAX);
         assert_eq!(from_nanos(1_500_000_001), Duration::new(1, 500_000_001));
+    }
+
+    /// The reciprocal division is the division, at every boundary and for
+    /// random values of every width below 2^63.
+    #[test]
+    #[allow(clippy::arithmetic_side_effects)]
+    fn reciprocal_division_is_division() {
+        let check = |x: u64| assert_eq!(div_1e9(x), (x / 1_000_000_000, x % 1_000_000_000), "{x}");
+        for k in 0..=9_223_372_036u64 / 1_000_000 {
+            let base = k * 1_000_000 * 1_000_000_000;
+            for x in [base, base + 999_999_999, base.saturating_sub(1)] {
+                check(x);
+            }
+        }
+        for x in [
+            0,
+            1,
+            999_999_999,
+            1_000_000_000,
+            (1 << 63) - 1,
+            (1 << 62) + 7,
+        ] {
+            check(x);
+        }
+        let mut z = 9u64;
+        for i in 0..1_000_000u32 {
+            z = crate::retry::mix64(z);
+            check((z >> 1) >> (i % 63));
+        }
     }
 
     /// The long division is the 128-bit one, across every word boundary and

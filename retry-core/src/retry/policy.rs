@@ -776,75 +776,75 @@ impl RetryPolicy {
         let floor = nanos(floor.max(self.min_delay));
         // Only durations are results: nothing past `Duration::MAX`.
         let top = nanos(Duration::MAX);
-        let (lo, hi) = (lo.max(floor).min(top), hi.max(floor).min(top));
+        // Only additive jitter's top may pass `Duration::MAX`; the floor and
+        // every other end are durations.
+        let (lo, hi) = (lo.max(floor), hi.max(floor).min(top));
         let value = jittered.max(lo).min(hi);
-        match self.resolution {
-            Resolution::Nanos => from_nanos(value),
-            Resolution::Millis => {
-                match whole_millis_within(from_nanos(value), from_nanos(lo), from_nanos(hi)) {
-                    Some(d) => d,
-                    None => {
-                        // No whole millisecond inside: the nearest one, within the
-                        // floor and the cap (additive jitter's top included).
-                        let nearest = nanos(self.round(from_nanos(value)));
-                        from_nanos(nearest.max(floor).min(nanos(cap).max(hi)))
-                    }
-                }
-            }
+        if self.resolution == Resolution::Nanos {
+            return from_nanos(value);
         }
+        millis_within(value, lo, hi, floor, nanos(cap))
     }
 
-    /// Rounds to the policy's resolution.
+    /// Rounds to the policy's resolution (the nearest whole millisecond,
+    /// halves up; a value rounding up past the largest `Duration` gives
+    /// `Duration::MAX`).
+    #[cfg(test)]
     pub(crate) fn round(&self, d: Duration) -> Duration {
         match self.resolution {
             Resolution::Nanos => d,
-            // The nearest whole millisecond, halves up, worked out on the
-            // sub-second part alone (no wide division); a value rounding up
-            // past the largest `Duration` gives `Duration::MAX`.
-            Resolution::Millis => {
-                if d.subsec_nanos() % NANOS_PER_MS >= NANOS_PER_MS / 2 {
-                    ceil_millis(d).unwrap_or(Duration::MAX)
-                } else {
-                    floor_millis(d)
-                }
-            }
+            Resolution::Millis => from_nanos(nearest_millis(nanos(d))),
         }
     }
 }
 
-/// The whole millisecond nearest `value` (halves rounding up) among those in
-/// `[lo, hi]` (`lo <= value <= hi`), or `None` if there is none. Works on the
-/// seconds and the sub-second nanoseconds apart, so no wide division is needed.
-fn whole_millis_within(value: Duration, lo: Duration, hi: Duration) -> Option<Duration> {
-    let first = ceil_millis(lo)?;
-    let last = floor_millis(hi);
-    if first > last {
-        return None;
-    }
-    Some(round_millis(value).max(first).min(last))
-}
-
-const NANOS_PER_MS: u32 = 1_000_000;
-
-fn floor_millis(d: Duration) -> Duration {
-    let sub = d.subsec_nanos();
-    Duration::new(d.as_secs(), sub.saturating_sub(sub % NANOS_PER_MS))
-}
-
-/// `None` past [`Duration::MAX`].
-fn ceil_millis(d: Duration) -> Option<Duration> {
-    if d.subsec_nanos() % NANOS_PER_MS == 0 {
-        Some(d)
+/// `value` (in `[lo, hi]`, all at most `Duration::MAX`) rounded to the whole
+/// millisecond nearest it among those in `[lo, hi]`; when there are none,
+/// the nearest whole millisecond kept within `floor` and `cap` (additive
+/// jitter's top `hi` included).
+#[inline(always)]
+fn millis_within(value: u128, lo: u128, hi: u128, floor: u128, cap: u128) -> Duration {
+    let (first, last) = (ceil_millis(lo), floor_millis(hi));
+    let (a, b) = if first <= last {
+        (first, last)
     } else {
-        floor_millis(d).checked_add(Duration::from_millis(1))
+        (floor, cap.max(hi))
+    };
+    // At most `hi` or the cap, so at most `Duration::MAX`.
+    from_nanos(nearest_millis(value).max(a).min(b))
+}
+
+/// One millisecond in nanoseconds.
+const MS: u128 = 1_000_000;
+
+/// `n % 1 ms`, read off the sub-second part of `n` as a `Duration` (`n` at
+/// most `Duration::MAX`): one 32-bit remainder, no wide division.
+fn millis_rem(n: u128) -> u128 {
+    u128::from(from_nanos(n).subsec_nanos() % 1_000_000)
+}
+
+/// `n` rounded down to a whole millisecond.
+fn floor_millis(n: u128) -> u128 {
+    n.wrapping_sub(millis_rem(n))
+}
+
+/// `n` rounded up to a whole millisecond (past `Duration::MAX` for `n` in its
+/// last millisecond: an interval there holds no whole millisecond).
+fn ceil_millis(n: u128) -> u128 {
+    match millis_rem(n) {
+        0 => n,
+        r => n.wrapping_sub(r).wrapping_add(MS),
     }
 }
 
-fn round_millis(d: Duration) -> Duration {
-    if d.subsec_nanos() % NANOS_PER_MS >= NANOS_PER_MS / 2 {
-        ceil_millis(d).unwrap_or_else(|| floor_millis(d))
+/// The whole millisecond nearest `n`, halves up (past `Duration::MAX` when
+/// `n` rounds up from its last millisecond; the callers bound it, and
+/// `from_nanos` saturates).
+fn nearest_millis(n: u128) -> u128 {
+    if millis_rem(n) >= MS / 2 {
+        ceil_millis(n)
     } else {
-        floor_millis(d)
+        floor_millis(n)
     }
 }
 
@@ -1236,6 +1236,67 @@ mod fast_path_tests {
         for _ in 0..200_000 {
             let d = g.duration();
             assert_eq!(policy.round(d), formula(d), "{d:?}");
+        }
+    }
+
+    /// Rounding within an interval on nanosecond counts is the rounding on
+    /// `Duration`s it replaced (kept here as the reference), for intervals
+    /// of every width up to `Duration::MAX`, its last millisecond included.
+    #[test]
+    fn millisecond_rounding_within_is_the_duration_rounding() {
+        const MS: u32 = 1_000_000;
+        let floor_ms =
+            |d: Duration| Duration::new(d.as_secs(), d.subsec_nanos() - d.subsec_nanos() % MS);
+        let ceil_ms = |d: Duration| {
+            if d.subsec_nanos() % MS == 0 {
+                Some(d)
+            } else {
+                floor_ms(d).checked_add(Duration::from_millis(1))
+            }
+        };
+        let round_ms = |d: Duration| {
+            if d.subsec_nanos() % MS >= MS / 2 {
+                ceil_ms(d).unwrap_or_else(|| floor_ms(d))
+            } else {
+                floor_ms(d)
+            }
+        };
+        let round = |d: Duration| {
+            if d.subsec_nanos() % MS >= MS / 2 {
+                ceil_ms(d).unwrap_or(Duration::MAX)
+            } else {
+                floor_ms(d)
+            }
+        };
+        let reference = |value: u128, lo: u128, hi: u128, floor: u128, cap: u128| {
+            let d = crate::retry::nanos::from_nanos;
+            let within = ceil_ms(d(lo))
+                .filter(|first| *first <= floor_ms(d(hi)))
+                .map(|first| round_ms(d(value)).max(first).min(floor_ms(d(hi))));
+            match within {
+                Some(x) => x,
+                None => d((round(d(value)).as_nanos()).max(floor).min(cap.max(hi))),
+            }
+        };
+        let top = Duration::MAX.as_nanos();
+        let mut g = Gen(5);
+        for i in 0..300_000u32 {
+            let near = |g: &mut Gen| match g.below(4) {
+                0 => top - u128::from(g.below(3_000_000)),
+                1 => g.duration().as_nanos(),
+                2 => u128::from(g.below(5_000_000)),
+                _ => (u128::from(g.next()) << 64 | u128::from(g.next())) % (top + 1),
+            };
+            let mut v = [near(&mut g), near(&mut g), near(&mut g)];
+            v.sort_unstable();
+            let [lo, value, hi] = v;
+            let (floor, cap) = (lo.min(near(&mut g)), hi.max(near(&mut g)).min(top));
+            let floor = if i % 2 == 0 { floor } else { lo };
+            assert_eq!(
+                millis_within(value, lo, hi, floor, cap),
+                reference(value, lo, hi, floor, cap),
+                "{value} in [{lo}, {hi}], floor {floor}, cap {cap}"
+            );
         }
     }
 

@@ -14,7 +14,7 @@ mod delay_list;
 mod error;
 mod jitter;
 mod machine;
-mod nanos;
+pub(crate) mod nanos;
 mod policy;
 mod sim;
 mod snapshot;

@@ -41,16 +41,44 @@ pub(crate) fn from_nanos(n: u128) -> Duration {
     Duration::new((q1 << 32) | q0, sub)
 }
 
-/// `(x / 10^9, x % 10^9)` for `x` below 2^63, by the reciprocal:
-/// `M = ⌊(2^64 − 1) / 10^9⌋` gives `⌊x·M / 2^64⌋`, which is the quotient or
-/// one less (its error `x·(2^64/10^9 − M)/2^64` is below `x / 2^64 · 1.000…`,
-/// under 1), and one correction step makes it exact.
+/// Nanoseconds held in a `u64` as a `Duration`. On 64-bit targets this is
+/// `Duration::from_nanos`; elsewhere the division by 10^9 is a multiply by
+/// the reciprocal ([`from_u64_nanos_by_reciprocal`]), so that no 64-bit
+/// division routine is linked. The result is the same.
 #[inline]
-fn div_1e9(x: u64) -> (u64, u64) {
-    const M: u64 = u64::MAX / NANOS_PER_SEC_64;
-    // The high word of a product below 2^97: the truncation keeps every bit.
+pub(crate) const fn from_u64_nanos(n: u64) -> Duration {
+    if cfg!(target_pointer_width = "64") {
+        Duration::from_nanos(n)
+    } else {
+        from_u64_nanos_by_reciprocal(n)
+    }
+}
+
+/// [`from_u64_nanos`] without a division.
+#[inline]
+const fn from_u64_nanos_by_reciprocal(n: u64) -> Duration {
+    let (secs, sub) = div_1e9(n);
+    // The remainder is below 10^9; said again so that `Duration::new` is
+    // seen not to carry into the seconds. The cast keeps every bit.
     #[allow(clippy::cast_possible_truncation)]
-    let q = (u128::from(x).wrapping_mul(u128::from(M)) >> 64) as u64;
+    let sub = if sub < NANOS_PER_SEC_64 {
+        sub as u32
+    } else {
+        999_999_999
+    };
+    Duration::new(secs, sub)
+}
+
+/// `(x / 10^9, x % 10^9)` for any `x`, by the reciprocal:
+/// `M = ⌊(2^64 − 1) / 10^9⌋` gives `⌊x·M / 2^64⌋`, which is the quotient or
+/// one less (its error `x·(2^64/10^9 − M)/2^64` is below `x / 2^64`, under 1),
+/// and one correction step makes it exact.
+#[inline]
+const fn div_1e9(x: u64) -> (u64, u64) {
+    const M: u64 = u64::MAX / NANOS_PER_SEC_64;
+    // The high word of a product below 2^94: the truncation keeps every bit.
+    #[allow(clippy::cast_possible_truncation)]
+    let q = ((x as u128).wrapping_mul(M as u128) >> 64) as u64;
     // q <= x / 10^9: no wrap; the remainder is below 2 · 10^9.
     let r = x.wrapping_sub(q.wrapping_mul(NANOS_PER_SEC_64));
     if r >= NANOS_PER_SEC_64 {
@@ -72,7 +100,7 @@ mod tests {
     }
 
     /// The reciprocal division is the division, at every boundary and for
-    /// random values of every width below 2^63.
+    /// random values of every width.
     #[test]
     #[allow(clippy::arithmetic_side_effects)]
     fn reciprocal_division_is_division() {
@@ -90,13 +118,50 @@ mod tests {
             1_000_000_000,
             (1 << 63) - 1,
             (1 << 62) + 7,
+            1 << 63,
+            u64::MAX,
+            u64::MAX - 1,
+            u64::MAX / 1_000_000_000 * 1_000_000_000,
+            u64::MAX / 1_000_000_000 * 1_000_000_000 - 1,
         ] {
             check(x);
         }
         let mut z = 9u64;
         for i in 0..1_000_000u32 {
             z = crate::retry::mix64(z);
-            check((z >> 1) >> (i % 63));
+            check(z >> (i % 64));
+            check(u64::MAX - (z >> (i % 64)));
+        }
+        // Every multiple of 10^9 (and its neighbours) from 2^63 up.
+        let mut base = (1u64 << 63) / 1_000_000_000 * 1_000_000_000;
+        while let Some(next) = base.checked_add(1_000_000_000_000_000) {
+            for x in [base, base + 999_999_999, base - 1] {
+                check(x);
+            }
+            base = next;
+        }
+    }
+
+    /// The division-free conversion of a `u64` is `Duration::from_nanos`.
+    #[test]
+    fn u64_nanos_convert_as_the_standard_library_does() {
+        let mut z = 3u64;
+        for i in 0..1_000_000u32 {
+            z = crate::retry::mix64(z);
+            let n = z >> (i % 64);
+            assert_eq!(
+                from_u64_nanos_by_reciprocal(n),
+                Duration::from_nanos(n),
+                "{n}"
+            );
+            assert_eq!(from_u64_nanos(n), Duration::from_nanos(n), "{n}");
+        }
+        for n in [0, 1, 999_999_999, 1_000_000_000, u64::MAX, u64::MAX - 1] {
+            assert_eq!(
+                from_u64_nanos_by_reciprocal(n),
+                Duration::from_nanos(n),
+                "{n}"
+            );
         }
     }
 

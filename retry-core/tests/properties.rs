@@ -446,7 +446,9 @@ fn a_machine_borrowing_its_policy_answers_as_one_owning_it() {
         for (i, (event, at)) in scripted.chain(random).enumerate() {
             let (a, b) = (owned.try_poll(event, at), borrowed.try_poll(event, at));
             if a != b {
-                return Err(format!("step {i}: {event} at {at}: owned {a:?}, borrowed {b:?}"));
+                return Err(format!(
+                    "step {i}: {event} at {at}: owned {a:?}, borrowed {b:?}"
+                ));
             }
             if i < timeline.len() && a != Ok(timeline[i].action) {
                 return Err(format!("step {i}: the owned machine left the simulation"));

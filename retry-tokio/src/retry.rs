@@ -3,12 +3,18 @@
 
 use core::fmt;
 use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
 use core::time::Duration;
+use std::sync::Arc;
 
 use retry_core::{Event, RetryError, RetryPolicy, Success};
-use retry_shared::{Clock, Driver, Input, QuickOpening, Ran, Settings, Slept, Step};
+use retry_shared::{
+    Breaker, Clock, Driver, Input, PermitGuard, QuickOpening, Ran, Settings, Slept, Step,
+};
+use tokio::task::coop::Unconstrained;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 /// Retries `op` under `policy` with the defaults: every error retryable, a seed
 /// drawn from the OS, no hooks, no cancellation token.
@@ -150,28 +156,28 @@ impl<E> fmt::Debug for Retry<E> {
 /// One call's loop: the driver's steps, carried out with `op` under `cancel`.
 /// Written once for every call method, inline in each (no inner future to
 /// build and move on the success path).
+///
+/// The call's future is as large as the largest of its two halves, which
+/// share their bytes: the quick opening (the first attempt's future and a
+/// little bookkeeping), and the rest of the call in a future of its own (the
+/// driver, one timer, the cancellation waits and a later attempt's future),
+/// built only if the opening does not end the call.
 macro_rules! drive {
     ($retry:ident, $cancel:ident, $op:ident) => {{
         let cancel = $cancel;
+        let settings = &$retry.settings;
         // A call that needs nothing of the driver until its first attempt ends
         // runs that attempt itself (the core's opening); only a failure builds
         // the driver, which takes the call over from there.
         let quick = if cancel.is_none() {
-            QuickOpening::of(&$retry.settings)
+            QuickOpening::of(settings)
         } else {
             None
         };
-        let cancelled = || cancel.is_cancelled();
-        let (mut driver, mut step) = match quick {
-            None => {
-                let mut driver = Driver::new(&$retry.settings, TokioClock, cancelled);
-                let step = driver.poll(Input::Start);
-                (driver, step)
-            }
-            Some(quick) => match quick.admit(&$retry.settings, &TokioClock) {
-                Err(until) => {
-                    Driver::after_quick_refusal(&$retry.settings, TokioClock, cancelled, until)
-                }
+        let opening = match quick {
+            None => Opening::Fresh,
+            Some(quick) => match quick.admit(settings, &TokioClock) {
+                Err(until) => Opening::Refused(until),
                 Ok(mut permit) => {
                     let mut waited = None;
                     let attempt = $op(context(&quick.attempt, cancel));
@@ -191,41 +197,107 @@ macro_rules! drive {
                             }
                             return Ok(quick.success(value, waited));
                         }
-                        Err(error) => {
-                            let mut driver = Driver::after_quick_opening(
-                                &$retry.settings,
-                                TokioClock,
-                                cancelled,
-                                waited,
-                                permit,
-                            );
-                            let step = driver.poll(Input::Ended(Ran::Returned(Err(error))));
-                            (driver, step)
-                        }
+                        Err(error) => Opening::Failed {
+                            error,
+                            waited,
+                            permit,
+                        },
                     }
                 }
             },
         };
-        loop {
-            let input = match step {
-                Step::Attempt(attempt) => {
-                    let context = context(&attempt, cancel);
-                    let attempt_future =
-                        noting_first_wait($op(context), || driver.attempt_waiting());
-                    // Nothing to race it with (the common case): awaited in
-                    // place, not moved into a racing future.
-                    Input::Ended(if attempt.deadline.is_none() && cancel.is_none() {
-                        Ran::Returned(attempt_future.await)
-                    } else {
-                        run_attempt(attempt_future, attempt.deadline, cancel).await
-                    })
-                }
-                Step::Sleep(sleep) => Input::Slept(sleep_until(sleep, cancel).await),
-                Step::Finished(result) => break result,
-            };
-            step = driver.poll(input);
+        // The rest of the call: the driver takes over, and carries the call
+        // out in a future of its own, awaited once.
+        let cancelled = || cancel.is_cancelled();
+        let (mut driver, step) = match opening {
+            Opening::Fresh => {
+                let mut driver = Driver::new(settings, TokioClock, cancelled);
+                let step = driver.poll(Input::Start);
+                (driver, step)
+            }
+            Opening::Refused(until) => {
+                Driver::after_quick_refusal(settings, TokioClock, cancelled, until)
+            }
+            Opening::Failed {
+                error,
+                waited,
+                permit,
+            } => {
+                let mut driver =
+                    Driver::after_quick_opening(settings, TokioClock, cancelled, waited, permit);
+                let step = driver.poll(Input::Ended(Ran::Returned(Err(error))));
+                (driver, step)
+            }
+        };
+        let mut wait = match Wait::of(step) {
+            Ok(wait) => wait,
+            Err(result) => return result,
+        };
+        let op = &mut $op;
+        async move {
+            // Pinned once for the whole call: the timer (an attempt's deadline
+            // or the sleep before a retry) and the cancellation tokens' waits.
+            let mut waits = core::pin::pin!(Waits::new(cancel));
+            loop {
+                let input = match wait {
+                    Wait::Attempt(attempt) => {
+                        let attempt_future = op(context(&attempt, cancel));
+                        let ran = waits
+                            .as_mut()
+                            .attempt(attempt_future, attempt.deadline, || {
+                                driver.attempt_waiting();
+                            })
+                            .await;
+                        Input::Ended(ran)
+                    }
+                    Wait::Sleep(sleep) => Input::Slept(waits.as_mut().sleep(sleep).await),
+                };
+                wait = match Wait::of(driver.poll(input)) {
+                    Ok(wait) => wait,
+                    Err(result) => break result,
+                };
+            }
         }
+        .await
     }};
+}
+
+/// How a call's quick opening ended, when it did not end the call: what the
+/// driver takes over from.
+enum Opening<'r, E> {
+    /// No quick opening: the driver starts the call.
+    Fresh,
+    /// The breaker refused the first attempt; it admits again at this time, if
+    /// known.
+    Refused(Option<std::time::Instant>),
+    /// The first attempt failed.
+    Failed {
+        error: E,
+        /// When the attempt first waited, if it did.
+        waited: Option<std::time::Instant>,
+        permit: Option<PermitGuard<&'r Arc<dyn Breaker>, TokioClock>>,
+    },
+}
+
+/// What the adapter waits on next: a step of the driver that is neither over
+/// nor larger than it needs to be (the finished step holds the call's result,
+/// which no wait needs).
+#[derive(Clone, Copy)]
+enum Wait {
+    Attempt(retry_shared::Attempt),
+    Sleep(retry_shared::Sleep),
+}
+
+impl Wait {
+    /// The wait `step` asks for, or the call's result.
+    #[inline]
+    fn of<T, E>(step: Step<T, E>) -> Result<Wait, Result<Success<T>, RetryError<E>>> {
+        match step {
+            Step::Attempt(attempt) => Ok(Wait::Attempt(attempt)),
+            Step::Sleep(sleep) => Ok(Wait::Sleep(sleep)),
+            Step::Finished(result) => Err(result),
+        }
+    }
 }
 
 impl<E> Retry<E> {
@@ -447,18 +519,6 @@ impl Cancel<'_> {
         self.call.is_some_and(CancellationToken::is_cancelled)
             || self.retry.is_some_and(CancellationToken::is_cancelled)
     }
-
-    /// Completes when either token is cancelled; never without one.
-    pub(crate) async fn cancelled(self) {
-        match (self.call, self.retry) {
-            (Some(call), Some(retry)) => tokio::select! {
-                () = call.cancelled() => {}
-                () = retry.cancelled() => {}
-            },
-            (Some(token), None) | (None, Some(token)) => token.cancelled().await,
-            (None, None) => core::future::pending().await,
-        }
-    }
 }
 
 /// tokio's clock (paused time included), as the `std::time::Instant` the shared
@@ -469,16 +529,6 @@ pub(crate) struct TokioClock;
 impl Clock for TokioClock {
     fn now(&self) -> std::time::Instant {
         Instant::now().into_std()
-    }
-}
-
-/// Sleeps out `sleep`, or until `cancel` is cancelled if that comes first.
-pub(crate) async fn sleep_until(sleep: retry_shared::Sleep, cancel: Cancel<'_>) -> Slept {
-    let wake = sleep.until.map_or_else(far_future, Instant::from_std);
-    tokio::select! {
-        biased;
-        () = cancel.cancelled() => Slept::Cancelled,
-        () = tokio::time::sleep_until(wake) => Slept::Elapsed,
     }
 }
 
@@ -503,30 +553,116 @@ pub(crate) async fn noting_first_wait<F: Future>(
     .await
 }
 
-/// Runs one attempt, bounded by its deadline and the cancellation tokens. An
-/// attempt that returns in the same instant as its deadline is reported as
-/// returned; the driver applies the core's deadline rule to it.
-pub(crate) async fn run_attempt<T, E>(
-    attempt: impl Future<Output = Result<T, E>>,
-    deadline: Option<std::time::Instant>,
-    cancel: Cancel<'_>,
-) -> Ran<T, E> {
-    let bounded = async {
-        match deadline {
-            Some(deadline) => tokio::time::timeout_at(Instant::from_std(deadline), attempt)
-                .await
-                .map_or(Ran::TimedOut, Ran::Returned),
-            None => Ran::Returned(attempt.await),
-        }
-    };
-    // Nothing can cancel the call: no race to set up (the common case).
-    if cancel.call.is_none() && cancel.retry.is_none() {
-        return bounded.await;
+pin_project_lite::pin_project! {
+    /// What the rest of a call waits on besides its attempts, pinned once for
+    /// all of it: one timer (the deadline of the attempt in flight, or the
+    /// sleep before a retry) and the waits on the call's cancellation tokens
+    /// (none without a token).
+    pub(crate) struct Waits<'a> {
+        #[pin]
+        timer: Option<Unconstrained<tokio::time::Sleep>>,
+        #[pin]
+        on_call: Option<WaitForCancellationFuture<'a>>,
+        #[pin]
+        on_retry: Option<WaitForCancellationFuture<'a>>,
     }
-    tokio::select! {
-        biased;
-        () = cancel.cancelled() => Ran::Cancelled,
-        ran = bounded => ran,
+}
+
+impl<'a> Waits<'a> {
+    pub(crate) fn new(cancel: Cancel<'a>) -> Self {
+        Waits {
+            timer: None,
+            on_call: cancel.call.map(CancellationToken::cancelled),
+            on_retry: cancel.retry.map(CancellationToken::cancelled),
+        }
+    }
+
+    /// Whether either token is cancelled; if not, the task is woken when one is.
+    fn poll_cancelled(self: Pin<&mut Self>, cx: &mut Context<'_>) -> bool {
+        let this = self.project();
+        this.on_call
+            .as_pin_mut()
+            .is_some_and(|wait| wait.poll(cx).is_ready())
+            || this
+                .on_retry
+                .as_pin_mut()
+                .is_some_and(|wait| wait.poll(cx).is_ready())
+    }
+
+    /// Sets the timer to go off at `at`. It is polled outside tokio's
+    /// cooperative budget, so an attempt that spends the budget cannot keep
+    /// its deadline from being seen (as `tokio::time::Timeout` does).
+    fn set_timer(self: Pin<&mut Self>, at: Instant) {
+        self.project()
+            .timer
+            .set(Some(tokio::task::coop::unconstrained(
+                tokio::time::sleep_until(at),
+            )));
+    }
+
+    /// Whether the timer has gone off (`false` without one).
+    fn poll_timer(self: Pin<&mut Self>, cx: &mut Context<'_>) -> bool {
+        self.project()
+            .timer
+            .as_pin_mut()
+            .is_some_and(|timer| timer.poll(cx).is_ready())
+    }
+
+    /// Runs one attempt until it returns, passes its deadline or the call is
+    /// cancelled (checked first, then the attempt, then the deadline: an
+    /// attempt that returns in the same instant as its deadline is reported
+    /// as returned, and the driver applies the core's deadline rule to it).
+    /// `on_wait` is called the first time the attempt returns pending (see
+    /// [`Driver::attempt_waiting`]).
+    pub(crate) async fn attempt<T, E>(
+        mut self: Pin<&mut Self>,
+        attempt: impl Future<Output = Result<T, E>>,
+        deadline: Option<std::time::Instant>,
+        mut on_wait: impl FnMut(),
+    ) -> Ran<T, E> {
+        let mut attempt = core::pin::pin!(attempt);
+        if let Some(deadline) = deadline {
+            self.as_mut().set_timer(Instant::from_std(deadline));
+        }
+        let mut told = false;
+        let ran = core::future::poll_fn(|cx| {
+            if self.as_mut().poll_cancelled(cx) {
+                return Poll::Ready(Ran::Cancelled);
+            }
+            if let Poll::Ready(result) = attempt.as_mut().poll(cx) {
+                return Poll::Ready(Ran::Returned(result));
+            }
+            if !told {
+                told = true;
+                on_wait();
+            }
+            if deadline.is_some() && self.as_mut().poll_timer(cx) {
+                return Poll::Ready(Ran::TimedOut);
+            }
+            Poll::Pending
+        })
+        .await;
+        if deadline.is_some() {
+            // A deadline that did not go off leaves the timer wheel now.
+            self.project().timer.set(None);
+        }
+        ran
+    }
+
+    /// Sleeps out `sleep`, or until the call is cancelled if that comes first.
+    pub(crate) async fn sleep(mut self: Pin<&mut Self>, sleep: retry_shared::Sleep) -> Slept {
+        let wake = sleep.until.map_or_else(far_future, Instant::from_std);
+        self.as_mut().set_timer(wake);
+        core::future::poll_fn(|cx| {
+            if self.as_mut().poll_cancelled(cx) {
+                Poll::Ready(Slept::Cancelled)
+            } else if self.as_mut().poll_timer(cx) {
+                Poll::Ready(Slept::Elapsed)
+            } else {
+                Poll::Pending
+            }
+        })
+        .await
     }
 }
 

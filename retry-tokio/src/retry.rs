@@ -179,14 +179,21 @@ macro_rules! drive {
             Some(quick) => match quick.admit(settings, &TokioClock) {
                 Err(until) => Opening::Refused(until),
                 Ok(mut permit) => {
+                    // The clock is read only if the attempt waits (its first
+                    // pending poll becomes the call's time origin and the
+                    // permit's start) and, then, when it ends.
+                    let mut attempt = core::pin::pin!($op(quick_context(&quick)));
                     let mut waited = None;
-                    let attempt = $op(context(&quick.attempt, cancel));
-                    let result = noting_first_wait(attempt, || {
-                        let now = TokioClock.now();
-                        waited = Some(now);
-                        if let Some(permit) = permit.as_mut() {
-                            permit.waited(now);
+                    let result = core::future::poll_fn(|cx| {
+                        let poll = attempt.as_mut().poll(cx);
+                        if poll.is_pending() && waited.is_none() {
+                            let now = TokioClock.now();
+                            waited = Some(now);
+                            if let Some(permit) = permit.as_mut() {
+                                permit.waited(now);
+                            }
                         }
+                        poll
                     })
                     .await;
                     match result {
@@ -208,27 +215,7 @@ macro_rules! drive {
         };
         // The rest of the call: the driver takes over, and carries the call
         // out in a future of its own, awaited once.
-        let cancelled = || cancel.is_cancelled();
-        let (mut driver, step) = match opening {
-            Opening::Fresh => {
-                let mut driver = Driver::new(settings, TokioClock, cancelled);
-                let step = driver.poll(Input::Start);
-                (driver, step)
-            }
-            Opening::Refused(until) => {
-                Driver::after_quick_refusal(settings, TokioClock, cancelled, until)
-            }
-            Opening::Failed {
-                error,
-                waited,
-                permit,
-            } => {
-                let mut driver =
-                    Driver::after_quick_opening(settings, TokioClock, cancelled, waited, permit);
-                let step = driver.poll(Input::Ended(Ran::Returned(Err(error))));
-                (driver, step)
-            }
-        };
+        let (mut driver, step) = opening.take_over(settings, cancel);
         let mut wait = match Wait::of(step) {
             Ok(wait) => wait,
             Err(result) => return result,
@@ -277,6 +264,53 @@ enum Opening<'r, E> {
         waited: Option<std::time::Instant>,
         permit: Option<PermitGuard<&'r Arc<dyn Breaker>, TokioClock>>,
     },
+}
+
+/// What the quick opening's attempt is told: it is the first, with no
+/// deadline and no token to cancel it.
+const fn quick_context(quick: &QuickOpening) -> AttemptContext {
+    AttemptContext {
+        attempt: quick.attempt.number,
+        deadline: None,
+        replays_non_idempotent: quick.attempt.replays_non_idempotent,
+        cancel: None,
+    }
+}
+
+impl<'r, E> Opening<'r, E> {
+    /// The driver that carries the call on from here, and its first step.
+    /// (Taking the opening whole keeps it out of the call's future.)
+    #[allow(clippy::type_complexity)]
+    fn take_over<'c, T>(
+        self,
+        settings: &'r Settings<E>,
+        cancel: Cancel<'c>,
+    ) -> (
+        Driver<'r, T, E, TokioClock, impl Fn() -> bool + 'c>,
+        Step<T, E>,
+    ) {
+        let cancelled = move || cancel.is_cancelled();
+        match self {
+            Opening::Fresh => {
+                let mut driver = Driver::new(settings, TokioClock, cancelled);
+                let step = driver.poll(Input::Start);
+                (driver, step)
+            }
+            Opening::Refused(until) => {
+                Driver::after_quick_refusal(settings, TokioClock, cancelled, until)
+            }
+            Opening::Failed {
+                error,
+                waited,
+                permit,
+            } => {
+                let mut driver =
+                    Driver::after_quick_opening(settings, TokioClock, cancelled, waited, permit);
+                let step = driver.poll(Input::Ended(Ran::Returned(Err(error))));
+                (driver, step)
+            }
+        }
+    }
 }
 
 /// What the adapter waits on next: a step of the driver that is neither over
@@ -530,27 +564,6 @@ impl Clock for TokioClock {
     fn now(&self) -> std::time::Instant {
         Instant::now().into_std()
     }
-}
-
-/// `attempt`, calling `on_wait` the first time it returns pending: the driver
-/// then starts the call's clock if it has not read it yet (see
-/// [`Driver::attempt_waiting`]). An attempt that finishes at its first poll
-/// calls nothing.
-pub(crate) async fn noting_first_wait<F: Future>(
-    attempt: F,
-    mut on_wait: impl FnMut(),
-) -> F::Output {
-    let mut attempt = core::pin::pin!(attempt);
-    let mut told = false;
-    core::future::poll_fn(|cx| {
-        let poll = attempt.as_mut().poll(cx);
-        if poll.is_pending() && !told {
-            told = true;
-            on_wait();
-        }
-        poll
-    })
-    .await
 }
 
 pin_project_lite::pin_project! {

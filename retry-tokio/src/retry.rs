@@ -174,44 +174,50 @@ macro_rules! drive {
         } else {
             None
         };
-        let opening = match quick {
-            None => Opening::Fresh,
-            Some(quick) => match quick.admit(settings, &TokioClock) {
-                Err(until) => Opening::Refused(until),
-                Ok(mut permit) => {
-                    // The clock is read only if the attempt waits (its first
-                    // pending poll becomes the call's time origin and the
-                    // permit's start) and, then, when it ends.
-                    let mut attempt = core::pin::pin!($op(quick_context(&quick)));
-                    let mut waited = None;
-                    let result = core::future::poll_fn(|cx| {
-                        let poll = attempt.as_mut().poll(cx);
-                        if poll.is_pending() && waited.is_none() {
-                            let now = TokioClock.now();
-                            waited = Some(now);
-                            if let Some(permit) = permit.as_mut() {
-                                permit.waited(now);
-                            }
-                        }
-                        poll
-                    })
-                    .await;
-                    match result {
-                        Ok(value) => {
-                            let waited = waited.map(|from| (from, TokioClock.now()));
-                            if let Some(permit) = permit {
-                                permit.finish(Event::Succeeded, waited.map(|(_, to)| to));
-                            }
-                            return Ok(quick.success(value, waited));
-                        }
-                        Err(error) => Opening::Failed {
-                            error,
-                            waited,
-                            permit,
-                        },
+        let opening = 'opening: {
+            let Some(quick) = quick else {
+                break 'opening Opening::Fresh;
+            };
+            // Asked only when there is a breaker: without one, nothing is
+            // moved (the permit stays `None` where it lies).
+            let mut permit = None;
+            if settings.breaker().is_some() {
+                match quick.admit(settings, &TokioClock) {
+                    Ok(admitted) => permit = admitted,
+                    Err(until) => break 'opening Opening::Refused(until),
+                }
+            }
+            // The clock is read only if the attempt waits (its first
+            // pending poll becomes the call's time origin and the
+            // permit's start) and, then, when it ends.
+            let mut attempt = core::pin::pin!($op(quick_context(&quick)));
+            let mut waited = None;
+            let result = core::future::poll_fn(|cx| {
+                let poll = attempt.as_mut().poll(cx);
+                if poll.is_pending() && waited.is_none() {
+                    let now = TokioClock.now();
+                    waited = Some(now);
+                    if let Some(permit) = permit.as_mut() {
+                        permit.waited(now);
                     }
                 }
-            },
+                poll
+            })
+            .await;
+            match result {
+                Ok(value) => {
+                    let waited = waited.map(|from| (from, TokioClock.now()));
+                    if let Some(permit) = permit {
+                        permit.finish(Event::Succeeded, waited.map(|(_, to)| to));
+                    }
+                    return Ok(quick.success(value, waited));
+                }
+                Err(error) => Opening::Failed {
+                    error,
+                    waited,
+                    permit,
+                },
+            }
         };
         // The rest of the call: the driver takes over, and carries the call
         // out in a future of its own, awaited once.

@@ -234,7 +234,7 @@ macro_rules! drive {
             loop {
                 let input = match wait {
                     Wait::Attempt(attempt) => {
-                        let attempt_future = op(context(&attempt, cancel));
+                        let attempt_future = op(context(attempt, cancel));
                         let ran = waits
                             .as_mut()
                             .attempt(attempt_future, attempt.deadline, || {
@@ -532,7 +532,7 @@ impl AttemptContext {
 }
 
 /// What attempt `attempt` is told about itself.
-pub(crate) fn context(attempt: &retry_shared::Attempt, cancel: Cancel<'_>) -> AttemptContext {
+pub(crate) fn context(attempt: retry_shared::Attempt, cancel: Cancel<'_>) -> AttemptContext {
     AttemptContext {
         attempt: attempt.number,
         deadline: attempt.deadline.map(Instant::from_std),
@@ -633,39 +633,21 @@ impl<'a> Waits<'a> {
     /// as returned, and the driver applies the core's deadline rule to it).
     /// `on_wait` is called the first time the attempt returns pending (see
     /// [`Driver::attempt_waiting`]).
-    pub(crate) async fn attempt<T, E>(
-        mut self: Pin<&mut Self>,
-        attempt: impl Future<Output = Result<T, E>>,
+    pub(crate) fn attempt<'w, F: Future, W: FnMut()>(
+        mut self: Pin<&'w mut Self>,
+        attempt: F,
         deadline: Option<std::time::Instant>,
-        mut on_wait: impl FnMut(),
-    ) -> Ran<T, E> {
-        let mut attempt = core::pin::pin!(attempt);
+        on_wait: W,
+    ) -> AttemptWait<'w, 'a, F, W> {
         if let Some(deadline) = deadline {
             self.as_mut().set_timer(Instant::from_std(deadline));
         }
-        let mut told = false;
-        let ran = core::future::poll_fn(|cx| {
-            if self.as_mut().poll_cancelled(cx) {
-                return Poll::Ready(Ran::Cancelled);
-            }
-            if let Poll::Ready(result) = attempt.as_mut().poll(cx) {
-                return Poll::Ready(Ran::Returned(result));
-            }
-            if !told {
-                told = true;
-                on_wait();
-            }
-            if deadline.is_some() && self.as_mut().poll_timer(cx) {
-                return Poll::Ready(Ran::TimedOut);
-            }
-            Poll::Pending
-        })
-        .await;
-        if deadline.is_some() {
-            // A deadline that did not go off leaves the timer wheel now.
-            self.project().timer.set(None);
+        AttemptWait {
+            waits: self,
+            attempt,
+            timed: deadline.is_some(),
+            on_wait: Some(on_wait),
         }
-        ran
     }
 
     /// Sleeps out `sleep`, or until the call is cancelled if that comes first.
@@ -682,6 +664,55 @@ impl<'a> Waits<'a> {
             }
         })
         .await
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// One attempt raced against its deadline and the call's cancellation:
+    /// [`Waits::attempt`]'s future.
+    pub(crate) struct AttemptWait<'w, 'a, F, W> {
+        waits: Pin<&'w mut Waits<'a>>,
+        #[pin]
+        attempt: F,
+        // The timer holds the attempt's deadline.
+        timed: bool,
+        // Called at the attempt's first pending poll, then gone.
+        on_wait: Option<W>,
+    }
+
+    impl<F, W> PinnedDrop for AttemptWait<'_, '_, F, W> {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            if *this.timed {
+                // A deadline that did not go off leaves the timer wheel now.
+                this.waits.as_mut().project().timer.set(None);
+            }
+        }
+    }
+}
+
+impl<T, E, F, W> Future for AttemptWait<'_, '_, F, W>
+where
+    F: Future<Output = Result<T, E>>,
+    W: FnMut(),
+{
+    type Output = Ran<T, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Ran<T, E>> {
+        let this = self.project();
+        if this.waits.as_mut().poll_cancelled(cx) {
+            return Poll::Ready(Ran::Cancelled);
+        }
+        if let Poll::Ready(result) = this.attempt.poll(cx) {
+            return Poll::Ready(Ran::Returned(result));
+        }
+        if let Some(mut on_wait) = this.on_wait.take() {
+            on_wait();
+        }
+        if *this.timed && this.waits.as_mut().poll_timer(cx) {
+            return Poll::Ready(Ran::TimedOut);
+        }
+        Poll::Pending
     }
 }
 

@@ -341,7 +341,7 @@ where
                 loop {
                     input = match driver.poll(input) {
                         Step::Attempt(attempt) => {
-                            let ctx = context(&attempt, cancel);
+                            let ctx = context(attempt, cancel);
                             let mut service = inner.clone();
                             let request = recreate.recreate(&request, &ctx);
                             let sent = async move {

@@ -19,24 +19,14 @@ const MIX_CALLS: u64 = 10_000;
 /// A breaker judging the failure rate (50 %) over the last 100 calls, as recloser's
 /// default does, so a 20 % failure mix never trips it.
 fn core_breaker() -> CircuitBreaker {
-    let config = BreakerConfig::builder()
-        .failure_rate(Rate::from_percent(50))
-        .count_window(100)
-        .minimum_calls(100)
-        .build()
-        .unwrap();
+    let config = BreakerConfig::failure_rate_over(Rate::from_percent(50), 100).unwrap();
     CircuitBreaker::new(config).unwrap()
 }
 
 /// The same rule over the last 1,000 calls (Resilience4j's largest common count
 /// window), in the 1,024-call breaker `retry-shared`'s `SharedBreaker` holds.
 fn core_breaker_1000() -> CircuitBreaker<16, 0> {
-    let config = BreakerConfig::builder()
-        .failure_rate(Rate::from_percent(50))
-        .count_window(1000)
-        .minimum_calls(1000)
-        .build()
-        .unwrap();
+    let config = BreakerConfig::failure_rate_over(Rate::from_percent(50), 1000).unwrap();
     CircuitBreaker::new(config).unwrap()
 }
 

@@ -20,12 +20,7 @@ use core::time::Duration;
 use retry_core::{Admission, BreakerConfig, CallOutcome, CircuitBreaker, Instant, Rate};
 
 fn config(window: u16) -> BreakerConfig {
-    BreakerConfig::builder()
-        .failure_rate(Rate::from_percent(50))
-        .count_window(window)
-        .minimum_calls(u32::from(window))
-        .build()
-        .unwrap()
+    BreakerConfig::failure_rate_over(Rate::from_percent(50), window).unwrap()
 }
 
 fn call<const W: usize>(b: &mut CircuitBreaker<W, 0>, now: Instant, fail: bool) -> bool {

@@ -143,12 +143,7 @@ fn main() {
             }
         }
         ["breaker"] => {
-            let config = BreakerConfig::builder()
-                .failure_rate(Rate::from_percent(50))
-                .count_window(100)
-                .minimum_calls(100)
-                .build()
-                .unwrap();
+            let config = BreakerConfig::failure_rate_over(Rate::from_percent(50), 100).unwrap();
             let mut b = CircuitBreaker::<2, 0>::new(config).unwrap();
             for i in 0..n {
                 let now = Instant::from_micros(u64::from(i));

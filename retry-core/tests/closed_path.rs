@@ -287,12 +287,7 @@ fn a_time_window_goes_through_the_machine_and_still_agrees() {
 
 #[test]
 fn a_count_window_without_a_slow_call_rule_needs_no_time_while_closed() {
-    let config = BreakerConfig::builder()
-        .failure_rate(Rate::from_percent(50))
-        .count_window(100)
-        .minimum_calls(100)
-        .build()
-        .unwrap();
+    let config = BreakerConfig::failure_rate_over(Rate::from_percent(50), 100).unwrap();
     let mut split = Split::new(CircuitBreaker::<2, 0>::new(config).unwrap());
     assert!(split.path.is_untimed());
     for i in 0..1000u32 {
@@ -320,13 +315,7 @@ fn a_count_window_without_a_slow_call_rule_needs_no_time_while_closed() {
 #[test]
 fn the_trip_comes_on_the_same_outcome_as_in_the_machine() {
     // 50 % of the last 10 calls, judged from 10: the 10th call with 5 failures trips.
-    let config = BreakerConfig::builder()
-        .failure_threshold(None)
-        .failure_rate(Rate::from_percent(50))
-        .count_window(10)
-        .minimum_calls(10)
-        .build()
-        .unwrap();
+    let config = BreakerConfig::failure_rate_over(Rate::from_percent(50), 10).unwrap();
     let mut machine = CircuitBreaker::<1, 0>::new(config).unwrap();
     let path = machine.closed_path();
     for i in 0..10 {

@@ -98,13 +98,7 @@ fn consecutive(n: u32) -> BreakerConfig {
 
 /// 50 % of the last `window` calls, judged once the window is full.
 fn rate(window: u16) -> BreakerConfig {
-    BreakerConfig::builder()
-        .failure_threshold(None)
-        .failure_rate(Rate::from_percent(50))
-        .count_window(window)
-        .minimum_calls(u32::from(window))
-        .build()
-        .unwrap()
+    BreakerConfig::failure_rate_over(Rate::from_percent(50), window).unwrap()
 }
 
 #[test]

@@ -51,7 +51,9 @@ pub trait Breaker: Send + Sync + fmt::Debug {
     /// Whether an outcome's duration can change what the breaker records or
     /// decides (a slow-call rule, a time window, a histogram of call
     /// durations). When false, callers need not measure their attempts: an
-    /// outcome's duration may be `Duration::ZERO`, read as not slow.
+    /// outcome's duration may be `Duration::ZERO`, read as not slow. The
+    /// answer must not change over the breaker's life: callers may ask once
+    /// and keep it (the adapters' settings do).
     fn times_calls(&self) -> bool;
 }
 
@@ -727,5 +729,23 @@ impl<B: Breaker, C: Clock> fmt::Debug for PermitGuard<B, C> {
             .field("started", &self.started)
             .field("deadline", &self.deadline)
             .finish_non_exhaustive()
+    }
+}
+
+impl<'b, B: Breaker + 'b, C: Clock + Clone> PermitGuard<&'b B, C> {
+    /// The same guard, holding its breaker as a `&dyn Breaker`: an adapter
+    /// that asked a breaker it knows the type of (so that the call on the
+    /// success path is direct) hands it on as the driver keeps it.
+    #[must_use]
+    pub fn into_dyn(mut self) -> PermitGuard<&'b dyn Breaker, C> {
+        PermitGuard {
+            breaker: self.breaker,
+            // Taken: the guard left behind holds no permit, so its drop does
+            // nothing.
+            permit: self.permit.take(),
+            started: self.started,
+            deadline: self.deadline,
+            clock: self.clock.clone(),
+        }
     }
 }

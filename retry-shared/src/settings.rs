@@ -1,13 +1,15 @@
 //! A retrier's settings that both adapters share, and the builder methods that
 //! set them, written once.
 
+use core::any::Any;
 use core::fmt;
 use std::sync::Arc;
 
 use retry_core::{Failure, RetryError, RetryPolicy};
 
-use crate::breaker::Breaker;
+use crate::breaker::{Breaker, SharedBreaker};
 use crate::budget::Budget;
+use crate::driver::QuickOpening;
 use crate::notice::RetryNotice;
 
 /// Says, for an error, whether a retry may fix it (see [`Failure`]).
@@ -34,14 +36,21 @@ pub struct Settings<E> {
     budget: Option<Arc<dyn Budget>>,
     breaker: Option<Arc<dyn Breaker>>,
     measure_elapsed: bool,
+    /// [`QuickOpening::of`] these settings, worked out whenever one of its
+    /// inputs is set (the policy, the budget, the breaker, measuring elapsed
+    /// time), so that a call does not work it out again.
+    quick: Option<QuickOpening>,
+    /// The breaker again, when it is a [`SharedBreaker`] of the default shape:
+    /// an adapter can then call it directly instead of through `dyn Breaker`.
+    shared: Option<SharedBreaker>,
 }
 
 impl<E> Settings<E> {
     /// Settings following `policy`, with the defaults: every error retryable, a
     /// fresh jitter seed for every call, no hooks, no budget, no breaker.
     #[must_use]
-    pub const fn new(policy: RetryPolicy) -> Settings<E> {
-        Settings {
+    pub fn new(policy: RetryPolicy) -> Settings<E> {
+        let mut settings = Settings {
             policy,
             seed: None,
             classifier: None,
@@ -50,7 +59,20 @@ impl<E> Settings<E> {
             budget: None,
             breaker: None,
             measure_elapsed: false,
-        }
+            quick: None,
+            shared: None,
+        };
+        settings.quick = QuickOpening::of(&settings);
+        settings
+    }
+
+    /// [`QuickOpening::of`] these settings: the first attempt of a call that
+    /// needs nothing of a driver until that attempt ends, if calls may take one.
+    /// Worked out when the settings change, not per call.
+    #[inline]
+    #[must_use]
+    pub const fn quick_opening(&self) -> Option<QuickOpening> {
+        self.quick
     }
 
     /// The policy every call follows.
@@ -88,11 +110,16 @@ impl<E> Settings<E> {
     /// Feeds every call's steps to `budget`.
     pub fn set_budget(&mut self, budget: impl Budget + 'static) {
         self.budget = Some(Arc::new(budget));
+        self.quick = QuickOpening::of(self);
     }
 
     /// Asks `breaker` before every attempt.
     pub fn set_breaker(&mut self, breaker: impl Breaker + 'static) {
+        self.shared = (&breaker as &dyn Any)
+            .downcast_ref::<SharedBreaker>()
+            .cloned();
         self.breaker = Some(Arc::new(breaker));
+        self.quick = QuickOpening::of(self);
     }
 
     /// Makes every call read the clock at its start, so that it reports the
@@ -101,6 +128,7 @@ impl<E> Settings<E> {
     /// rule for when the clock is read otherwise).
     pub fn set_measure_elapsed(&mut self) {
         self.measure_elapsed = true;
+        self.quick = None;
     }
 
     /// Whether every call reads the clock at its start
@@ -131,6 +159,15 @@ impl<E> Settings<E> {
         self.on_give_up.as_deref()
     }
 
+    /// The breaker, if one was set and it is a [`SharedBreaker`] of the default
+    /// shape (the same one [`breaker`](Self::breaker) returns), for a direct
+    /// call on an adapter's hot path.
+    #[inline]
+    #[must_use]
+    pub const fn shared_breaker(&self) -> Option<&SharedBreaker> {
+        self.shared.as_ref()
+    }
+
     /// The retry budget, if one was set.
     #[must_use]
     pub fn budget(&self) -> Option<&Arc<dyn Budget>> {
@@ -155,6 +192,8 @@ impl<E> Clone for Settings<E> {
             budget: self.budget.clone(),
             breaker: self.breaker.clone(),
             measure_elapsed: self.measure_elapsed,
+            quick: self.quick,
+            shared: self.shared.clone(),
         }
     }
 }
@@ -270,4 +309,72 @@ macro_rules! retry_builder_methods {
             self
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use retry_core::{BreakerConfig, BudgetConfig, RetryPolicy};
+
+    use super::Settings;
+    use crate::{QuickOpening, SharedBreaker, SharedBudget};
+
+    fn breaker() -> SharedBreaker {
+        SharedBreaker::new(BreakerConfig::default()).unwrap()
+    }
+
+    /// The cached opening is what [`QuickOpening::of`] says after every change.
+    #[test]
+    fn the_kept_quick_opening_follows_every_change() {
+        let policy = RetryPolicy::builder().max_attempts(3).build().unwrap();
+        let mut s = Settings::<()>::new(policy);
+        assert_eq!(s.quick_opening(), QuickOpening::of(&s));
+        assert_eq!(s.quick_opening().is_some(), !crate::observe::ENABLED);
+        s.set_breaker(breaker());
+        assert_eq!(s.quick_opening(), QuickOpening::of(&s));
+        s.set_budget(SharedBudget::new(BudgetConfig::aws_standard()));
+        assert_eq!(s.quick_opening(), None);
+        assert_eq!(s.quick_opening(), QuickOpening::of(&s));
+
+        let mut s = Settings::<()>::new(policy);
+        s.set_measure_elapsed();
+        assert_eq!(s.quick_opening(), None);
+        assert_eq!(s.quick_opening(), QuickOpening::of(&s));
+
+        let timed = RetryPolicy::builder()
+            .attempt_timeout(core::time::Duration::from_secs(1))
+            .build()
+            .unwrap();
+        let s = Settings::<()>::new(timed);
+        assert_eq!(s.quick_opening(), None);
+        assert_eq!(s.clone().quick_opening(), None);
+    }
+
+    /// A `SharedBreaker` of the default shape is kept for a direct call; any
+    /// other breaker (an `Arc` around one included) only as `dyn Breaker`.
+    #[test]
+    fn only_a_default_shared_breaker_is_kept_for_direct_calls() {
+        let policy = RetryPolicy::builder().build().unwrap();
+        let mut s = Settings::<()>::new(policy);
+        assert!(s.shared_breaker().is_none());
+        let b = breaker();
+        s.set_breaker(b.clone());
+        let kept = s.shared_breaker().expect("kept");
+        // The same breaker: a trip through one handle shows through the other.
+        kept.force(
+            retry_core::ManualState::ForcedOpen,
+            std::time::Instant::now(),
+        )
+        .unwrap();
+        assert_eq!(b.state(), retry_core::BreakerState::ForcedOpen);
+        assert!(s.clone().shared_breaker().is_some());
+
+        s.set_breaker(Arc::new(breaker()));
+        assert!(s.shared_breaker().is_none());
+        assert!(s.breaker().is_some());
+        let small = SharedBreaker::<2, 0>::with_capacity(BreakerConfig::default()).unwrap();
+        s.set_breaker(small);
+        assert!(s.shared_breaker().is_none());
+    }
 }

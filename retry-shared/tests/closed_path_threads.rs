@@ -66,12 +66,7 @@ fn racing_failures_trip_once_and_report_it_once() {
 
 #[test]
 fn a_busy_closed_breaker_reads_no_clock_and_keeps_its_window_whole() {
-    let config = BreakerConfig::builder()
-        .failure_rate(Rate::from_percent(50))
-        .count_window(100)
-        .minimum_calls(100)
-        .build()
-        .unwrap();
+    let config = BreakerConfig::failure_rate_over(Rate::from_percent(50), 100).unwrap();
     let breaker = SharedBreaker::new(config).unwrap();
     assert!(!breaker.times_calls() || cfg!(feature = "metrics"));
     let clock = Counted::default();

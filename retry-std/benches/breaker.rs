@@ -31,12 +31,7 @@ use retry_std::{Retry, SystemClock};
 const MIX_CALLS: u64 = 200_000;
 
 fn shared() -> SharedBreaker {
-    let config = BreakerConfig::builder()
-        .failure_rate(Rate::from_percent(50))
-        .count_window(100)
-        .minimum_calls(100)
-        .build()
-        .unwrap();
+    let config = BreakerConfig::failure_rate_over(Rate::from_percent(50), 100).unwrap();
     SharedBreaker::new(config).unwrap()
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use retry_core::{Event, RetryError, RetryPolicy, Success};
-use retry_shared::{Driver, Input, QuickOpening, Ran, Settings, Sleep, Step};
+use retry_shared::{Breaker, Driver, Input, PermitGuard, QuickOpening, Ran, Settings, Sleep, Step};
 
 use crate::cancel::CancelToken;
 use crate::clock::{Clock, Sleeper, Slept, SystemClock, ThreadSleeper};
@@ -200,7 +200,7 @@ impl<E> Retry<E> {
         // runs that attempt itself (the core's opening); only a failure builds
         // the driver, which takes the call over from there.
         let quick = if self.cancel.is_none() {
-            QuickOpening::of(&self.settings)
+            self.settings.quick_opening()
         } else {
             None
         };
@@ -213,38 +213,41 @@ impl<E> Retry<E> {
                 let step = driver.poll(Input::Start);
                 (driver, step)
             }
-            Some(quick) => match quick.admit(&self.settings, &clock) {
-                Err(until) => Driver::after_quick_refusal(&self.settings, clock, cancelled, until),
-                Ok(permit) => {
-                    let context = AttemptContext {
-                        attempt: quick.attempt.number,
-                        deadline: None,
-                        replays_non_idempotent: quick.attempt.replays_non_idempotent,
-                        cancel: CancelToken::never(),
-                    };
-                    // A panic unwinds through the permit guard, which hands the
-                    // breaker's permit back as an abandoned attempt.
-                    match op(&context) {
-                        Ok(value) => {
-                            if let Some(permit) = permit {
-                                permit.finish(Event::Succeeded, None);
-                            }
-                            return Ok(quick.success(value, None));
-                        }
-                        Err(error) => {
-                            let mut driver = Driver::after_quick_opening(
-                                &self.settings,
-                                clock,
-                                cancelled,
-                                None,
-                                permit,
-                            );
-                            let step = driver.poll(Input::Ended(Ran::Returned(Err(error))));
-                            (driver, step)
-                        }
+            Some(quick) => {
+                // A shared breaker of the default shape is called directly
+                // (its closed path inlined); any other through `dyn Breaker`.
+                let end = match self.settings.shared_breaker() {
+                    Some(shared) => quick_attempt(
+                        quick,
+                        PermitGuard::request(shared, clock, None, None).map(Some),
+                        PermitGuard::into_dyn,
+                        &mut op,
+                    ),
+                    None => quick_attempt(
+                        quick,
+                        quick.admit(&self.settings, &clock),
+                        |guard| guard,
+                        &mut op,
+                    ),
+                };
+                match end {
+                    QuickEnd::Done(success) => return Ok(success),
+                    QuickEnd::Refused(until) => {
+                        Driver::after_quick_refusal(&self.settings, clock, cancelled, until)
+                    }
+                    QuickEnd::Failed(error, permit) => {
+                        let mut driver = Driver::after_quick_opening(
+                            &self.settings,
+                            clock,
+                            cancelled,
+                            None,
+                            permit,
+                        );
+                        let step = driver.poll(Input::Ended(Ran::Returned(Err(error))));
+                        (driver, step)
                     }
                 }
-            },
+            }
         };
         // (Read when a later attempt ends; neither a start, a refusal nor a
         // failed first attempt reads it.)
@@ -287,6 +290,51 @@ impl<E> Retry<E> {
             Slept::Elapsed if !cancel.is_cancelled() => Slept::Elapsed,
             Slept::Elapsed | Slept::Cancelled => Slept::Cancelled,
         }
+    }
+}
+
+/// How the quick opening's first attempt ended.
+enum QuickEnd<'s, T, E> {
+    /// It succeeded: the call's result.
+    Done(Success<T>),
+    /// The breaker refused it (with when it admits again, if it can tell).
+    Refused(Option<Instant>),
+    /// It returned an error; the driver takes the call over, with the permit.
+    Failed(E, Option<PermitGuard<&'s dyn Breaker, CallClock<'s>>>),
+}
+
+/// Runs the quick opening's first attempt, `admitted` by the call's breaker (or
+/// with none); `erase` turns its permit guard into the driver's kind.
+fn quick_attempt<'s, B, T, E, F>(
+    quick: QuickOpening,
+    admitted: Result<Option<PermitGuard<B, CallClock<'s>>>, Option<Instant>>,
+    erase: impl FnOnce(PermitGuard<B, CallClock<'s>>) -> PermitGuard<&'s dyn Breaker, CallClock<'s>>,
+    op: &mut F,
+) -> QuickEnd<'s, T, E>
+where
+    B: Breaker,
+    F: FnMut(&AttemptContext) -> Result<T, E>,
+{
+    let permit = match admitted {
+        Ok(permit) => permit,
+        Err(until) => return QuickEnd::Refused(until),
+    };
+    let context = AttemptContext {
+        attempt: quick.attempt.number,
+        deadline: None,
+        replays_non_idempotent: quick.attempt.replays_non_idempotent,
+        cancel: CancelToken::never(),
+    };
+    // A panic unwinds through the permit guard, which hands the breaker's
+    // permit back as an abandoned attempt.
+    match op(&context) {
+        Ok(value) => {
+            if let Some(permit) = permit {
+                permit.finish(Event::Succeeded, None);
+            }
+            QuickEnd::Done(quick.success(value, None))
+        }
+        Err(error) => QuickEnd::Failed(error, permit.map(erase)),
     }
 }
 

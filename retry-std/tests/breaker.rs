@@ -190,21 +190,27 @@ fn a_saved_breaker_and_budget_resume_in_another_process() {
 /// and tells it once: a success is recorded as one call, a refusal counted as
 /// one rejected call, and a failed first attempt recorded once before the
 /// driver takes the call over.
+///
+/// Run twice: with the `SharedBreaker` itself (which the adapter calls directly)
+/// and behind an `Arc` (which it calls as any other breaker, through `dyn
+/// Breaker`); both must count the same.
 #[test]
 fn the_first_attempt_asks_and_tells_the_breaker_exactly_once() {
+    first_attempt_asks_and_tells_once(|b| b);
+    first_attempt_asks_and_tells_once(std::sync::Arc::new);
+}
+
+fn first_attempt_asks_and_tells_once<B: retry_shared::Breaker + 'static>(
+    handle: impl Fn(SharedBreaker) -> B,
+) {
     let clock = ManualClock::new();
     // Opens at a 50 % failure rate over the last 4 calls, judged from 4 calls.
-    let config = BreakerConfig::builder()
-        .failure_rate(Rate::from_percent(50))
-        .count_window(4)
-        .minimum_calls(4)
-        .build()
-        .unwrap();
+    let config = BreakerConfig::failure_rate_over(Rate::from_percent(50), 4).unwrap();
     let breaker = SharedBreaker::new(config).unwrap();
     let retry = Retry::<&str>::new(policy(2, CircuitOpen::GiveUp))
         .clock(clock.clone())
         .sleeper(clock.sleeper())
-        .breaker(breaker.clone());
+        .breaker(handle(breaker.clone()));
 
     let done = retry.call(|_| Ok::<_, &str>(7)).unwrap();
     // Unmeasured, unless the breaker times calls (the metrics feature's

@@ -125,6 +125,8 @@ struct Head {
     gate: AtomicU64,
     /// The count window's size (0: none).
     size: u32,
+    /// The same, as the window word holds it.
+    size16: u16,
     /// Whether the config allows the closed path at all.
     eligible: bool,
     threshold: Option<u32>,
@@ -209,6 +211,18 @@ impl Cursor {
             | (self.failures as u64) << 48
     }
 
+    /// The cursor once a call has taken the next slot of a window of `size`
+    /// (`size` > 0): the slot after it (wrapping), one more call held (up to
+    /// `size`).
+    fn advanced(self, size: u16) -> Cursor {
+        let following = self.next.saturating_add(1);
+        Cursor {
+            next: if following >= size { 0 } else { following },
+            len: self.len.saturating_add(1).min(size),
+            ..self
+        }
+    }
+
     /// The failures held, read as at most the calls held (a count caught
     /// between two racing updates is clamped).
     fn failures(self) -> u32 {
@@ -269,6 +283,7 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
             head: Line(Head {
                 gate: AtomicU64::new(0),
                 size,
+                size16: u16::try_from(size).unwrap_or(u16::MAX),
                 eligible: counted && fits && config.slow_call_rate().is_none(),
                 threshold: config.failure_threshold(),
                 rate: config.failure_rate(),
@@ -323,6 +338,89 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
     /// of zero (unmeasured) is never slow.
     #[inline]
     pub fn record(&self, permit: Permit, outcome: CallOutcome) -> Untimed {
+        if outcome.success && outcome.duration <= self.head.0.slow_after {
+            if let Some(done) = self.record_success(&permit) {
+                return done;
+            }
+        }
+        self.record_any(permit, outcome)
+    }
+
+    /// The common case of [`record`](Self::record): a success that is not slow,
+    /// in a count window whose next slot already reads as one (neither failed
+    /// nor slow), so that taking the slot is all the window needs: no bit to
+    /// write, no failure count to move. `None`, with nothing changed, when that
+    /// is not the case: [`record_any`](Self::record_any) then records it.
+    #[inline]
+    fn record_success(&self, permit: &Permit) -> Option<Untimed> {
+        let head = &self.head.0;
+        let tail = &self.tail.0;
+        let gate = head.gate.load(SeqCst);
+        let size = head.size16;
+        if gate & OPEN_GATE == 0 || size == 0 {
+            return None;
+        }
+        let mut word = tail.window.load(SeqCst);
+        let taken = loop {
+            let cursor = Cursor::unpack(word);
+            if cursor.generation != generation_of(gate) {
+                return None;
+            }
+            let slot = u32::from(cursor.next.min(size.saturating_sub(1)));
+            if bit(&tail.failed, slot) || bit(&tail.slow, slot) {
+                return None;
+            }
+            match tail.window.compare_exchange_weak(
+                word,
+                cursor.advanced(size).pack(),
+                SeqCst,
+                SeqCst,
+            ) {
+                Ok(_) => break cursor,
+                Err(now) => word = now,
+            }
+        };
+        let late = permit.epoch != epoch_of(gate);
+        if !late && tail.streak.load(SeqCst) != 0 {
+            tail.streak.store(0, SeqCst);
+        }
+        let after = taken.advanced(size);
+        // Mostly no rule is met: say so without building the general answer.
+        let streak_met = !late && head.threshold == Some(0);
+        if !streak_met {
+            let now = self.window_now(after);
+            if !self.rate_met(now.failures(), u32::from(now.len)) {
+                return Some(Untimed::Recorded(Exceeded::NONE));
+            }
+        }
+        let pushed_out = (taken.len >= size).then_some(false);
+        Some(self.settle(gate, late, 0, false, after, pushed_out))
+    }
+
+    /// The window word as it stands now, or `after` (the word as the caller's
+    /// outcome left it) if the lock has taken the window back since.
+    #[inline]
+    fn window_now(&self, after: Cursor) -> Cursor {
+        let now = Cursor::unpack(self.tail.0.window.load(SeqCst));
+        if now.generation == after.generation {
+            now
+        } else {
+            after
+        }
+    }
+
+    /// Whether the failure-rate rule (if there is one) is met by `failures` of
+    /// the last `calls`.
+    #[inline]
+    fn rate_met(&self, failures: u32, calls: u32) -> bool {
+        let head = &self.head.0;
+        head.rate
+            .is_some_and(|rate| calls >= head.minimum && rate.is_reached(failures, calls))
+    }
+
+    /// [`record`](Self::record) in general.
+    #[inline(never)]
+    fn record_any(&self, permit: Permit, outcome: CallOutcome) -> Untimed {
         let head = &self.head.0;
         let tail = &self.tail.0;
         let gate = head.gate.load(SeqCst);
@@ -351,12 +449,7 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
                     word = tail.window.load(SeqCst);
                     continue;
                 }
-                let following = cursor.next.saturating_add(1);
-                let next = Cursor {
-                    next: if following >= size { 0 } else { following },
-                    len: cursor.len.saturating_add(1).min(size),
-                    ..cursor
-                };
+                let next = cursor.advanced(size);
                 match tail
                     .window
                     .compare_exchange_weak(word, next.pack(), SeqCst, SeqCst)
@@ -415,20 +508,32 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
             }
             0
         };
+        self.settle(gate, late, streak, failed, after, pushed_out)
+    }
+
+    /// Judges the trip rules once an outcome is in: `after` is the window word
+    /// as the outcome left it, `pushed_out` whether the call it replaced had
+    /// failed (`None`: it replaced none), `streak` the consecutive failures.
+    #[inline(never)]
+    fn settle(
+        &self,
+        gate: u64,
+        late: bool,
+        streak: u32,
+        failed: bool,
+        after: Cursor,
+        pushed_out: Option<bool>,
+    ) -> Untimed {
+        let head = &self.head.0;
         // The window as it stands now (only when a rate rule reads it).
         let mut exceeded = Exceeded::NONE;
         let mut rate_trip = false;
-        if let (Some(rate), true) = (head.rate, head.size > 0) {
-            let now = Cursor::unpack(tail.window.load(SeqCst));
-            let now = if now.generation == after.generation {
-                now
-            } else {
-                after
-            };
+        if head.rate.is_some() && head.size > 0 {
+            let now = self.window_now(after);
             let calls = u32::from(now.len);
             let failures = now.failures();
             let minimum = head.minimum;
-            let reached = |f: u32, c: u32| c >= minimum && rate.is_reached(f, c);
+            let reached = |f: u32, c: u32| self.rate_met(f, c);
             rate_trip = reached(failures, calls);
             if rate_trip {
                 // Crossed by this outcome: the window before it held the call
@@ -581,6 +686,9 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         let head = &path.head.0;
         let tail = &path.tail.0;
         self.consecutive_failures = tail.streak.load(SeqCst);
+        // The streak and window change under the cache of when rules are next
+        // checked: check them on the next outcome.
+        self.quiet = 0;
         let size = u16::try_from(head.size).unwrap_or(u16::MAX);
         if size == 0 {
             return;

@@ -294,6 +294,32 @@ impl BreakerConfig {
             .build()
     }
 
+    /// A failure-rate rule over a count window, judged only once the window is
+    /// full: a closed breaker opens when at least `rate` of the last `calls`
+    /// calls failed. There is no consecutive-failures rule; every other setting
+    /// is the builder's default. With 50 % over 100 calls this is the rule
+    /// `recloser` applies by default.
+    ///
+    /// ```
+    /// use retry_core::{BreakerConfig, Rate};
+    /// let config = BreakerConfig::failure_rate_over(Rate::from_percent(50), 100)?;
+    /// assert_eq!(config.failure_rate(), Some(Rate::from_percent(50)));
+    /// assert_eq!(config.minimum_calls(), 100);
+    /// assert_eq!(config.failure_threshold(), None);
+    /// # Ok::<(), retry_core::BreakerError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// What [`BreakerConfigBuilder::build`] refuses: a zero `calls`, say.
+    pub fn failure_rate_over(rate: Rate, calls: u16) -> Result<BreakerConfig, BreakerError> {
+        BreakerConfig::builder()
+            .failure_threshold(None)
+            .failure_rate(rate)
+            .count_window(calls)
+            .minimum_calls(u32::from(calls))
+            .build()
+    }
+
     /// Consecutive failures that trip a closed breaker, if that rule is on.
     #[must_use]
     pub const fn failure_threshold(&self) -> Option<u32> {
@@ -390,12 +416,14 @@ impl BreakerConfig {
         let reopen = reopen.max(1);
         let cap = self.max_open_duration;
         let initial = self.open_backoff.initial();
-        let base = self.open_backoff.delay(reopen).min(cap);
-        let previous = if reopen > 1 {
-            self.open_backoff.delay(reopen.saturating_sub(1)).min(cap)
-        } else {
-            initial
-        };
+        // The capped curve at `reopen - 1` (the initial delay before the
+        // first) and at `reopen`, in one loop so that the curve is written
+        // once in the code.
+        let (mut previous, mut base) = (initial, initial);
+        for n in reopen.saturating_sub(1).max(1)..=reopen {
+            previous = base;
+            base = self.open_backoff.delay(n).min(cap);
+        }
         let draw = jitter_draw(self.seed, reopen, base);
         self.open_jitter.apply(base, draw, initial, previous, cap)
     }
@@ -531,6 +559,13 @@ impl BreakerConfig {
     /// The half-open maximum wait in nanoseconds, if set.
     pub(crate) fn max_half_open_wait_nanos(&self) -> Option<u64> {
         self.max_half_open_wait.map(NonZeroU64::get)
+    }
+
+    /// Whether a failure streak of `streak` trips the consecutive-failure rule
+    /// (never when the rule is off: its threshold is stored as 0).
+    #[inline]
+    pub(crate) const fn streak_trips(&self, streak: u32) -> bool {
+        self.failure_threshold.wrapping_sub(1) < streak
     }
 
     /// The count window's size, if the window is count-based.

@@ -493,11 +493,15 @@ pub(crate) enum Mode {
 /// 40 for the two bit rings, their cursors and the running counts of failed
 /// and slow calls, 40 for the state (a half-open period keeps its probe counts
 /// and its deadline), 12 for the epoch and the counters, 8 for the count of
-/// rejected calls, 4 of padding. Each further 64 calls of capacity add 16 bytes
-/// (`CircuitBreaker<16, 0>`, 1,024 calls, holds the 1,000-call windows
-/// Resilience4j users configure). Capacity costs no time: the window's counts
-/// are kept as calls come and go, so recording an outcome costs the same in
-/// any window and any capacity.
+/// rejected calls, 4 for the window's size and how many outcomes may still be
+/// recorded before a rate rule must be checked. Each further 64 calls of
+/// capacity add 16 bytes (`CircuitBreaker<16, 0>`, 1,024 calls, holds the
+/// 1,000-call windows Resilience4j users configure). Capacity costs no time:
+/// the window's counts are kept as calls come and go, so recording an outcome
+/// costs the same in any window and any capacity. While the window is far
+/// enough from every rate threshold that no run of outcomes short of a bound
+/// could reach one, recording an outcome checks only the failure streak; the
+/// bound is worked out again when it runs out.
 ///
 /// ```
 /// use core::time::Duration;
@@ -515,7 +519,7 @@ pub(crate) enum Mode {
 /// assert_eq!(until, Some(t0 + Duration::from_secs(5)));
 /// # Ok::<(), retry_core::BreakerError>(())
 /// ```
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct CircuitBreaker<const WORDS: usize = 2, const BUCKETS: usize = 0> {
     config: BreakerConfig,
     mode: Mode,
@@ -525,6 +529,31 @@ pub struct CircuitBreaker<const WORDS: usize = 2, const BUCKETS: usize = 0> {
     rejected: u64,
     calls: CountRing<WORDS>,
     buckets: BucketRing<BUCKETS>,
+    /// The count window's size when this type holds it, 0 otherwise (no
+    /// window, a time window, or no words): fixed by the config.
+    count_window: u16,
+    /// How many more outcomes [`record`](Self::record) may take in closed or
+    /// metrics-only, into the count window, before a rate rule could stand at
+    /// its threshold, even were every one of them a slow failure: until then
+    /// only the streak rule is checked. Zero in every other state, and
+    /// whenever unknown (then the next outcome is judged in full and sets it
+    /// again). A cache of what the rules and the window say, so not part of
+    /// equality.
+    quiet: u16,
+}
+
+impl<const WORDS: usize, const BUCKETS: usize> PartialEq for CircuitBreaker<WORDS, BUCKETS> {
+    fn eq(&self, other: &Self) -> bool {
+        // `quiet` is left out: it only says when the rules are next checked.
+        self.config == other.config
+            && self.mode == other.mode
+            && self.epoch == other.epoch
+            && self.reopens == other.reopens
+            && self.consecutive_failures == other.consecutive_failures
+            && self.rejected == other.rejected
+            && self.calls == other.calls
+            && self.buckets == other.buckets
+    }
 }
 
 impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
@@ -540,7 +569,13 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// type's storage.
     pub fn new(config: BreakerConfig) -> Result<Self, BreakerError> {
         Self::check_fits(&config)?;
+        let count_window = match config.window_calls() {
+            Some(size) if WORDS > 0 => size,
+            _ => 0,
+        };
         Ok(CircuitBreaker {
+            count_window,
+            quiet: 0,
             config,
             mode: Mode::Closed,
             epoch: 0,
@@ -820,38 +855,39 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// [`request`](Self::request) in any state.
     #[inline(never)]
     fn request_other(&mut self, now: Instant) -> Admission {
-        match self.mode {
-            Mode::Closed | Mode::Disabled | Mode::MetricsOnly => Admission::Admitted {
-                permit: self.permit(false),
-                transition: None,
-            },
-            Mode::ForcedOpen => self.reject(None, RejectReason::ForcedOpen, None),
-            Mode::Open { until } if now < until => {
-                self.reject(Some(until), RejectReason::Open, None)
+        let mut transition = None;
+        let (until, reason) = match self.mode {
+            Mode::Closed | Mode::Disabled | Mode::MetricsOnly => {
+                return Admission::Admitted {
+                    permit: self.permit(false),
+                    transition: None,
+                }
             }
+            Mode::ForcedOpen => (None, RejectReason::ForcedOpen),
+            Mode::Open { until } if now < until => (Some(until), RejectReason::Open),
             Mode::Open { .. } => {
-                let transition = self.half_open(now, TransitionCause::OpenElapsed);
-                self.admit_probe(now, Some(transition))
+                let t = self.half_open(now, TransitionCause::OpenElapsed);
+                return self.admit_probe(now, Some(t));
             }
             Mode::HalfOpen(p) => match p.deadline {
                 Some(deadline) if now >= deadline => match self.config.half_open_timeout() {
                     HalfOpenTimeout::Reopen => {
-                        let t = self.open(now, TransitionCause::HalfOpenTimeout);
+                        transition = Some(self.open(now, TransitionCause::HalfOpenTimeout));
                         // At the end of time the open period cannot end after now.
-                        let until = self.open_until().filter(|u| *u > now);
-                        self.reject(until, RejectReason::Open, Some(t))
+                        (self.open_until().filter(|u| *u > now), RejectReason::Open)
                     }
                     HalfOpenTimeout::Close => {
                         let t = self.close(Mode::Closed, now, TransitionCause::HalfOpenTimeout);
-                        Admission::Admitted {
+                        return Admission::Admitted {
                             permit: self.permit(false),
                             transition: Some(t),
-                        }
+                        };
                     }
                 },
-                _ => self.admit_probe(now, None),
+                _ => return self.admit_probe(now, None),
             },
-        }
+        };
+        self.reject(until, reason, transition)
     }
 
     /// Hands back `permit` with the outcome of its call, at `now`. Returns what
@@ -872,36 +908,51 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// is [`Ignored`]). Late permits: see the type's docs.
     #[inline]
     pub fn record(&mut self, permit: Permit, outcome: CallOutcome, now: Instant) -> Recorded {
-        // The closed path first, small enough to inline at every call site.
-        if matches!(self.mode, Mode::Closed | Mode::MetricsOnly) {
-            return self.record_closed(permit.epoch != self.epoch, outcome, now);
-        }
-        self.record_other(permit, outcome, now)
-    }
-
-    /// [`record`](Self::record) when neither closed nor metrics-only.
-    #[inline(never)]
-    fn record_other(&mut self, permit: Permit, outcome: CallOutcome, now: Instant) -> Recorded {
-        let late = permit.epoch != self.epoch;
-        let failed = !outcome.success;
-        let slow = outcome.duration > self.config.slow_call_duration();
-        match self.mode {
-            Mode::Open { .. } => Recorded::ignored(Ignored::Open),
-            Mode::ForcedOpen => Recorded::ignored(Ignored::ForcedOpen),
-            Mode::Disabled => Recorded::ignored(Ignored::Disabled),
-            Mode::Closed | Mode::MetricsOnly => self.record_closed(late, outcome, now),
-            Mode::HalfOpen(p) => {
-                if late || !permit.probe {
-                    return Recorded::ignored(Ignored::Late);
-                }
-                match self.config.half_open_verdict() {
-                    HalfOpenVerdict::Consecutive => self.judge_probe(p, failed, slow, now),
-                    HalfOpenVerdict::Rates { probes } => {
-                        self.judge_probes(p, probes, failed, slow, now)
-                    }
-                }
+        // The closed path while no rule can stand, small enough to inline at
+        // every call site: the streak and the count window take the outcome,
+        // and nothing is judged (`quiet` is zero in every other state).
+        if let Some(quiet) = self.quiet.checked_sub(1) {
+            let failed = !outcome.success;
+            let streak = if permit.epoch != self.epoch {
+                self.consecutive_failures
+            } else if failed {
+                self.consecutive_failures.saturating_add(1)
+            } else {
+                0
+            };
+            // The streak rule is the one `quiet` does not cover.
+            if !self.config.streak_trips(streak) {
+                self.quiet = quiet;
+                self.consecutive_failures = streak;
+                let slow = outcome.duration > self.config.slow_call_duration();
+                let _ = self.calls.push(self.count_window, failed, slow);
+                return Recorded::NOTHING;
             }
         }
+        self.record_other(permit, outcome.success, outcome.duration, now)
+    }
+
+    /// [`record`](Self::record) in any state, when the closed path cannot
+    /// skip the rules.
+    #[inline(never)]
+    fn record_other(
+        &mut self,
+        permit: Permit,
+        success: bool,
+        duration: Duration,
+        now: Instant,
+    ) -> Recorded {
+        let outcome = CallOutcome { success, duration };
+        let late = permit.epoch != self.epoch;
+        let ignored = match self.mode {
+            Mode::Closed | Mode::MetricsOnly => return self.record_closed(late, outcome, now),
+            Mode::HalfOpen(_) if !late && permit.probe => return self.judge_probe(outcome, now),
+            Mode::HalfOpen(_) => Ignored::Late,
+            Mode::Open { .. } => Ignored::Open,
+            Mode::ForcedOpen => Ignored::ForcedOpen,
+            Mode::Disabled => Ignored::Disabled,
+        };
+        Recorded::ignored(ignored)
     }
 
     /// Hands back `permit` for a call that never ran (cancelled before it
@@ -1072,6 +1123,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         }
     }
 
+    #[inline(never)]
     fn reject(
         &mut self,
         until: Option<Instant>,
@@ -1088,34 +1140,34 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
 
     /// Admits a probe in half-open if a place is free, else rejects.
     fn admit_probe(&mut self, now: Instant, transition: Option<Transition>) -> Admission {
-        let Mode::HalfOpen(p) = self.mode else {
-            return self.reject(None, RejectReason::ProbesBusy, transition);
-        };
-        let room = match self.config.half_open_verdict() {
-            HalfOpenVerdict::Consecutive => true,
-            HalfOpenVerdict::Rates { probes } => p.admitted < probes,
-        };
-        if room && p.in_flight < self.config.half_open_permits() {
-            self.mode = Mode::HalfOpen(Probing {
-                in_flight: p.in_flight.saturating_add(1),
-                admitted: p.admitted.saturating_add(1),
-                ..p
-            });
-            Admission::Admitted {
-                permit: self.permit(true),
-                transition,
+        let mut until = None;
+        if let Mode::HalfOpen(p) = self.mode {
+            let room = match self.config.half_open_verdict() {
+                HalfOpenVerdict::Consecutive => true,
+                HalfOpenVerdict::Rates { probes } => p.admitted < probes,
+            };
+            if room && p.in_flight < self.config.half_open_permits() {
+                self.mode = Mode::HalfOpen(Probing {
+                    in_flight: p.in_flight.saturating_add(1),
+                    admitted: p.admitted.saturating_add(1),
+                    ..p
+                });
+                return Admission::Admitted {
+                    permit: self.permit(true),
+                    transition,
+                };
             }
-        } else {
             // `until` is after `now`: a deadline at or before now was applied by
             // the request before reaching here.
-            let until = p.deadline.filter(|d| *d > now);
-            self.reject(until, RejectReason::ProbesBusy, transition)
+            until = p.deadline.filter(|d| *d > now);
         }
+        self.reject(until, RejectReason::ProbesBusy, transition)
     }
 
     fn enter(&mut self, mode: Mode, now: Instant, cause: TransitionCause) -> Transition {
         let from = self.state();
         self.mode = mode;
+        self.quiet = 0;
         Transition {
             from,
             to: self.state(),
@@ -1141,16 +1193,10 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         self.enter(Mode::HalfOpen(probing), now, cause)
     }
 
-    /// [`record`](Self::record) closed or metrics-only: the outcome enters the
-    /// streak (unless late) and the window. When no rule stands at its
-    /// threshold after it, nothing crossed a threshold and nothing trips: the
-    /// common case, which ends here; otherwise [`judge`](Self::judge) decides.
-    /// A count window is handled here, a time window (or none) by
-    /// [`record_timed`](Self::record_timed).
-    // Inlined on 64-bit targets, where the closed path's speed is what counts;
-    // shared by `record` and `record_other` on small ones.
-    #[cfg_attr(target_pointer_width = "64", inline(always))]
-    fn record_closed(&mut self, late: bool, outcome: CallOutcome, now: Instant) -> Recorded {
+    /// Whether the outcome failed and whether it was slow, after adding it to
+    /// the failure streak (unless `late`).
+    #[inline]
+    fn take(&mut self, late: bool, outcome: CallOutcome) -> (bool, bool) {
         let failed = !outcome.success;
         let slow = outcome.duration > self.config.slow_call_duration();
         if !late {
@@ -1160,71 +1206,73 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 0
             };
         }
-        let size = match self.config.window_calls() {
-            Some(size) if WORDS > 0 => size,
-            _ => return self.record_timed(failed, slow, late, now),
-        };
-        let evicted = self.calls.push(size, failed, slow);
-        let config = &self.config;
-        let after = self.calls.counts();
-        let standing = config
-            .failure_threshold()
-            .is_some_and(|n| self.consecutive_failures >= n)
-            || after.calls >= config.minimum_calls()
-                && (config
-                    .failure_rate()
-                    .is_some_and(|r| r.is_reached(after.failures, after.calls))
-                    || config
-                        .slow_call_rate()
-                        .is_some_and(|r| r.is_reached(after.slow, after.calls)));
-        if standing {
-            return self.judge_count(after, evicted, failed, slow, late, now);
-        }
-        Recorded::NOTHING
+        (failed, slow)
     }
 
-    /// [`judge`](Self::judge) for a count window, from what it holds `after`
-    /// the outcome (`failed`, `slow`) and what the outcome pushed out.
-    #[cold]
-    #[inline(never)]
-    fn judge_count(
-        &mut self,
-        after: WindowStats,
-        evicted: u32,
-        failed: bool,
-        slow: bool,
-        late: bool,
-        now: Instant,
-    ) -> Recorded {
-        let rated = self.config.failure_rate().is_some() || self.config.slow_call_rate().is_some();
-        let window = rated.then(|| (before_count(after, evicted, failed, slow), after));
-        self.judge(window, late, now)
-    }
-
-    /// [`record_closed`](Self::record_closed) with a time window or none.
-    #[inline(never)]
-    fn record_timed(&mut self, failed: bool, slow: bool, late: bool, now: Instant) -> Recorded {
-        let rated = self.config.failure_rate().is_some() || self.config.slow_call_rate().is_some();
-        let mut window = None;
-        // A type without buckets holds no time window (`new` refuses one).
-        if let Some((nanos, buckets)) = self.config.bucket_shape().filter(|_| BUCKETS > 0) {
-            let before = rated.then(|| self.buckets.stats(now, nanos, buckets));
+    /// [`record`](Self::record) closed or metrics-only: the outcome enters the
+    /// streak (unless late) and the window. When no rule stands at its
+    /// threshold after it, nothing crossed a threshold and nothing trips: the
+    /// common case, which ends here, with how many outcomes may come before a
+    /// rule could stand (`quiet`); otherwise [`judge`](Self::judge) decides.
+    fn record_closed(&mut self, late: bool, outcome: CallOutcome, now: Instant) -> Recorded {
+        let (failed, slow) = self.take(late, outcome);
+        let size = self.count_window;
+        // What the window held before and after the outcome (all zero
+        // without a window).
+        let (mut before, mut after) = (WindowStats::default(), WindowStats::default());
+        if size > 0 {
+            let evicted = self.calls.push(size, failed, slow);
+            after = self.calls.counts();
+            before = before_count(after, evicted, failed, slow);
+        } else if let Some((nanos, buckets)) = self.config.bucket_shape().filter(|_| BUCKETS > 0) {
+            // A type without buckets holds no time window (`new` refuses one).
+            before = self.buckets.stats(now, nanos, buckets);
             self.buckets.push(now, nanos, buckets, failed, slow);
-            window = before.map(|before| (before, self.buckets.stats(now, nanos, buckets)));
+            after = self.buckets.stats(now, nanos, buckets);
         }
-        let config = &self.config;
-        let standing = config
-            .failure_threshold()
-            .is_some_and(|n| self.consecutive_failures >= n)
-            || window.is_some_and(|(_, w)| {
-                let minimum = config.minimum_calls();
-                reached(config.failure_rate(), w.failures, w.calls, minimum)
-                    || reached(config.slow_call_rate(), w.slow, w.calls, minimum)
-            });
-        if standing {
-            return self.judge(window, late, now);
+        if self.stands(after) {
+            // Judged in full until a rule no longer stands (`record` comes
+            // here with `quiet` still set when the streak rule stands).
+            self.quiet = 0;
+            return self.judge(before, after, late, now);
+        }
+        if size > 0 {
+            self.quiet = self.quiet_after(after);
         }
         Recorded::NOTHING
+    }
+
+    /// How many outcomes a count window holding `now` may take, with no rate
+    /// standing at its threshold now, before a rate could: each outcome adds
+    /// at most one to the failed and slow counts, and the window's calls never
+    /// shrink, so a rate needs at least the share of `max(calls,
+    /// minimum_calls)` its threshold asks for. At most `u16::MAX`. (The streak
+    /// rule is checked on every outcome.)
+    fn quiet_after(&self, now: WindowStats) -> u16 {
+        let config = &self.config;
+        let calls = now.calls.max(config.minimum_calls());
+        let room = room(config.failure_rate(), now.failures, calls).min(room(
+            config.slow_call_rate(),
+            now.slow,
+            calls,
+        ));
+        u16::try_from(room).unwrap_or(u16::MAX)
+    }
+
+    /// Whether a rule stands at its threshold, the window holding `window`
+    /// (all zero without one): the streak, or a rate once the window holds
+    /// `minimum_calls`.
+    fn stands(&self, window: WindowStats) -> bool {
+        let config = &self.config;
+        let minimum = config.minimum_calls();
+        config.streak_trips(self.consecutive_failures)
+            || reached(
+                config.failure_rate(),
+                window.failures,
+                window.calls,
+                minimum,
+            )
+            || reached(config.slow_call_rate(), window.slow, window.calls, minimum)
     }
 
     /// Judges the outcome just pushed, closed or metrics-only, once some rule
@@ -1232,61 +1280,53 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// (reached after it, not before), and, closed and unless the outcome is
     /// late, the rule that trips the breaker, in the order consecutive
     /// failures, failure rate, slow-call rate (rates only once the window holds
-    /// `minimum_calls`). `window` is what the window held before and after the
-    /// outcome, when a rate rule judges it.
+    /// `minimum_calls`). `before` and `after` are what the window held before
+    /// and after the outcome (all zero without a window).
     #[cold]
     #[inline(never)]
     fn judge(
         &mut self,
-        window: Option<(WindowStats, WindowStats)>,
+        before: WindowStats,
+        after: WindowStats,
         late: bool,
         now: Instant,
     ) -> Recorded {
         let config = &self.config;
         let minimum = config.minimum_calls();
-        let (mut exceeded, mut failing, mut slowing) = (Exceeded::NONE, false, false);
-        if let Some((before, after)) = window {
-            let (f, s) = (config.failure_rate(), config.slow_call_rate());
-            failing = reached(f, after.failures, after.calls, minimum);
-            slowing = reached(s, after.slow, after.calls, minimum);
-            exceeded = Exceeded {
-                failure_rate: crossed(
-                    f,
-                    before.failures,
-                    before.calls,
-                    after.failures,
-                    after.calls,
-                    minimum,
-                ),
-                slow_call_rate: crossed(
-                    s,
-                    before.slow,
-                    before.calls,
-                    after.slow,
-                    after.calls,
-                    minimum,
-                ),
-            };
-        }
-        let cause = if config
-            .failure_threshold()
-            .is_some_and(|n| self.consecutive_failures >= n)
-        {
-            Some(TransitionCause::ConsecutiveFailures)
+        let (f, s) = (config.failure_rate(), config.slow_call_rate());
+        let (failing, failure_rate) = crossed(
+            f,
+            before.failures,
+            before.calls,
+            after.failures,
+            after.calls,
+            minimum,
+        );
+        let (slowing, slow_call_rate) = crossed(
+            s,
+            before.slow,
+            before.calls,
+            after.slow,
+            after.calls,
+            minimum,
+        );
+        let exceeded = Exceeded {
+            failure_rate,
+            slow_call_rate,
+        };
+        let cause = if config.streak_trips(self.consecutive_failures) {
+            TransitionCause::ConsecutiveFailures
         } else if failing {
-            Some(TransitionCause::FailureRate)
-        } else if slowing {
-            Some(TransitionCause::SlowCallRate)
+            TransitionCause::FailureRate
         } else {
-            None
+            TransitionCause::SlowCallRate
         };
         // Metrics-only records and reports without judging; a late outcome
-        // never trips.
-        let trips = !late && matches!(self.mode, Mode::Closed);
-        let transition = match cause {
-            Some(cause) if trips => Some(self.open(now, cause)),
-            _ => None,
-        };
+        // never trips. Some rule stands, so a cause was found.
+        let trips = !late
+            && matches!(self.mode, Mode::Closed)
+            && (failing || slowing || cause == TransitionCause::ConsecutiveFailures);
+        let transition = trips.then(|| self.open(now, cause));
         Recorded {
             transition,
             ignored: None,
@@ -1294,59 +1334,48 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         }
     }
 
-    /// A probe's outcome under the consecutive verdict.
-    fn judge_probe(&mut self, p: Probing, failed: bool, slow: bool, now: Instant) -> Recorded {
-        let bad = failed || (slow && self.config.slow_call_rate().is_some());
-        if bad {
+    /// A probe's outcome, half-open. Consecutive verdict: a bad probe (failed,
+    /// or slow when the slow-call rule is on) re-opens the breaker, and
+    /// `success_threshold` good ones close it. Rates verdict: once all the
+    /// probes have reported, the verdict on their rates.
+    fn judge_probe(&mut self, outcome: CallOutcome, now: Instant) -> Recorded {
+        let failed = !outcome.success;
+        let slow = outcome.duration > self.config.slow_call_duration();
+        let probes = match self.config.half_open_verdict() {
+            HalfOpenVerdict::Consecutive => None,
+            HalfOpenVerdict::Rates { probes } => Some(probes),
+        };
+        if probes.is_none() && (failed || slow && self.config.slow_call_rate().is_some()) {
             return Recorded {
                 transition: Some(self.open(now, TransitionCause::ProbeFailed)),
                 ..Recorded::NOTHING
             };
         }
-        let mut results = p.results;
-        results.add(failed, slow);
-        if results.calls >= self.config.success_threshold() {
-            let t = self.close(Mode::Closed, now, TransitionCause::ProbesSucceeded);
-            return Recorded {
-                transition: Some(t),
-                ..Recorded::NOTHING
-            };
-        }
-        self.mode = Mode::HalfOpen(Probing {
-            in_flight: p.in_flight.saturating_sub(1),
-            results,
-            ..p
-        });
-        Recorded::NOTHING
-    }
-
-    /// A probe's outcome under the rates verdict: the verdict once all have
-    /// reported.
-    fn judge_probes(
-        &mut self,
-        p: Probing,
-        probes: u32,
-        failed: bool,
-        slow: bool,
-        now: Instant,
-    ) -> Recorded {
-        let mut results = p.results;
-        results.add(failed, slow);
+        let Mode::HalfOpen(p) = &mut self.mode else {
+            return Recorded::NOTHING;
+        };
+        p.results.add(failed, slow);
+        p.in_flight = p.in_flight.saturating_sub(1);
+        let results = p.results;
+        let Some(probes) = probes else {
+            if results.calls >= self.config.success_threshold() {
+                let t = self.close(Mode::Closed, now, TransitionCause::ProbesSucceeded);
+                return Recorded {
+                    transition: Some(t),
+                    ..Recorded::NOTHING
+                };
+            }
+            return Recorded::NOTHING;
+        };
         if results.calls < probes {
-            self.mode = Mode::HalfOpen(Probing {
-                in_flight: p.in_flight.saturating_sub(1),
-                results,
-                ..p
-            });
             return Recorded::NOTHING;
         }
-        let reached = |rate: Option<Rate>, count: u32| {
-            rate.filter(|r| r.is_reached(count, results.calls))
-                .and_then(|_| RateReading::of(count, results.calls, 1).rate())
-        };
+        // The probes' rates, reported when they reach their thresholds (from
+        // nothing: before them the period had no outcomes).
+        let (calls, f, s) = (results.calls, results.failures, results.slow);
         let exceeded = Exceeded {
-            failure_rate: reached(self.config.failure_rate(), results.failures),
-            slow_call_rate: reached(self.config.slow_call_rate(), results.slow),
+            failure_rate: crossed(self.config.failure_rate(), 0, 0, f, calls, 1).1,
+            slow_call_rate: crossed(self.config.slow_call_rate(), 0, 0, s, calls, 1).1,
         };
         let transition = if exceeded.failure_rate.is_some() {
             self.open(now, TransitionCause::FailureRate)
@@ -1386,9 +1415,25 @@ fn reached(rate: Option<Rate>, count: u32, calls: u32, minimum: u32) -> bool {
     calls >= minimum && rate.is_some_and(|r| r.is_reached(count, calls))
 }
 
-/// The rate measured after an outcome, if the outcome brought it to `rate`:
-/// reached after it (`count` out of `calls`), not before (`count_before` out of
-/// `calls_before`).
+/// How many more calls, each one counted, `count` may take before `count`
+/// out of `calls` could reach `rate` (all of them with no rate): the fewest of
+/// `calls` that reach it, less those counted and the one that would reach it.
+/// `calls` is at most a count window's 65,535, so the product fits.
+#[inline(never)]
+fn room(rate: Option<Rate>, count: u32, calls: u32) -> u32 {
+    match rate {
+        Some(rate) => u32::from(rate.basis_points())
+            .saturating_mul(calls)
+            .div_ceil(10_000)
+            .saturating_sub(count)
+            .saturating_sub(1),
+        None => u32::MAX,
+    }
+}
+
+/// Whether `count` out of `calls` reaches `rate` (judged from `minimum`
+/// calls on), and the rate measured if the outcome just recorded brought it
+/// there: reached now, not before (`count_before` out of `calls_before`).
 fn crossed(
     rate: Option<Rate>,
     count_before: u32,
@@ -1396,28 +1441,31 @@ fn crossed(
     count: u32,
     calls: u32,
     minimum: u32,
-) -> Option<Rate> {
-    if reached(rate, count, calls, minimum) && !reached(rate, count_before, calls_before, minimum) {
+) -> (bool, Option<Rate>) {
+    let now = reached(rate, count, calls, minimum);
+    let measured = if now && !reached(rate, count_before, calls_before, minimum) {
         RateReading::of(count, calls, minimum).rate()
     } else {
         None
-    }
+    };
+    (now, measured)
 }
 
 /// What a count window held before a call (`failed`, `slow`) was pushed in,
 /// from what it holds `after` and what `CountRing::push` said it pushed out.
 fn before_count(after: WindowStats, evicted: u32, failed: bool, slow: bool) -> WindowStats {
     let (out, out_failed, out_slow) = window::pushed_out(evicted);
+    // `after` counts the call just pushed, so none of these wraps.
     WindowStats {
-        calls: after.calls.saturating_sub(u32::from(!out)),
+        calls: after.calls.wrapping_sub(u32::from(!out)),
         failures: after
             .failures
-            .saturating_sub(u32::from(failed))
-            .saturating_add(u32::from(out_failed)),
+            .wrapping_sub(u32::from(failed))
+            .wrapping_add(u32::from(out_failed)),
         slow: after
             .slow
-            .saturating_sub(u32::from(slow))
-            .saturating_add(u32::from(out_slow)),
+            .wrapping_sub(u32::from(slow))
+            .wrapping_add(u32::from(out_slow)),
         slow_failures: 0,
     }
 }
@@ -1441,6 +1489,99 @@ impl<const WORDS: usize, const BUCKETS: usize> fmt::Display for CircuitBreaker<W
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `quiet` lets `record` skip the rate rules; a breaker that never skips
+    /// them (its `quiet` cleared before every outcome) must answer every input
+    /// the same way and end in the same state, over mixes of failures, slow
+    /// calls, late permits, metrics-only and operators' moves.
+    #[test]
+    fn skipping_the_rules_while_quiet_changes_no_answer() {
+        let configs = [
+            (100, 100, Some(5), Some(50), None),
+            (100, 20, None, Some(30), Some(40)),
+            (7, 3, Some(2), Some(60), Some(90)),
+            (64, 64, None, None, Some(25)),
+            (128, 1, Some(40), Some(1), None),
+            (33, 33, None, Some(100), Some(100)),
+        ];
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            seed >> 33
+        };
+        for (calls, minimum, streak, failure, slow) in configs {
+            let config = BreakerConfig::builder()
+                .failure_threshold(streak)
+                .failure_rate(failure.map(Rate::from_percent))
+                .slow_call_rate(slow.map(Rate::from_percent))
+                .slow_call_duration(Duration::from_millis(10))
+                .count_window(calls)
+                .minimum_calls(minimum)
+                .open_duration(Duration::from_millis(50))
+                .build()
+                .unwrap();
+            let mut fast = CircuitBreaker::<2, 0>::new(config).unwrap();
+            let mut full = fast.clone();
+            let mut held: Option<(Permit, Permit)> = None;
+            let mut now = Instant::ORIGIN;
+            let mut skipped = 0u32;
+            for step in 0..40_000u32 {
+                now = now + Duration::from_millis(1);
+                let r = next();
+                // Rare operators' moves; otherwise mostly calls.
+                if r % 997 == 0 {
+                    let to =
+                        [ManualState::MetricsOnly, ManualState::Closed][(r / 997 % 2) as usize];
+                    assert_eq!(fast.force(to, now), full.force(to, now));
+                    continue;
+                }
+                // Failure mixes that drift: some stretches fail often.
+                let phase = (step / 3_000) % 4;
+                let failed = next() % 100 < [5, 45, 70, 0][phase as usize];
+                let took = Duration::from_millis(if next() % 100 < 20 { 20 } else { 1 });
+                let outcome = CallOutcome {
+                    success: !failed,
+                    duration: took,
+                };
+                let (a, b) = (fast.request(now), full.request(now));
+                assert_eq!(a, b, "request at step {step}");
+                let (
+                    Admission::Admitted { permit: pa, .. },
+                    Admission::Admitted { permit: pb, .. },
+                ) = (a, b)
+                else {
+                    continue;
+                };
+                // Now and then a permit is held back and handed in late.
+                let (pa, pb) = match held.take() {
+                    Some(old) if r % 5 == 0 => {
+                        held = Some((pa, pb));
+                        old
+                    }
+                    None if r % 7 == 0 => {
+                        held = Some((pa, pb));
+                        continue;
+                    }
+                    other => {
+                        held = other;
+                        (pa, pb)
+                    }
+                };
+                skipped += u32::from(fast.quiet > 0);
+                full.quiet = 0;
+                assert_eq!(
+                    fast.record(pa, outcome, now),
+                    full.record(pb, outcome, now),
+                    "record at step {step}"
+                );
+                assert_eq!(fast, full, "state after step {step}");
+                assert_eq!(fast.metrics(now), full.metrics(now));
+            }
+            assert!(skipped > 1_000, "the quiet path ran {skipped} times");
+        }
+    }
 
     #[test]
     fn table_matches_the_documented_manual_moves() {

@@ -146,12 +146,7 @@ impl RateReading {
         if calls < minimum || calls == 0 {
             return RateReading::NotEnoughCalls { calls, minimum };
         }
-        let bp = u64::from(count)
-            .saturating_mul(10_000)
-            .checked_div(u64::from(calls))
-            .unwrap_or(0)
-            .min(10_000);
-        RateReading::Measured(Rate::from_basis_points(u16::try_from(bp).unwrap_or(10_000)))
+        RateReading::Measured(Rate::from_basis_points(basis_points(count, calls)))
     }
 
     /// The measured rate, if there is one.
@@ -162,6 +157,23 @@ impl RateReading {
             _ => None,
         }
     }
+}
+
+/// `count × 10 000 / calls` rounded down, at most 10 000, for `calls > 0`: the
+/// quotient found bit by bit from the top (14 bits hold 10 000), with
+/// multiplications and comparisons only, so no 64-bit division is needed on
+/// 32-bit targets.
+fn basis_points(count: u32, calls: u32) -> u16 {
+    // Both products are of 32-bit numbers in 64 bits: neither wraps.
+    let target = u64::from(count.min(calls)).wrapping_mul(10_000);
+    let mut q = 0u16;
+    for bit in (0..14).rev() {
+        let t = q | 1 << bit;
+        if u64::from(t).wrapping_mul(u64::from(calls)) <= target {
+            q = t;
+        }
+    }
+    q
 }
 
 impl fmt::Display for RateReading {
@@ -213,5 +225,53 @@ impl fmt::Display for BreakerMetrics {
             self.window.slow_failures,
             self.rejected
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn basis_points_are_the_rounded_down_quotient() {
+        let exact = |count: u32, calls: u32| {
+            let bp = (u64::from(count) * 10_000 / u64::from(calls)).min(10_000);
+            u16::try_from(bp).unwrap()
+        };
+        let check = |count: u32, calls: u32| {
+            assert_eq!(
+                basis_points(count, calls),
+                exact(count, calls),
+                "{count} of {calls}"
+            );
+        };
+        for (count, calls) in [
+            (0, 1),
+            (1, 1),
+            (1, 3),
+            (2, 3),
+            (5, 7),
+            (7, 5),
+            (u32::MAX, u32::MAX),
+            (u32::MAX - 1, u32::MAX),
+            (1, u32::MAX),
+            (429_497, 429_497 * 3 + 1),
+        ] {
+            check(count, calls);
+        }
+        for calls in 1..=300u32 {
+            for count in 0..=calls + 2 {
+                check(count, calls);
+            }
+        }
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..100_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let calls = u32::try_from(x >> 32).unwrap().max(1);
+            let count = u32::try_from(x & 0xffff_ffff).unwrap() % calls.saturating_add(1);
+            check(count, calls);
+        }
     }
 }

@@ -59,9 +59,10 @@ impl fmt::Display for WindowStats {
 /// `WORDS × 64` calls, with the number of failed and slow calls held kept as
 /// calls come and go (so reading the window's counts is a load, not a count of
 /// bits). Slot `next` is overwritten by the next call. The ring is kept in
-/// `u32` words of 16 calls (bit `2k` failed, bit `2k + 1` slow for the call in
-/// slot `16w + k`), so it is 4-aligned and its cursors and counts pack in
-/// beside it: a 128-call ring takes 40 bytes.
+/// `u32` words of 16 calls (bit `k` failed, bit `16 + k` slow for the call in
+/// slot `16w + k`: a call's bits shifted down by `k` are already its share of
+/// the counts), so it is 4-aligned and its cursors and counts pack in beside
+/// it: a 128-call ring takes 40 bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct CountRing<const WORDS: usize> {
     bits: [[u32; 4]; WORDS],
@@ -75,23 +76,24 @@ pub(crate) struct CountRing<const WORDS: usize> {
 }
 
 /// What [`CountRing::push`] returns when no call was pushed out (a call pushed
-/// out is returned as its two bits).
+/// out is returned as its share of the counts: bit 0 failed, bit 16 slow).
 const NOTHING_OUT: u32 = 4;
+
+/// A call's two bits (failed, slow) as its share of [`CountRing::counts`], and
+/// of its word shifted down to slot 0.
+const SHARE: u32 = 0x1_0001;
 
 /// What [`CountRing::push`] returned, as (a call was pushed out, it had failed,
 /// it was slow).
 pub(crate) const fn pushed_out(code: u32) -> (bool, bool, bool) {
-    (code != NOTHING_OUT, code & 1 != 0, code & 2 != 0)
-}
-
-/// A call's two bits (failed, slow) as its share of [`CountRing::counts`].
-const fn spread(pair: u32) -> u32 {
-    (pair & 1) | (pair & 2) << 15
+    (code != NOTHING_OUT, code & 1 != 0, code & 0x1_0000 != 0)
 }
 
 impl<const WORDS: usize> CountRing<WORDS> {
     /// How many calls the ring can hold.
     pub(crate) const CAPACITY: usize = WORDS.saturating_mul(64);
+    /// The last of its 16-call words (0 when it has none).
+    const LAST_WORD: usize = WORDS.saturating_mul(4).saturating_sub(1);
 
     pub(crate) const fn new() -> Self {
         CountRing {
@@ -103,39 +105,34 @@ impl<const WORDS: usize> CountRing<WORDS> {
     }
 
     /// Adds one call to a window of `size` calls, pushing out the oldest once full.
-    /// A `size` above the capacity is cut to it (the breaker refuses such configs).
-    /// Returns what was pushed out, as [`pushed_out`] reads it.
+    /// Returns what was pushed out, as [`pushed_out`] reads it. The ring must be
+    /// pushed with one size, from 1 to its capacity, all its life (the
+    /// breaker's window never changes, and it refuses a window that does not
+    /// fit); pushed otherwise it stays total but its counts mean nothing.
     #[inline]
     pub(crate) fn push(&mut self, size: u16, failed: bool, slow: bool) -> u32 {
-        let size = size.min(u16::try_from(Self::CAPACITY).unwrap_or(u16::MAX));
-        let Some(last) = size.checked_sub(1) else {
+        // `next < size ≤ capacity`: the word exists and `slot + 1` cannot
+        // overflow. (The clamp keeps the index in the ring, without a branch,
+        // whatever the ring was pushed with.)
+        let slot = self.next;
+        let index = usize::from(slot / 16).min(Self::LAST_WORD);
+        let Some(word) = self.bits.as_flattened_mut().get_mut(index) else {
             return NOTHING_OUT;
         };
-        let slot = self.next.min(last);
-        let shift = u32::from(slot % 16) << 1;
-        let full = self.len >= size;
-        let Some(word) = self.bits.as_flattened_mut().get_mut(usize::from(slot / 16)) else {
-            return NOTHING_OUT;
-        };
+        let k = u32::from(slot % 16);
         // Once full, the slot written next holds the oldest call; until then
         // its bits are clear.
-        let old = (*word >> shift) & 3;
-        let new = u32::from(failed) | u32::from(slow) << 1;
-        *word = *word & !(3 << shift) | new << shift;
+        let old = (*word >> k) & SHARE;
+        let new = u32::from(failed) | u32::from(slow) << 16;
+        *word ^= (old ^ new) << k;
         // The call pushed out was counted, so neither half wraps.
-        self.counts = self
-            .counts
-            .wrapping_sub(spread(old))
-            .wrapping_add(spread(new));
-        self.next = if slot >= last {
-            0
-        } else {
-            slot.saturating_add(1)
-        };
-        if full {
+        self.counts = self.counts.wrapping_add(new).wrapping_sub(old);
+        let next = slot.wrapping_add(1);
+        self.next = if next >= size { 0 } else { next };
+        if self.len >= size {
             old
         } else {
-            self.len = self.len.saturating_add(1);
+            self.len = self.len.wrapping_add(1);
             NOTHING_OUT
         }
     }
@@ -162,7 +159,7 @@ impl<const WORDS: usize> CountRing<WORDS> {
             .iter()
             .take(words)
             .fold(0u32, |n, w| {
-                n.saturating_add((w & w >> 1 & 0x5555_5555).count_ones())
+                n.saturating_add((w & w >> 16 & 0xffff).count_ones())
             });
         WindowStats {
             slow_failures,
@@ -192,8 +189,8 @@ impl<const WORDS: usize> CountRing<WORDS> {
             .bits
             .as_flattened()
             .get(usize::try_from(slot / 16).ok()?)?;
-        let pair = word >> ((slot % 16) << 1);
-        Some((pair & 1 != 0, pair & 2 != 0))
+        let pair = word >> (slot % 16);
+        Some((pair & 1 != 0, pair & 0x1_0000 != 0))
     }
 }
 

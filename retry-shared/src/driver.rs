@@ -3,7 +3,6 @@
 
 use core::fmt;
 use core::time::Duration;
-use std::sync::Arc;
 use std::time::Instant;
 
 use retry_core::{
@@ -223,7 +222,7 @@ pub struct Driver<'r, T, E, C: Clock + Clone, K: Fn() -> bool> {
     /// The breaker permit of the attempt in flight, if a breaker guards the
     /// call. Dropped with the driver (a panicking operation, a dropped future),
     /// it abandons the attempt.
-    permit: Option<PermitGuard<&'r Arc<dyn Breaker>, C>>,
+    permit: Option<PermitGuard<&'r dyn Breaker, C>>,
 }
 
 /// The attempt whose `outcome` label waits for the machine's answer, for
@@ -333,10 +332,10 @@ impl QuickOpening {
         &self,
         settings: &'r Settings<E>,
         clock: &C,
-    ) -> Result<Option<PermitGuard<&'r Arc<dyn Breaker>, C>>, Option<Instant>> {
+    ) -> Result<Option<PermitGuard<&'r dyn Breaker, C>>, Option<Instant>> {
         match settings.breaker() {
             None => Ok(None),
-            Some(breaker) => PermitGuard::request(breaker, clock.clone(), None, None).map(Some),
+            Some(breaker) => PermitGuard::request(&**breaker, clock.clone(), None, None).map(Some),
         }
     }
 
@@ -407,7 +406,7 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
         clock: C,
         cancelled: K,
         start: Option<Instant>,
-        permit: Option<PermitGuard<&'r Arc<dyn Breaker>, C>>,
+        permit: Option<PermitGuard<&'r dyn Breaker, C>>,
     ) -> Self {
         let mut driver = Driver::new(settings, clock, cancelled);
         driver.opened = true;
@@ -716,7 +715,7 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                             .and_then(|(d, start)| start.checked_add(d.as_duration()));
                         if let Some(breaker) = settings.breaker() {
                             let clock = self.clock.clone();
-                            match PermitGuard::request(breaker, clock, now, deadline) {
+                            match PermitGuard::request(&**breaker, clock, now, deadline) {
                                 Ok(permit) => self.permit = Some(permit),
                                 Err(until) => {
                                     event = self.refused(number, until).0;

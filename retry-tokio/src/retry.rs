@@ -6,7 +6,6 @@ use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 use core::time::Duration;
-use std::sync::Arc;
 
 use retry_core::{Event, RetryError, RetryPolicy, Success};
 use retry_shared::{
@@ -170,7 +169,7 @@ macro_rules! drive {
         // runs that attempt itself (the core's opening); only a failure builds
         // the driver, which takes the call over from there.
         let quick = if cancel.is_none() {
-            QuickOpening::of(settings)
+            settings.quick_opening()
         } else {
             None
         };
@@ -268,7 +267,7 @@ enum Opening<'r, E> {
         error: E,
         /// When the attempt first waited, if it did.
         waited: Option<std::time::Instant>,
-        permit: Option<PermitGuard<&'r Arc<dyn Breaker>, TokioClock>>,
+        permit: Option<PermitGuard<&'r dyn Breaker, TokioClock>>,
     },
 }
 

@@ -6,12 +6,13 @@
 //! make the matching decisions on the shared machines, so an adapter only has to
 //! lock the shared value and pass the step through.
 
+use core::borrow::Borrow;
 use core::time::Duration;
 
 use crate::breaker::{Admission, CallOutcome};
 use crate::budget::{AttemptKind, BudgetInput, BudgetOutput, RetryBudget, RetryKind, Withdrawal};
 use crate::classify::FailureKind;
-use crate::retry::{Action, Event, RetryMachine};
+use crate::retry::{Action, Event, RetryMachine, RetryPolicy};
 use crate::time::Instant;
 
 /// Tells a shared [`RetryBudget`] about one step of a call (the `event` the driver
@@ -41,9 +42,9 @@ use crate::time::Instant;
 /// assert_eq!(budget.tokens().whole(), 495);
 /// # Ok::<(), retry_core::PolicyError>(())
 /// ```
-pub fn feed_budget(
+pub fn feed_budget<P: Borrow<RetryPolicy>>(
     budget: &mut RetryBudget,
-    machine: &RetryMachine,
+    machine: &RetryMachine<P>,
     event: Event,
     action: Action,
     now: Instant,
@@ -82,7 +83,11 @@ pub fn feed_budget(
 /// # Ok::<(), retry_core::PolicyError>(())
 /// ```
 #[must_use]
-pub fn budget_steps(machine: &RetryMachine, event: Event, action: Action) -> BudgetSteps {
+pub fn budget_steps<P: Borrow<RetryPolicy>>(
+    machine: &RetryMachine<P>,
+    event: Event,
+    action: Action,
+) -> BudgetSteps {
     let mut steps = BudgetSteps::NONE;
     match event {
         Event::Failed(f) if f.is_retryable() => steps.push(BudgetInput::Failure),

@@ -192,6 +192,10 @@ fn sizes_are_small() {
     let sizes = [
         ("RetryPolicy", size_of::<RetryPolicy>()),
         ("RetryMachine", size_of::<RetryMachine>()),
+        (
+            "RetryMachine<&RetryPolicy>",
+            size_of::<RetryMachine<&RetryPolicy>>(),
+        ),
         ("Action", size_of::<Action>()),
         ("Event", size_of::<Event>()),
         ("BreakerConfig", size_of::<BreakerConfig>()),
@@ -207,6 +211,11 @@ fn sizes_are_small() {
     // Bounds that keep them cheap to copy and store (the docs state the figures).
     assert!(size_of::<RetryPolicy>() <= 176);
     assert!(size_of::<RetryMachine>() <= 272);
+    // A machine borrowing its policy holds a pointer instead of the copy.
+    assert!(
+        size_of::<RetryMachine<&RetryPolicy>>()
+            <= size_of::<RetryMachine>() - size_of::<RetryPolicy>() + size_of::<usize>()
+    );
     assert!(size_of::<CircuitBreaker>() <= 256);
 }
 

@@ -418,6 +418,57 @@ fn a_clone_mid_flight_continues_identically() {
 }
 
 #[test]
+fn a_machine_borrowing_its_policy_answers_as_one_owning_it() {
+    // The simulated timeline (outcomes, budget refusals, cancellation) and a
+    // random stream of events, misuse included: every answer, every getter and
+    // the snapshot after each step are the same.
+    fn prop(p: P, seed: u64, script: Script, events: Vec<(u8, u64)>) -> Result<(), String> {
+        let policy = p.0;
+        let mut owned = RetryMachine::new(&policy, seed);
+        let mut borrowed = RetryMachine::with_policy(&policy, seed);
+        let timeline = run(&policy, seed, &script);
+        let mut now = timeline.last().map_or(Instant::ORIGIN, |s| s.at);
+        let scripted = timeline.iter().map(|s| (s.event, s.at));
+        let random = events.into_iter().map(|(kind, dt)| {
+            now = now.saturating_add(Duration::from_nanos(dt % 10_000_000_000));
+            let event = match kind % 8 {
+                0 => Event::Start,
+                1 => Event::Succeeded,
+                2 => Event::Failed(Failure::retryable()),
+                3 => Event::TimedOut,
+                4 => Event::Woke,
+                5 => Event::Granted,
+                6 => Event::Rejected { until: None },
+                _ => Event::Cancelled,
+            };
+            (event, now)
+        });
+        for (i, (event, at)) in scripted.chain(random).enumerate() {
+            let (a, b) = (owned.try_poll(event, at), borrowed.try_poll(event, at));
+            if a != b {
+                return Err(format!(
+                    "step {i}: {event} at {at}: owned {a:?}, borrowed {b:?}"
+                ));
+            }
+            if i < timeline.len() && a != Ok(timeline[i].action) {
+                return Err(format!("step {i}: the owned machine left the simulation"));
+            }
+            let same = owned.snapshot() == borrowed.snapshot()
+                && owned.pending() == borrowed.pending()
+                && owned.next_deadline() == borrowed.next_deadline()
+                && owned.phase() == borrowed.phase()
+                && owned.budget_end() == borrowed.budget_end()
+                && owned.needs_start_time() == borrowed.needs_start_time();
+            if !same {
+                return Err(format!("step {i}: the machines' states differ"));
+            }
+        }
+        Ok(())
+    }
+    check(prop as fn(P, u64, Script, Vec<(u8, u64)>) -> Result<(), String>);
+}
+
+#[test]
 fn a_different_seed_changes_only_jitter() {
     // Without jitter the seed must not matter at all.
     fn prop(p: P, a: u64, b: u64, script: Script) -> bool {

@@ -10,7 +10,7 @@ use redis::Value;
 use retry_core::{
     budget_steps, hedge_budget_steps, Action, Admission, AttemptKind, BreakerConfig, BudgetConfig,
     BudgetInput, BudgetParameters, BudgetSteps, CallOutcome, CircuitBreaker, Event, HedgeAction,
-    HedgeEvent, Requirement, RetryBudget, RetryKind, RetryMachine, Tokens, Withdrawal,
+    HedgeEvent, Requirement, RetryBudget, RetryKind, RetryMachine, RetryPolicy, Tokens, Withdrawal,
 };
 use retry_shared::Budget;
 
@@ -524,7 +524,7 @@ fn op(input: BudgetInput) -> &'static str {
 impl Budget for FleetBudget {
     fn feed(
         &self,
-        machine: &RetryMachine,
+        machine: &RetryMachine<&RetryPolicy>,
         event: Event,
         action: Action,
         now: Instant,

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use retry_core::{
     Action, BreakerConfig, BudgetConfig, BudgetInput, Event, FleetConfig, FleetRule, HedgeAction,
-    HedgeEvent, Rate, RetryKind, RetryMachine,
+    HedgeEvent, Rate, RetryKind, RetryMachine, RetryPolicy,
 };
 use retry_redis::{Fleet, FleetBreaker, FleetBudget};
 use retry_shared::Budget;
@@ -31,7 +31,7 @@ struct Timed {
 impl Budget for Timed {
     fn feed(
         &self,
-        machine: &RetryMachine,
+        machine: &RetryMachine<&RetryPolicy>,
         event: Event,
         action: Action,
         now: Instant,

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use retry_core::{
     feed_budget, feed_hedge_budget, Action, BudgetConfig, BudgetSnapshot, Event, HedgeAction,
-    HedgeEvent, RetryBudget, RetryMachine, SnapshotError, Tokens,
+    HedgeEvent, RetryBudget, RetryMachine, RetryPolicy, SnapshotError, Tokens,
 };
 
 use crate::saved::Saved;
@@ -23,13 +23,14 @@ use crate::time::Origin;
 /// local answer.
 pub trait Budget: Send + Sync + fmt::Debug {
     /// Tells the budget about one step of a call: the `event` sent to `machine`
-    /// and the `action` it answered, at `now` (as [`retry_core::feed_budget`]
+    /// (the call's machine, borrowing its policy from the call's settings) and
+    /// the `action` it answered, at `now` (as [`retry_core::feed_budget`]
     /// reads them). Returns the event to send back when the action is
     /// [`Action::Withdraw`] ([`Event::Granted`] or [`Event::Refused`]), and
     /// `None` otherwise.
     fn feed(
         &self,
-        machine: &RetryMachine,
+        machine: &RetryMachine<&RetryPolicy>,
         event: Event,
         action: Action,
         now: Instant,
@@ -51,7 +52,7 @@ pub trait Budget: Send + Sync + fmt::Debug {
 impl<B: Budget + ?Sized> Budget for Arc<B> {
     fn feed(
         &self,
-        machine: &RetryMachine,
+        machine: &RetryMachine<&RetryPolicy>,
         event: Event,
         action: Action,
         now: Instant,
@@ -180,7 +181,7 @@ impl SharedBudget {
 impl Budget for SharedBudget {
     fn feed(
         &self,
-        machine: &RetryMachine,
+        machine: &RetryMachine<&RetryPolicy>,
         event: Event,
         action: Action,
         now: Instant,

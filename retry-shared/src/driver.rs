@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use retry_core::{
     attempt_timed_out, Action, AttemptOutcome, Event, Failure, FailureKind, GiveUpReason,
-    RetryError, RetryMachine, SleepReason, Success,
+    RetryError, RetryMachine, RetryPolicy, SleepReason, Success,
 };
 
 use crate::breaker::{Breaker, PermitGuard};
@@ -195,10 +195,11 @@ pub struct Driver<'r, T, E, C: Clock + Clone, K: Fn() -> bool> {
     settings: &'r Settings<E>,
     clock: C,
     cancelled: K,
-    /// The retry machine; `None` while a call that needs no time has not
-    /// needed it: before the first attempt ends any way but a success, the
-    /// core's [`RetryMachine::opening`] answers for it.
-    machine: Option<RetryMachine>,
+    /// The retry machine, borrowing the settings' policy (no copy of it per
+    /// call); `None` while a call that needs no time has not needed it: before
+    /// the first attempt ends any way but a success, the core's
+    /// [`RetryMachine::opening`] answers for it.
+    machine: Option<RetryMachine<&'r RetryPolicy>>,
     /// The opening's first attempt was handed out (by the opening or the
     /// machine).
     opened: bool,
@@ -209,19 +210,57 @@ pub struct Driver<'r, T, E, C: Clock + Clone, K: Fn() -> bool> {
     /// No seed was fixed and none has been drawn yet.
     unseeded: bool,
     keep_late_successes: bool,
-    value: Option<T>,
     /// The last attempt's value, when a response classifier judged it a failure.
     failed_value: Option<T>,
     last_error: Option<E>,
     /// The attempt that returned `last_error`.
     last_error_attempt: u32,
     unannounced: Option<Unannounced>,
-    /// The attempt whose `outcome` label waits for the machine's answer.
-    unlabelled: Option<(u32, Event)>,
+    /// The attempt whose `outcome` label waits for the machine's answer
+    /// (kept only when traces or metrics are compiled in).
+    unlabelled: Unlabelled,
     /// The breaker permit of the attempt in flight, if a breaker guards the
     /// call. Dropped with the driver (a panicking operation, a dropped future),
     /// it abandons the attempt.
     permit: Option<PermitGuard<&'r dyn Breaker, C>>,
+}
+
+/// The attempt whose `outcome` label waits for the machine's answer, for
+/// traces and metrics; without either feature it holds nothing.
+#[derive(Default)]
+struct Unlabelled {
+    #[cfg(any(feature = "tracing", feature = "metrics"))]
+    attempt: Option<(u32, Event)>,
+}
+
+impl Unlabelled {
+    #[inline]
+    #[cfg_attr(
+        not(any(feature = "tracing", feature = "metrics")),
+        allow(unused_variables, clippy::unused_self)
+    )]
+    fn set(&mut self, number: u32, ended: Event) {
+        #[cfg(any(feature = "tracing", feature = "metrics"))]
+        {
+            self.attempt = Some((number, ended));
+        }
+    }
+
+    #[inline]
+    #[cfg_attr(
+        not(any(feature = "tracing", feature = "metrics")),
+        allow(clippy::unused_self)
+    )]
+    fn take(&mut self) -> Option<(u32, Event)> {
+        #[cfg(any(feature = "tracing", feature = "metrics"))]
+        {
+            self.attempt.take()
+        }
+        #[cfg(not(any(feature = "tracing", feature = "metrics")))]
+        {
+            None
+        }
+    }
 }
 
 /// The first attempt of a call that needs nothing of a [`Driver`] until that
@@ -331,7 +370,7 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
             || settings.measures_elapsed()
             || observe::wants_elapsed();
         let (start, machine) = if timed {
-            let machine = RetryMachine::new(policy, settings.seed().unwrap_or(0));
+            let machine = RetryMachine::with_policy(policy, settings.seed().unwrap_or(0));
             (Some(clock.now()), Some(machine))
         } else {
             (None, None)
@@ -345,12 +384,11 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
             cancelled,
             start,
             keep_late_successes: false,
-            value: None,
             failed_value: None,
             last_error: None,
             last_error_attempt: 0,
             unannounced: None,
-            unlabelled: None,
+            unlabelled: Unlabelled::default(),
             permit: None,
         }
     }
@@ -392,7 +430,7 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
         let mut driver = Driver::new(settings, clock, cancelled);
         driver.opened = true;
         let (event, origin) = driver.refused(1, until);
-        let step = driver.step(event, Some(origin));
+        let step = driver.step(event, Some(origin), None);
         (driver, step)
     }
 
@@ -503,12 +541,13 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                     (Ran::Returned(Ok(_)), None) => None,
                     _ => Some(self.read()),
                 };
-                (self.ended(ran, now), now)
+                let (event, value) = self.ended(ran, now);
+                return self.step(event, now, value);
             }
             Input::Slept(Slept::Elapsed) => (Event::Woke, Some(self.read())),
             Input::Slept(Slept::Cancelled) => (Event::Cancelled, Some(self.read())),
         };
-        self.step(event, now)
+        self.step(event, now, None)
     }
 
     /// The step for `input` while the call has no machine and no breaker, when
@@ -542,7 +581,7 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                 if self.opened && self.start.is_none() =>
             {
                 if observe::ENABLED {
-                    self.unlabelled = Some((attempts, Event::Succeeded));
+                    self.unlabelled.set(attempts, Event::Succeeded);
                     self.label(Event::Succeeded, &done);
                 }
                 Ok(Step::Finished(Ok(Success {
@@ -557,8 +596,8 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
 
     /// The attempt in flight ended as `ran` at `now` (`None`: not read, the call
     /// needing no time): hands the breaker its permit back and returns the event
-    /// for the machine.
-    fn ended(&mut self, ran: Ran<T, E>, now: Option<Instant>) -> Event {
+    /// for the machine, with the attempt's value if it succeeded.
+    fn ended(&mut self, ran: Ran<T, E>, now: Option<Instant>) -> (Event, Option<T>) {
         // The attempt in flight is the machine's latest.
         let number = self.attempts();
         // The core's deadline rule: an outcome at or after the deadline is a
@@ -577,6 +616,7 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
             Ran::Returned(Err(_)) | Ran::FailedValue { .. } => late,
             Ran::Cancelled => false,
         };
+        let mut succeeded = None;
         let event = match ran {
             Ran::Returned(Err(error)) => {
                 let (event, failure) = if timed_out {
@@ -602,7 +642,7 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
             // Arrived at or after the deadline: dropped, as if never arrived.
             Ran::Returned(Ok(_)) | Ran::FailedValue { .. } if timed_out => self.timed_out(number),
             Ran::Returned(Ok(value)) => {
-                self.value = Some(value);
+                succeeded = Some(value);
                 Event::Succeeded
             }
             Ran::FailedValue { value, failure } => {
@@ -624,15 +664,16 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
             }
         }
         if observe::ENABLED {
-            self.unlabelled = Some((number, event));
+            self.unlabelled.set(number, event);
         }
-        event
+        (event, succeeded)
     }
 
     /// Tells the machine `event` at `now` (`None`: the call has read no clock,
     /// and is still at its origin) and carries out its answers until one needs
-    /// the adapter (an attempt or a sleep) or the call is over.
-    fn step(&mut self, mut event: Event, now: Option<Instant>) -> Step<T, E> {
+    /// the adapter (an attempt or a sleep) or the call is over. `value` is what
+    /// the attempt returned when `event` is its success.
+    fn step(&mut self, mut event: Event, now: Option<Instant>, value: Option<T>) -> Step<T, E> {
         let settings = self.settings;
         loop {
             // One subtraction serves the machine and the call's elapsed time.
@@ -734,7 +775,7 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                     return Step::Finished(Err(error));
                 }
                 Action::Done { attempts } => {
-                    return Step::Finished(match self.value.take() {
+                    return Step::Finished(match value {
                         Some(value) => Ok(Success {
                             value,
                             attempts,
@@ -779,7 +820,8 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
         }
         let (settings, opened) = (self.settings, self.opened);
         let machine = self.machine.get_or_insert_with(|| {
-            let mut machine = RetryMachine::new(settings.policy(), settings.seed().unwrap_or(0));
+            let mut machine =
+                RetryMachine::with_policy(settings.policy(), settings.seed().unwrap_or(0));
             if opened {
                 let _ = machine.poll(Event::Start, retry_core::Instant::ORIGIN);
             }

@@ -3,12 +3,17 @@
 
 use core::fmt;
 use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
 use core::time::Duration;
 
 use retry_core::{Event, RetryError, RetryPolicy, Success};
-use retry_shared::{Clock, Driver, Input, QuickOpening, Ran, Settings, Slept, Step};
+use retry_shared::{
+    Breaker, Clock, Driver, Input, PermitGuard, QuickOpening, Ran, Settings, Slept, Step,
+};
+use tokio::task::coop::Unconstrained;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 /// Retries `op` under `policy` with the defaults: every error retryable, a seed
 /// drawn from the OS, no hooks, no cancellation token.
@@ -150,82 +155,188 @@ impl<E> fmt::Debug for Retry<E> {
 /// One call's loop: the driver's steps, carried out with `op` under `cancel`.
 /// Written once for every call method, inline in each (no inner future to
 /// build and move on the success path).
+///
+/// The call's future is as large as the largest of its two halves, which
+/// share their bytes: the quick opening (the first attempt's future and a
+/// little bookkeeping), and the rest of the call in a future of its own (the
+/// driver, one timer, the cancellation waits and a later attempt's future),
+/// built only if the opening does not end the call.
 macro_rules! drive {
     ($retry:ident, $cancel:ident, $op:ident) => {{
         let cancel = $cancel;
+        let settings = &$retry.settings;
         // A call that needs nothing of the driver until its first attempt ends
         // runs that attempt itself (the core's opening); only a failure builds
         // the driver, which takes the call over from there.
         let quick = if cancel.is_none() {
-            QuickOpening::of(&$retry.settings)
+            settings.quick_opening()
         } else {
             None
         };
-        let cancelled = || cancel.is_cancelled();
-        let (mut driver, mut step) = match quick {
-            None => {
-                let mut driver = Driver::new(&$retry.settings, TokioClock, cancelled);
+        let opening = 'opening: {
+            let Some(quick) = quick else {
+                break 'opening Opening::Fresh;
+            };
+            // Asked only when there is a breaker: without one, nothing is
+            // moved (the permit stays `None` where it lies).
+            let mut permit = None;
+            if settings.breaker().is_some() {
+                match quick.admit(settings, &TokioClock) {
+                    Ok(admitted) => permit = admitted,
+                    Err(until) => break 'opening Opening::Refused(until),
+                }
+            }
+            // The clock is read only if the attempt waits (its first
+            // pending poll becomes the call's time origin and the
+            // permit's start) and, then, when it ends.
+            let mut attempt = core::pin::pin!($op(quick_context(&quick)));
+            let mut waited = None;
+            let result = core::future::poll_fn(|cx| {
+                let poll = attempt.as_mut().poll(cx);
+                if poll.is_pending() && waited.is_none() {
+                    let now = TokioClock.now();
+                    waited = Some(now);
+                    if let Some(permit) = permit.as_mut() {
+                        permit.waited(now);
+                    }
+                }
+                poll
+            })
+            .await;
+            match result {
+                Ok(value) => {
+                    let waited = waited.map(|from| (from, TokioClock.now()));
+                    if let Some(permit) = permit {
+                        permit.finish(Event::Succeeded, waited.map(|(_, to)| to));
+                    }
+                    return Ok(quick.success(value, waited));
+                }
+                Err(error) => Opening::Failed {
+                    error,
+                    waited,
+                    permit,
+                },
+            }
+        };
+        // The rest of the call: the driver takes over, and carries the call
+        // out in a future of its own, awaited once.
+        let (mut driver, step) = opening.take_over(settings, cancel);
+        let mut wait = match Wait::of(step) {
+            Ok(wait) => wait,
+            Err(result) => return result,
+        };
+        let op = &mut $op;
+        async move {
+            // Pinned once for the whole call: the timer (an attempt's deadline
+            // or the sleep before a retry) and the cancellation tokens' waits.
+            let mut waits = core::pin::pin!(Waits::new(cancel));
+            loop {
+                let input = match wait {
+                    Wait::Attempt(attempt) => {
+                        let attempt_future = op(context(attempt, cancel));
+                        let ran = waits
+                            .as_mut()
+                            .attempt(attempt_future, attempt.deadline, || {
+                                driver.attempt_waiting();
+                            })
+                            .await;
+                        Input::Ended(ran)
+                    }
+                    Wait::Sleep(sleep) => Input::Slept(waits.as_mut().sleep(sleep).await),
+                };
+                wait = match Wait::of(driver.poll(input)) {
+                    Ok(wait) => wait,
+                    Err(result) => break result,
+                };
+            }
+        }
+        .await
+    }};
+}
+
+/// How a call's quick opening ended, when it did not end the call: what the
+/// driver takes over from.
+enum Opening<'r, E> {
+    /// No quick opening: the driver starts the call.
+    Fresh,
+    /// The breaker refused the first attempt; it admits again at this time, if
+    /// known.
+    Refused(Option<std::time::Instant>),
+    /// The first attempt failed.
+    Failed {
+        error: E,
+        /// When the attempt first waited, if it did.
+        waited: Option<std::time::Instant>,
+        permit: Option<PermitGuard<&'r dyn Breaker, TokioClock>>,
+    },
+}
+
+/// What the quick opening's attempt is told: it is the first, with no
+/// deadline and no token to cancel it.
+const fn quick_context(quick: &QuickOpening) -> AttemptContext {
+    AttemptContext {
+        attempt: quick.attempt.number,
+        deadline: None,
+        replays_non_idempotent: quick.attempt.replays_non_idempotent,
+        cancel: None,
+    }
+}
+
+impl<'r, E> Opening<'r, E> {
+    /// The driver that carries the call on from here, and its first step.
+    /// (Taking the opening whole keeps it out of the call's future.)
+    #[allow(clippy::type_complexity)]
+    fn take_over<'c, T>(
+        self,
+        settings: &'r Settings<E>,
+        cancel: Cancel<'c>,
+    ) -> (
+        Driver<'r, T, E, TokioClock, impl Fn() -> bool + 'c>,
+        Step<T, E>,
+    ) {
+        let cancelled = move || cancel.is_cancelled();
+        match self {
+            Opening::Fresh => {
+                let mut driver = Driver::new(settings, TokioClock, cancelled);
                 let step = driver.poll(Input::Start);
                 (driver, step)
             }
-            Some(quick) => match quick.admit(&$retry.settings, &TokioClock) {
-                Err(until) => {
-                    Driver::after_quick_refusal(&$retry.settings, TokioClock, cancelled, until)
-                }
-                Ok(mut permit) => {
-                    let mut waited = None;
-                    let attempt = $op(context(&quick.attempt, cancel));
-                    let result = noting_first_wait(attempt, || {
-                        let now = TokioClock.now();
-                        waited = Some(now);
-                        if let Some(permit) = permit.as_mut() {
-                            permit.waited(now);
-                        }
-                    })
-                    .await;
-                    match result {
-                        Ok(value) => {
-                            let waited = waited.map(|from| (from, TokioClock.now()));
-                            if let Some(permit) = permit {
-                                permit.finish(Event::Succeeded, waited.map(|(_, to)| to));
-                            }
-                            return Ok(quick.success(value, waited));
-                        }
-                        Err(error) => {
-                            let mut driver = Driver::after_quick_opening(
-                                &$retry.settings,
-                                TokioClock,
-                                cancelled,
-                                waited,
-                                permit,
-                            );
-                            let step = driver.poll(Input::Ended(Ran::Returned(Err(error))));
-                            (driver, step)
-                        }
-                    }
-                }
-            },
-        };
-        loop {
-            let input = match step {
-                Step::Attempt(attempt) => {
-                    let context = context(&attempt, cancel);
-                    let attempt_future =
-                        noting_first_wait($op(context), || driver.attempt_waiting());
-                    // Nothing to race it with (the common case): awaited in
-                    // place, not moved into a racing future.
-                    Input::Ended(if attempt.deadline.is_none() && cancel.is_none() {
-                        Ran::Returned(attempt_future.await)
-                    } else {
-                        run_attempt(attempt_future, attempt.deadline, cancel).await
-                    })
-                }
-                Step::Sleep(sleep) => Input::Slept(sleep_until(sleep, cancel).await),
-                Step::Finished(result) => break result,
-            };
-            step = driver.poll(input);
+            Opening::Refused(until) => {
+                Driver::after_quick_refusal(settings, TokioClock, cancelled, until)
+            }
+            Opening::Failed {
+                error,
+                waited,
+                permit,
+            } => {
+                let mut driver =
+                    Driver::after_quick_opening(settings, TokioClock, cancelled, waited, permit);
+                let step = driver.poll(Input::Ended(Ran::Returned(Err(error))));
+                (driver, step)
+            }
         }
-    }};
+    }
+}
+
+/// What the adapter waits on next: a step of the driver that is neither over
+/// nor larger than it needs to be (the finished step holds the call's result,
+/// which no wait needs).
+#[derive(Clone, Copy)]
+enum Wait {
+    Attempt(retry_shared::Attempt),
+    Sleep(retry_shared::Sleep),
+}
+
+impl Wait {
+    /// The wait `step` asks for, or the call's result.
+    #[inline]
+    fn of<T, E>(step: Step<T, E>) -> Result<Wait, Result<Success<T>, RetryError<E>>> {
+        match step {
+            Step::Attempt(attempt) => Ok(Wait::Attempt(attempt)),
+            Step::Sleep(sleep) => Ok(Wait::Sleep(sleep)),
+            Step::Finished(result) => Err(result),
+        }
+    }
 }
 
 impl<E> Retry<E> {
@@ -420,7 +531,7 @@ impl AttemptContext {
 }
 
 /// What attempt `attempt` is told about itself.
-pub(crate) fn context(attempt: &retry_shared::Attempt, cancel: Cancel<'_>) -> AttemptContext {
+pub(crate) fn context(attempt: retry_shared::Attempt, cancel: Cancel<'_>) -> AttemptContext {
     AttemptContext {
         attempt: attempt.number,
         deadline: attempt.deadline.map(Instant::from_std),
@@ -447,18 +558,6 @@ impl Cancel<'_> {
         self.call.is_some_and(CancellationToken::is_cancelled)
             || self.retry.is_some_and(CancellationToken::is_cancelled)
     }
-
-    /// Completes when either token is cancelled; never without one.
-    pub(crate) async fn cancelled(self) {
-        match (self.call, self.retry) {
-            (Some(call), Some(retry)) => tokio::select! {
-                () = call.cancelled() => {}
-                () = retry.cancelled() => {}
-            },
-            (Some(token), None) | (None, Some(token)) => token.cancelled().await,
-            (None, None) => core::future::pending().await,
-        }
-    }
 }
 
 /// tokio's clock (paused time included), as the `std::time::Instant` the shared
@@ -472,61 +571,147 @@ impl Clock for TokioClock {
     }
 }
 
-/// Sleeps out `sleep`, or until `cancel` is cancelled if that comes first.
-pub(crate) async fn sleep_until(sleep: retry_shared::Sleep, cancel: Cancel<'_>) -> Slept {
-    let wake = sleep.until.map_or_else(far_future, Instant::from_std);
-    tokio::select! {
-        biased;
-        () = cancel.cancelled() => Slept::Cancelled,
-        () = tokio::time::sleep_until(wake) => Slept::Elapsed,
+pin_project_lite::pin_project! {
+    /// What the rest of a call waits on besides its attempts, pinned once for
+    /// all of it: one timer (the deadline of the attempt in flight, or the
+    /// sleep before a retry) and the waits on the call's cancellation tokens
+    /// (none without a token).
+    pub(crate) struct Waits<'a> {
+        #[pin]
+        timer: Option<Unconstrained<tokio::time::Sleep>>,
+        #[pin]
+        on_call: Option<WaitForCancellationFuture<'a>>,
+        #[pin]
+        on_retry: Option<WaitForCancellationFuture<'a>>,
     }
 }
 
-/// `attempt`, calling `on_wait` the first time it returns pending: the driver
-/// then starts the call's clock if it has not read it yet (see
-/// [`Driver::attempt_waiting`]). An attempt that finishes at its first poll
-/// calls nothing.
-pub(crate) async fn noting_first_wait<F: Future>(
-    attempt: F,
-    mut on_wait: impl FnMut(),
-) -> F::Output {
-    let mut attempt = core::pin::pin!(attempt);
-    let mut told = false;
-    core::future::poll_fn(|cx| {
-        let poll = attempt.as_mut().poll(cx);
-        if poll.is_pending() && !told {
-            told = true;
+impl<'a> Waits<'a> {
+    pub(crate) fn new(cancel: Cancel<'a>) -> Self {
+        Waits {
+            timer: None,
+            on_call: cancel.call.map(CancellationToken::cancelled),
+            on_retry: cancel.retry.map(CancellationToken::cancelled),
+        }
+    }
+
+    /// Whether either token is cancelled; if not, the task is woken when one is.
+    fn poll_cancelled(self: Pin<&mut Self>, cx: &mut Context<'_>) -> bool {
+        let this = self.project();
+        this.on_call
+            .as_pin_mut()
+            .is_some_and(|wait| wait.poll(cx).is_ready())
+            || this
+                .on_retry
+                .as_pin_mut()
+                .is_some_and(|wait| wait.poll(cx).is_ready())
+    }
+
+    /// Sets the timer to go off at `at`. It is polled outside tokio's
+    /// cooperative budget, so an attempt that spends the budget cannot keep
+    /// its deadline from being seen (as `tokio::time::Timeout` does).
+    fn set_timer(self: Pin<&mut Self>, at: Instant) {
+        self.project()
+            .timer
+            .set(Some(tokio::task::coop::unconstrained(
+                tokio::time::sleep_until(at),
+            )));
+    }
+
+    /// Whether the timer has gone off (`false` without one).
+    fn poll_timer(self: Pin<&mut Self>, cx: &mut Context<'_>) -> bool {
+        self.project()
+            .timer
+            .as_pin_mut()
+            .is_some_and(|timer| timer.poll(cx).is_ready())
+    }
+
+    /// Runs one attempt until it returns, passes its deadline or the call is
+    /// cancelled (checked first, then the attempt, then the deadline: an
+    /// attempt that returns in the same instant as its deadline is reported
+    /// as returned, and the driver applies the core's deadline rule to it).
+    /// `on_wait` is called the first time the attempt returns pending (see
+    /// [`Driver::attempt_waiting`]).
+    pub(crate) fn attempt<'w, F: Future, W: FnMut()>(
+        mut self: Pin<&'w mut Self>,
+        attempt: F,
+        deadline: Option<std::time::Instant>,
+        on_wait: W,
+    ) -> AttemptWait<'w, 'a, F, W> {
+        if let Some(deadline) = deadline {
+            self.as_mut().set_timer(Instant::from_std(deadline));
+        }
+        AttemptWait {
+            waits: self,
+            attempt,
+            timed: deadline.is_some(),
+            on_wait: Some(on_wait),
+        }
+    }
+
+    /// Sleeps out `sleep`, or until the call is cancelled if that comes first.
+    pub(crate) async fn sleep(mut self: Pin<&mut Self>, sleep: retry_shared::Sleep) -> Slept {
+        let wake = sleep.until.map_or_else(far_future, Instant::from_std);
+        self.as_mut().set_timer(wake);
+        core::future::poll_fn(|cx| {
+            if self.as_mut().poll_cancelled(cx) {
+                Poll::Ready(Slept::Cancelled)
+            } else if self.as_mut().poll_timer(cx) {
+                Poll::Ready(Slept::Elapsed)
+            } else {
+                Poll::Pending
+            }
+        })
+        .await
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// One attempt raced against its deadline and the call's cancellation:
+    /// [`Waits::attempt`]'s future.
+    pub(crate) struct AttemptWait<'w, 'a, F, W> {
+        waits: Pin<&'w mut Waits<'a>>,
+        #[pin]
+        attempt: F,
+        // The timer holds the attempt's deadline.
+        timed: bool,
+        // Called at the attempt's first pending poll, then gone.
+        on_wait: Option<W>,
+    }
+
+    impl<F, W> PinnedDrop for AttemptWait<'_, '_, F, W> {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            if *this.timed {
+                // A deadline that did not go off leaves the timer wheel now.
+                this.waits.as_mut().project().timer.set(None);
+            }
+        }
+    }
+}
+
+impl<T, E, F, W> Future for AttemptWait<'_, '_, F, W>
+where
+    F: Future<Output = Result<T, E>>,
+    W: FnMut(),
+{
+    type Output = Ran<T, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Ran<T, E>> {
+        let this = self.project();
+        if this.waits.as_mut().poll_cancelled(cx) {
+            return Poll::Ready(Ran::Cancelled);
+        }
+        if let Poll::Ready(result) = this.attempt.poll(cx) {
+            return Poll::Ready(Ran::Returned(result));
+        }
+        if let Some(mut on_wait) = this.on_wait.take() {
             on_wait();
         }
-        poll
-    })
-    .await
-}
-
-/// Runs one attempt, bounded by its deadline and the cancellation tokens. An
-/// attempt that returns in the same instant as its deadline is reported as
-/// returned; the driver applies the core's deadline rule to it.
-pub(crate) async fn run_attempt<T, E>(
-    attempt: impl Future<Output = Result<T, E>>,
-    deadline: Option<std::time::Instant>,
-    cancel: Cancel<'_>,
-) -> Ran<T, E> {
-    let bounded = async {
-        match deadline {
-            Some(deadline) => tokio::time::timeout_at(Instant::from_std(deadline), attempt)
-                .await
-                .map_or(Ran::TimedOut, Ran::Returned),
-            None => Ran::Returned(attempt.await),
+        if *this.timed && this.waits.as_mut().poll_timer(cx) {
+            return Poll::Ready(Ran::TimedOut);
         }
-    };
-    // Nothing can cancel the call: no race to set up (the common case).
-    if cancel.call.is_none() && cancel.retry.is_none() {
-        return bounded.await;
-    }
-    tokio::select! {
-        biased;
-        () = cancel.cancelled() => Ran::Cancelled,
-        ran = bounded => ran,
+        Poll::Pending
     }
 }
 

@@ -23,9 +23,7 @@ use retry_core::{Event, Failure, RetryError};
 use retry_shared::{Breaker, Clock as _, Driver, Input, PermitGuard, Ran, Step};
 use tower::{Layer, Service};
 
-use crate::retry::{
-    context, noting_first_wait, run_attempt, sleep_until, Cancel, Retry, TokioClock,
-};
+use crate::retry::{context, Cancel, Retry, TokioClock, Waits};
 use crate::AttemptContext;
 
 mod hedge;
@@ -338,19 +336,23 @@ where
             let call = async move {
                 let mut driver =
                     Driver::new(retry.settings(), TokioClock, || cancel.is_cancelled());
+                let mut waits = core::pin::pin!(Waits::new(cancel));
                 let mut input = Input::Start;
                 loop {
                     input = match driver.poll(input) {
                         Step::Attempt(attempt) => {
-                            let ctx = context(&attempt, cancel);
+                            let ctx = context(attempt, cancel);
                             let mut service = inner.clone();
                             let request = recreate.recreate(&request, &ctx);
                             let sent = async move {
                                 core::future::poll_fn(|cx| service.poll_ready(cx)).await?;
                                 service.call(request).await
                             };
-                            let sent = noting_first_wait(sent, || driver.attempt_waiting());
-                            let ran = match run_attempt(sent, attempt.deadline, cancel).await {
+                            let ran = waits
+                                .as_mut()
+                                .attempt(sent, attempt.deadline, || driver.attempt_waiting())
+                                .await;
+                            let ran = match ran {
                                 Ran::Returned(Ok(response)) => {
                                     match responses.classify(&response) {
                                         Some(failure) => Ran::FailedValue {
@@ -364,7 +366,7 @@ where
                             };
                             Input::Ended(ran)
                         }
-                        Step::Sleep(sleep) => Input::Slept(sleep_until(sleep, cancel).await),
+                        Step::Sleep(sleep) => Input::Slept(waits.as_mut().sleep(sleep).await),
                         Step::Finished(Ok(success)) => return Ok(success.value),
                         Step::Finished(Err(error)) => {
                             return driver.take_failed_value().ok_or(error);

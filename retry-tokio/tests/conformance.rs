@@ -49,7 +49,7 @@ struct Recorder {
 impl Budget for Recorder {
     fn feed(
         &self,
-        _machine: &RetryMachine,
+        _machine: &RetryMachine<&RetryPolicy>,
         event: Event,
         action: Action,
         now: std::time::Instant,

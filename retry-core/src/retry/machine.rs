@@ -1,6 +1,8 @@
 //! The [`RetryMachine`]: every retry decision, as a pure state machine.
 
+use core::borrow::Borrow;
 use core::fmt;
+use core::ops::Deref;
 use core::time::Duration;
 
 use super::policy::{bounded, CircuitOpen, HintMode, RetryPolicy};
@@ -359,10 +361,17 @@ pub(super) enum State {
 /// current time and returns the next [`Action`]. It never reads a clock, sleeps,
 /// allocates or draws OS randomness: all of that is the driver's job.
 ///
-/// The machine is a small `Clone` value (272 bytes on x86_64, its own copy of the
-/// 176-byte policy included; `tests/footprint.rs` prints the figures); its whole
-/// future is determined by the policy, the seed and its state, so a copy taken
-/// mid-flight and fed the same events answers with the same actions.
+/// The machine is a small `Clone` value; its whole future is determined by the
+/// policy, the seed and its state, so a copy taken mid-flight and fed the same
+/// events answers with the same actions.
+///
+/// `P` is how it holds its policy: [`RetryMachine::new`] copies the policy in
+/// (`RetryMachine<RetryPolicy>`, 272 bytes on x86_64, the 176-byte policy
+/// included), while [`RetryMachine::with_policy`] keeps whatever it is given
+/// that borrows as a [`RetryPolicy`]: a `&RetryPolicy` (104 bytes: a driver
+/// that keeps the policy for the whole call need not copy it into every call),
+/// an `Arc`. Both decide alike: the same policy, seed and events give the same
+/// actions. `tests/footprint.rs` prints the figures.
 ///
 /// # Misuse
 /// An event that makes no sense in the current phase never panics and never
@@ -396,8 +405,8 @@ pub(super) enum State {
 /// # Ok::<(), retry_core::PolicyError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq)]
-pub struct RetryMachine {
-    pub(super) policy: RetryPolicy,
+pub struct RetryMachine<P = RetryPolicy> {
+    pub(super) policy: Held<P>,
     pub(super) seed: u64,
     pub(super) state: State,
     /// When `Start` arrived: the origin of the budget.
@@ -419,14 +428,60 @@ impl RetryMachine {
     /// A machine for `policy` (copied in) whose jitter is keyed on `seed`.
     #[must_use]
     pub fn new(policy: &RetryPolicy, seed: u64) -> RetryMachine {
+        RetryMachine::with_policy(*policy, seed)
+    }
+}
+
+/// The policy a [`RetryMachine`] follows, held as `P` (the policy itself, a
+/// reference to it, a shared pointer): the machine reads it through here, the
+/// same way whatever `P` is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) struct Held<P>(P);
+
+impl<P: Borrow<RetryPolicy>> Deref for Held<P> {
+    type Target = RetryPolicy;
+
+    #[inline]
+    fn deref(&self) -> &RetryPolicy {
+        self.0.borrow()
+    }
+}
+
+impl<P: fmt::Debug> fmt::Debug for Held<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
+    /// A machine following `policy`, held as given (a `&RetryPolicy`, say,
+    /// rather than a copy: see the type's docs), whose jitter is keyed on
+    /// `seed`. It decides exactly as [`RetryMachine::new`] would with the same
+    /// policy and seed.
+    ///
+    /// ```
+    /// use retry_core::{Event, Failure, Instant, RetryMachine, RetryPolicy};
+    ///
+    /// let policy = RetryPolicy::builder().max_attempts(3).build()?;
+    /// let mut borrowed = RetryMachine::with_policy(&policy, 7);
+    /// let mut owned = RetryMachine::new(&policy, 7);
+    /// let t0 = Instant::ORIGIN;
+    /// assert_eq!(borrowed.poll(Event::Start, t0), owned.poll(Event::Start, t0));
+    /// let failed = Event::Failed(Failure::retryable());
+    /// assert_eq!(borrowed.poll(failed, t0), owned.poll(failed, t0));
+    /// # Ok::<(), retry_core::PolicyError>(())
+    /// ```
+    #[must_use]
+    pub fn with_policy(policy: P, seed: u64) -> RetryMachine<P> {
+        let previous_delay = policy.borrow().backoff().initial();
         RetryMachine {
-            policy: *policy,
+            policy: Held(policy),
             seed,
             state: State::Idle,
             start: Instant::ORIGIN,
             last_now: Instant::ORIGIN,
             curve_origin: 0,
-            previous_delay: policy.backoff().initial(),
+            previous_delay,
             last_attempt: 0,
             last_failure: None,
         }
@@ -434,7 +489,7 @@ impl RetryMachine {
 
     /// The policy the machine follows.
     #[must_use]
-    pub const fn policy(&self) -> &RetryPolicy {
+    pub fn policy(&self) -> &RetryPolicy {
         &self.policy
     }
 

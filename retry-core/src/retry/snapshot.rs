@@ -1,6 +1,7 @@
 //! [`RetrySnapshot`]: a retry machine's state as a versioned record, and the
 //! checks that restore it.
 
+use core::borrow::Borrow;
 use core::time::Duration;
 
 use super::machine::State;
@@ -188,7 +189,7 @@ impl PolicyRecord {
     }
 }
 
-impl RetryMachine {
+impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
     /// The machine's state as a [`RetrySnapshot`]: restored with
     /// [`RetryMachine::restore`], it answers every later event as this machine
     /// would.
@@ -250,7 +251,9 @@ impl RetryMachine {
             last_failure: self.last_failure,
         }
     }
+}
 
+impl RetryMachine {
     /// Rebuilds a machine from `snapshot`, after checking it.
     ///
     /// # Errors

@@ -1,10 +1,12 @@
 //! What a driver may skip: when the machine needs the call's start time, and a
 //! jitter seed drawn only once a delay can be drawn.
 
+use core::borrow::Borrow;
+
 use super::machine::{Action, RetryMachine};
 use super::policy::RetryPolicy;
 
-impl RetryMachine {
+impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
     /// Whether the machine's answers depend on when the call started: `true`
     /// when the policy has a total time budget or a per-attempt timeout.
     ///
@@ -29,7 +31,7 @@ impl RetryMachine {
     /// # Ok::<(), retry_core::PolicyError>(())
     /// ```
     #[must_use]
-    pub const fn needs_start_time(&self) -> bool {
+    pub fn needs_start_time(&self) -> bool {
         self.policy.budget().is_some() || self.policy.attempt_timeout().is_some()
     }
 

@@ -1,5 +1,5 @@
 //! The smallest useful program around retry-core on a Cortex-M4F: one retry
-//! machine and one circuit breaker, driven by inputs the optimizer cannot see
+//! machine (borrowing its policy) and one circuit breaker, driven by inputs the optimizer cannot see
 //! through (`black_box`), so every decision path stays in the binary.
 //!
 //! Build and measure (see BENCHMARKS.md):
@@ -21,7 +21,7 @@ use retry_core::{
 /// Runs one call: `outcomes` says, attempt by attempt, whether it succeeds; the
 /// breaker is asked before each attempt. Returns the attempts that ran.
 fn call(policy: &RetryPolicy, breaker: &mut CircuitBreaker, outcomes: u32, seed: u64) -> u32 {
-    let mut m = RetryMachine::new(policy, seed);
+    let mut m = RetryMachine::with_policy(policy, seed);
     let mut now = Instant::ORIGIN;
     let mut event = Event::Start;
     loop {

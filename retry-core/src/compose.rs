@@ -260,7 +260,7 @@ pub fn abandoned_outcome(
     deadline: Option<Instant>,
     slow_call_duration: Duration,
 ) -> Option<CallOutcome> {
-    let ran = abandoned.saturating_duration_since(started);
+    let ran = crate::retry::nanos::between(abandoned, started);
     let past_deadline = deadline.is_some_and(|deadline| abandoned >= deadline);
     // "Slow" as the breaker itself judges it: strictly longer than the duration.
     (past_deadline || ran > slow_call_duration).then_some(CallOutcome::failure(ran))

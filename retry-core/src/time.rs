@@ -8,8 +8,6 @@
 use core::fmt;
 use core::time::Duration;
 
-use crate::retry::nanos::from_u64_nanos;
-
 /// A point in monotonic time, in nanoseconds since an origin chosen by the driver.
 ///
 /// `Instant` is a plain value: it can be stored, copied, compared and serialized.
@@ -86,7 +84,7 @@ impl Instant {
     /// Time since the origin.
     #[must_use]
     pub const fn as_duration(self) -> Duration {
-        from_u64_nanos(self.nanos)
+        Duration::from_nanos(self.nanos)
     }
 
     /// `self + d`, saturating at [`Instant::MAX`].
@@ -118,7 +116,7 @@ impl Instant {
     /// backwards counts as no time).
     #[must_use]
     pub const fn saturating_duration_since(self, earlier: Instant) -> Duration {
-        from_u64_nanos(self.nanos.saturating_sub(earlier.nanos))
+        Duration::from_nanos(self.nanos.saturating_sub(earlier.nanos))
     }
 }
 

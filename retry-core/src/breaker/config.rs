@@ -396,7 +396,7 @@ impl BreakerConfig {
     #[must_use]
     pub const fn max_half_open_wait(&self) -> Option<Duration> {
         match self.max_half_open_wait {
-            Some(nanos) => Some(crate::retry::nanos::from_u64_nanos(nanos.get())),
+            Some(nanos) => Some(Duration::from_nanos(nanos.get())),
             None => None,
         }
     }

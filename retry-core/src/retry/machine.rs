@@ -677,8 +677,8 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
                 Event::TimedOut,
             ) => {
                 let timeout = match deadline {
-                    Some(d) => d.saturating_duration_since(started),
-                    None => now.saturating_duration_since(started),
+                    Some(d) => super::nanos::between(d, started),
+                    None => super::nanos::between(now, started),
                 };
                 let failure = if self.policy.retries_timeouts() {
                     Failure::retryable()
@@ -907,7 +907,7 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
     fn after_rejection(&mut self, number: u32, until: Option<Instant>, now: Instant) -> Action {
         // The rejected attempt never ran: it does not count.
         self.last_attempt = number.saturating_sub(1);
-        let wait = until.map(|u| u.saturating_duration_since(now));
+        let wait = until.map(|u| super::nanos::between(u, now));
         match self.policy.circuit_open() {
             CircuitOpen::GiveUp => {
                 let attempts = self.last_attempt;

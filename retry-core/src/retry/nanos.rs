@@ -41,32 +41,15 @@ pub(crate) fn from_nanos(n: u128) -> Duration {
     Duration::new((q1 << 32) | q0, sub)
 }
 
-/// Nanoseconds held in a `u64` as a `Duration`. On 64-bit targets this is
-/// `Duration::from_nanos`; elsewhere the division by 10^9 is a multiply by
-/// the reciprocal ([`from_u64_nanos_by_reciprocal`]), so that no 64-bit
-/// division routine is linked. The result is the same.
+/// The time from `earlier` to `later` (zero if `earlier` is later), as
+/// [`Instant::saturating_duration_since`] gives it, converted by [`from_nanos`]:
+/// no 64-bit division routine and no panic path on 32-bit targets, where
+/// `Duration::from_nanos` of a `u64` calls the division helper.
 #[inline]
-pub(crate) const fn from_u64_nanos(n: u64) -> Duration {
-    if cfg!(target_pointer_width = "64") {
-        Duration::from_nanos(n)
-    } else {
-        from_u64_nanos_by_reciprocal(n)
-    }
-}
-
-/// [`from_u64_nanos`] without a division.
-#[inline]
-const fn from_u64_nanos_by_reciprocal(n: u64) -> Duration {
-    let (secs, sub) = div_1e9(n);
-    // The remainder is below 10^9; said again so that `Duration::new` is
-    // seen not to carry into the seconds. The cast keeps every bit.
-    #[allow(clippy::cast_possible_truncation)]
-    let sub = if sub < NANOS_PER_SEC_64 {
-        sub as u32
-    } else {
-        999_999_999
-    };
-    Duration::new(secs, sub)
+pub(crate) fn between(later: crate::Instant, earlier: crate::Instant) -> Duration {
+    from_nanos(u128::from(
+        later.as_nanos().saturating_sub(earlier.as_nanos()),
+    ))
 }
 
 /// `(x / 10^9, x % 10^9)` for any `x`, by the reciprocal:
@@ -142,26 +125,27 @@ mod tests {
         }
     }
 
-    /// The division-free conversion of a `u64` is `Duration::from_nanos`.
+    /// The division-free time between two instants is the standard one.
     #[test]
-    fn u64_nanos_convert_as_the_standard_library_does() {
+    fn between_is_saturating_duration_since() {
+        use crate::Instant;
         let mut z = 3u64;
         for i in 0..1_000_000u32 {
             z = crate::retry::mix64(z);
-            let n = z >> (i % 64);
-            assert_eq!(
-                from_u64_nanos_by_reciprocal(n),
-                Duration::from_nanos(n),
-                "{n}"
+            let (a, b) = (
+                Instant::from_nanos(z >> (i % 64)),
+                Instant::from_nanos(z.rotate_left(i)),
             );
-            assert_eq!(from_u64_nanos(n), Duration::from_nanos(n), "{n}");
+            assert_eq!(between(a, b), a.saturating_duration_since(b), "{a:?} {b:?}");
         }
-        for n in [0, 1, 999_999_999, 1_000_000_000, u64::MAX, u64::MAX - 1] {
-            assert_eq!(
-                from_u64_nanos_by_reciprocal(n),
-                Duration::from_nanos(n),
-                "{n}"
-            );
+        for (a, b) in [
+            (u64::MAX, 0),
+            (0, u64::MAX),
+            (999_999_999, 0),
+            (1_000_000_000, 1),
+        ] {
+            let (a, b) = (Instant::from_nanos(a), Instant::from_nanos(b));
+            assert_eq!(between(a, b), a.saturating_duration_since(b));
         }
     }
 

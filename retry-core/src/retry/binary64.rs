@@ -217,24 +217,6 @@ mod tests {
         Float::from_bits(x.to_bits()).unwrap()
     }
 
-    /// The hardware `powi` the curve used before (repeated squaring).
-    fn powi_f64(mut x: f64, mut n: u32) -> f64 {
-        let mut acc = 1.0_f64;
-        while n > 0 {
-            if n & 1 == 1 {
-                acc *= x;
-            }
-            n >>= 1;
-            if n > 0 {
-                x *= x;
-            }
-            if acc.is_infinite() {
-                break;
-            }
-        }
-        acc
-    }
-
     #[test]
     fn bits_are_read_as_the_float_comparisons_read_them() {
         let samples = [
@@ -320,7 +302,7 @@ mod tests {
         ];
         for f in factors {
             for n in (0..=200).chain([1000, 65_535, u32::MAX - 1, u32::MAX]) {
-                let hw = powi_f64(f, n);
+                let hw = crate::retry::backoff::powi(f, n);
                 assert_eq!(of(f).powi(n), of(hw), "{f}^{n}");
                 for base in [1u128, 3, 100_000_000, 999_999_999_999, 1 << 90] {
                     assert_eq!(

@@ -877,7 +877,8 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                         (self.open_until().filter(|u| *u > now), RejectReason::Open)
                     }
                     HalfOpenTimeout::Close => {
-                        let t = self.close(Mode::Closed, now, TransitionCause::HalfOpenTimeout);
+                        let t =
+                            self.close(BreakerState::Closed, now, TransitionCause::HalfOpenTimeout);
                         return Admission::Admitted {
                             permit: self.permit(false),
                             transition: Some(t),
@@ -1041,18 +1042,17 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         let cause = TransitionCause::Manual;
         self.reopens = 0;
         Ok(match target {
-            ManualState::Closed => self.close(Mode::Closed, now, cause),
-            ManualState::MetricsOnly => self.close(Mode::MetricsOnly, now, cause),
-            ManualState::Disabled => self.enter(Mode::Disabled, now, cause),
+            ManualState::Closed => self.close(BreakerState::Closed, now, cause),
+            ManualState::MetricsOnly => self.close(BreakerState::MetricsOnly, now, cause),
+            ManualState::Disabled => self.enter(BreakerState::Disabled, None, now, cause),
             ManualState::ForcedOpen => {
                 self.epoch = self.epoch.wrapping_add(1);
-                self.enter(Mode::ForcedOpen, now, cause)
+                self.enter(BreakerState::ForcedOpen, None, now, cause)
             }
             ManualState::OpenFor(_) | ManualState::OpenUntil(_) => {
                 self.epoch = self.epoch.wrapping_add(1);
                 self.consecutive_failures = 0;
-                let until = open_until.unwrap_or(now);
-                self.enter(Mode::Open { until }, now, cause)
+                self.enter(BreakerState::Open, open_until, now, cause)
             }
             ManualState::HalfOpen => {
                 self.epoch = self.epoch.wrapping_add(1);
@@ -1111,7 +1111,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// rejected calls is kept (it only ever grows).
     pub fn reset(&mut self, now: Instant) -> Transition {
         self.reopens = 0;
-        self.close(Mode::Closed, now, TransitionCause::Reset)
+        self.close(BreakerState::Closed, now, TransitionCause::Reset)
     }
 
     // ----- internals -----
@@ -1164,13 +1164,38 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         self.reject(until, RejectReason::ProbesBusy, transition)
     }
 
-    fn enter(&mut self, mode: Mode, now: Instant, cause: TransitionCause) -> Transition {
+    /// Moves to `to` at `now`, entering it afresh: open until `until` (`now`
+    /// if none is given), half-open with no probes out and `until` as its
+    /// deadline; `until` means nothing for the other states. The one place a
+    /// state is built, so each is written once in the code.
+    #[inline(never)]
+    fn enter(
+        &mut self,
+        to: BreakerState,
+        until: Option<Instant>,
+        now: Instant,
+        cause: TransitionCause,
+    ) -> Transition {
         let from = self.state();
-        self.mode = mode;
+        self.mode = match to {
+            BreakerState::Closed => Mode::Closed,
+            BreakerState::Open => Mode::Open {
+                until: until.unwrap_or(now),
+            },
+            BreakerState::HalfOpen => Mode::HalfOpen(Probing {
+                in_flight: 0,
+                admitted: 0,
+                results: WindowStats::default(),
+                deadline: until,
+            }),
+            BreakerState::ForcedOpen => Mode::ForcedOpen,
+            BreakerState::Disabled => Mode::Disabled,
+            BreakerState::MetricsOnly => Mode::MetricsOnly,
+        };
         self.quiet = 0;
         Transition {
             from,
-            to: self.state(),
+            to,
             at: now,
             cause,
         }
@@ -1184,13 +1209,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             .max_half_open_wait_nanos()
             .and_then(|wait| now.as_nanos().checked_add(wait))
             .map(Instant::from_nanos);
-        let probing = Probing {
-            in_flight: 0,
-            admitted: 0,
-            results: WindowStats::default(),
-            deadline,
-        };
-        self.enter(Mode::HalfOpen(probing), now, cause)
+        self.enter(BreakerState::HalfOpen, deadline, now, cause)
     }
 
     /// Whether the outcome failed and whether it was slow, after adding it to
@@ -1359,7 +1378,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         let results = p.results;
         let Some(probes) = probes else {
             if results.calls >= self.config.success_threshold() {
-                let t = self.close(Mode::Closed, now, TransitionCause::ProbesSucceeded);
+                let t = self.close(BreakerState::Closed, now, TransitionCause::ProbesSucceeded);
                 return Recorded {
                     transition: Some(t),
                     ..Recorded::NOTHING
@@ -1382,7 +1401,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         } else if exceeded.slow_call_rate.is_some() {
             self.open(now, TransitionCause::SlowCallRate)
         } else {
-            self.close(Mode::Closed, now, TransitionCause::ProbesSucceeded)
+            self.close(BreakerState::Closed, now, TransitionCause::ProbesSucceeded)
         };
         Recorded {
             transition: Some(transition),
@@ -1396,16 +1415,16 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         self.epoch = self.epoch.wrapping_add(1);
         self.consecutive_failures = 0;
         let until = now.saturating_add(self.config.open_duration(self.reopens));
-        self.enter(Mode::Open { until }, now, cause)
+        self.enter(BreakerState::Open, Some(until), now, cause)
     }
 
     /// Enters closed or metrics-only with a clean window.
-    fn close(&mut self, mode: Mode, now: Instant, cause: TransitionCause) -> Transition {
+    fn close(&mut self, to: BreakerState, now: Instant, cause: TransitionCause) -> Transition {
         self.reopens = 0;
         self.consecutive_failures = 0;
-        self.calls = CountRing::new();
+        self.calls.clear();
         self.buckets = BucketRing::new();
-        self.enter(mode, now, cause)
+        self.enter(to, None, now, cause)
     }
 }
 

@@ -545,7 +545,8 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
     #[cfg_attr(target_pointer_width = "64", inline)]
     fn budget_end_from_start(&self) -> Option<Instant> {
         let budget = self.policy.budget()?;
-        Some(self.start.saturating_add(budget))
+        // `later` saturated: the same instant as `Instant::saturating_add`.
+        Some(later(self.start, budget).unwrap_or(Instant::MAX))
     }
 
     /// The action the machine is waiting on the driver to carry out (`None` before
@@ -646,8 +647,7 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
                     }
                 } else if self.budget_end_from_start().is_some_and(|end| now >= end) {
                     // Woken so late that the budget is spent: no retry may start.
-                    let attempts = self.last_attempt;
-                    self.give_up(GiveUpReason::Budget, attempts, None)
+                    self.give_up(GiveUpReason::Budget)
                 } else {
                     // After a circuit-open wait this is the rejected attempt again:
                     // the rejection already took it off the count.
@@ -659,17 +659,18 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
             }
             _ => {}
         }
-        let action = match (self.state, event) {
+        // Matched in place: copying the whole state out first costs code on
+        // targets where a copy of it is a call.
+        let action = match (&self.state, event) {
             (State::Idle, Event::Start) => {
                 self.start = now;
                 self.begin_attempt(1, now)
             }
-            (State::Idle, Event::Cancelled) => self.give_up(GiveUpReason::Cancelled, 0, None),
-            (State::Attempting { number, .. }, Event::Succeeded) => {
+            (&State::Attempting { number, .. }, Event::Succeeded) => {
                 self.finish(Action::Done { attempts: number })
             }
             (
-                State::Attempting {
+                &State::Attempting {
                     number,
                     started,
                     deadline,
@@ -688,15 +689,11 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
                 .with_kind(FailureKind::Timeout);
                 self.after_failure(number, failure, Some(timeout), now)
             }
-            (State::Attempting { number, .. }, Event::Cancelled) => {
-                // The attempt in flight is abandoned; it still counts as started.
-                self.give_up(GiveUpReason::Cancelled, number, None)
-            }
-            (State::Attempting { number, .. }, Event::Rejected { until }) => {
+            (&State::Attempting { number, .. }, Event::Rejected { until }) => {
                 self.after_rejection(number, until, now)
             }
             (
-                State::Withdrawing {
+                &State::Withdrawing {
                     retry,
                     delay,
                     reason,
@@ -704,16 +701,12 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
                 },
                 Event::Granted,
             ) => self.sleep_or_attempt(retry.saturating_add(1), delay, reason, now),
-            (State::Withdrawing { retry, .. }, Event::Refused) => {
-                self.give_up(GiveUpReason::RetryBudget, retry, None)
-            }
-            (State::Withdrawing { retry, .. }, Event::Cancelled) => {
-                self.give_up(GiveUpReason::Cancelled, retry, None)
-            }
-            (State::Sleeping { .. }, Event::Cancelled) => {
-                let attempts = self.last_attempt;
-                self.give_up(GiveUpReason::Cancelled, attempts, None)
-            }
+            (State::Withdrawing { .. }, Event::Refused) => self.give_up(GiveUpReason::RetryBudget),
+            // Cancelled in any phase but the last: idle, with an attempt in
+            // flight (abandoned; it still counts as started), sleeping or
+            // withdrawing.
+            (State::Finished(_), Event::Cancelled) => return None,
+            (_, Event::Cancelled) => self.give_up(GiveUpReason::Cancelled),
             _ => return None,
         };
         self.last_now = now;
@@ -753,10 +746,7 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
     #[cfg_attr(target_pointer_width = "64", inline)]
     fn begin_attempt(&mut self, number: u32, now: Instant) -> Action {
         // A deadline past the last representable instant is no deadline at all.
-        let mut deadline = self
-            .policy
-            .attempt_timeout()
-            .and_then(|t| now.checked_add(t));
+        let mut deadline = self.policy.attempt_timeout().and_then(|t| later(now, t));
         if self.policy.caps_attempt_to_budget() {
             if let Some(end) = self.budget_end_from_start() {
                 deadline = Some(deadline.map_or(end, |d| d.min(end)));
@@ -780,22 +770,19 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
         }
     }
 
-    /// Ends the call with a give-up. Out of line on 32-bit targets, where
-    /// code size counts most: it is reached from many places, never on the
-    /// path of a retry (inlined on 64-bit ones, where that keeps the retry
-    /// decision's instruction count).
+    /// Ends the call with a give-up, after the last attempt started and with
+    /// the last failure seen: what every give-up reports (an attempt in flight
+    /// or being retried is always the last one started, and a failure is
+    /// noted before its give-up). Out of line on 32-bit targets, where code
+    /// size counts most: it is reached from many places, never on the path of
+    /// a retry (inlined on 64-bit ones, where that keeps the retry decision's
+    /// instruction count).
     #[cfg_attr(not(target_pointer_width = "64"), inline(never))]
-    fn give_up(
-        &mut self,
-        reason: GiveUpReason,
-        attempts: u32,
-        last: Option<FailureKind>,
-    ) -> Action {
-        let last_failure = last.or(self.last_failure);
+    fn give_up(&mut self, reason: GiveUpReason) -> Action {
         self.finish(Action::GiveUp(GiveUp {
             reason,
-            attempts,
-            last_failure,
+            attempts: self.last_attempt,
+            last_failure: self.last_failure,
         }))
     }
 
@@ -814,29 +801,22 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
         timed_out: Option<Duration>,
         now: Instant,
     ) -> Action {
-        let kind = Some(failure.kind());
-        self.last_failure = kind;
-        let final_reason = match timed_out {
-            Some(timeout) => GiveUpReason::TimedOut { timeout },
-            None => GiveUpReason::Exhausted,
-        };
-        if !failure.is_retryable() {
-            let reason = match timed_out {
-                Some(_) => final_reason,
+        self.last_failure = Some(failure.kind());
+        let retryable = failure.is_retryable();
+        if !retryable || self.policy.is_last_attempt(number) {
+            return self.give_up(match timed_out {
+                Some(timeout) => GiveUpReason::TimedOut { timeout },
+                None if retryable => GiveUpReason::Exhausted,
                 None => GiveUpReason::Permanent,
-            };
-            return self.give_up(reason, number, kind);
-        }
-        if self.policy.is_last_attempt(number) {
-            return self.give_up(final_reason, number, kind);
+            });
         }
         let (delay, reason) = self.next_delay(number, failure.hint());
-        let Some(until) = now.checked_add(delay) else {
+        let Some(until) = later(now, delay) else {
             // The sleep would end past the last representable instant.
-            return self.give_up(GiveUpReason::Budget, number, kind);
+            return self.give_up(GiveUpReason::Budget);
         };
         if self.budget_end_from_start().is_some_and(|end| until >= end) {
-            return self.give_up(GiveUpReason::Budget, number, kind);
+            return self.give_up(GiveUpReason::Budget);
         }
         if self.policy.uses_retry_budget() {
             let after_timeout = timed_out.is_some();
@@ -856,7 +836,9 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
     }
 
     /// Sleeps `delay` before attempt `next`, or starts it at once if the delay is
-    /// zero. The caller has checked the delay against the budget.
+    /// zero; gives up if the retry would reach or pass the time budget (time
+    /// may have passed since the delay was chosen, while the retry budget was
+    /// asked).
     #[cfg_attr(target_pointer_width = "64", inline)]
     fn sleep_or_attempt(
         &mut self,
@@ -865,14 +847,10 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
         reason: SleepReason,
         now: Instant,
     ) -> Action {
-        // Time may have passed since the delay was chosen (while the retry budget
-        // was asked): check it against the time budget again, zero delays too.
-        let fits = now
-            .checked_add(delay)
+        let fits = later(now, delay)
             .filter(|until| self.budget_end_from_start().is_none_or(|end| *until < end));
         let Some(until) = fits else {
-            let attempts = self.last_attempt;
-            return self.give_up(GiveUpReason::Budget, attempts, None);
+            return self.give_up(GiveUpReason::Budget);
         };
         self.sleep_until(next, delay, until, reason, now)
     }
@@ -909,10 +887,7 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
         self.last_attempt = number.saturating_sub(1);
         let wait = until.map(|u| super::nanos::between(u, now));
         match self.policy.circuit_open() {
-            CircuitOpen::GiveUp => {
-                let attempts = self.last_attempt;
-                self.give_up(GiveUpReason::CircuitOpen { wait }, attempts, None)
-            }
+            CircuitOpen::GiveUp => self.give_up(GiveUpReason::CircuitOpen { wait }),
             CircuitOpen::Wait => {
                 // With no known time, ask again after the curve's first delay; and
                 // never a sleep due at or before now, whatever the breaker says.
@@ -973,4 +948,15 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
             }
         }
     }
+}
+
+/// `now + d`, or `None` past the last representable instant, as
+/// [`Instant::checked_add`] gives it: every sum of an instant and a duration the
+/// machine makes goes through here, out of line on 32-bit targets (where
+/// converting a `Duration` to nanoseconds is a long run of code, better written
+/// once) and inlined on 64-bit ones.
+#[cfg_attr(not(target_pointer_width = "64"), inline(never))]
+#[cfg_attr(target_pointer_width = "64", inline)]
+fn later(now: Instant, d: Duration) -> Option<Instant> {
+    now.checked_add(d)
 }

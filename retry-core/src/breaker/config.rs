@@ -419,11 +419,16 @@ impl BreakerConfig {
         // The capped curve at `reopen - 1` (the initial delay before the
         // first) and at `reopen`, in one loop so that the curve is written
         // once in the code.
-        let (mut previous, mut base) = (initial, initial);
-        for n in reopen.saturating_sub(1).max(1)..=reopen {
-            previous = base;
+        let mut base = initial;
+        let mut n = reopen.saturating_sub(1).max(1);
+        let previous = loop {
+            let previous = base;
             base = self.open_backoff.delay(n).min(cap);
-        }
+            if n >= reopen {
+                break previous;
+            }
+            n = n.saturating_add(1);
+        };
         let draw = jitter_draw(self.seed, reopen, base);
         self.open_jitter.apply(base, draw, initial, previous, cap)
     }

@@ -852,43 +852,58 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         self.request_other(now)
     }
 
-    /// [`request`](Self::request) in any state.
+    /// [`request`](Self::request) in any state: first the timed move the
+    /// request finds due (open to half-open once the open period is over; the
+    /// half-open maximum wait's decision), then the answer of the state the
+    /// breaker is in after it.
     #[inline(never)]
     fn request_other(&mut self, now: Instant) -> Admission {
-        let mut transition = None;
+        let transition = match self.mode {
+            Mode::Open { until } if now >= until => {
+                Some(self.half_open(now, TransitionCause::OpenElapsed))
+            }
+            Mode::HalfOpen(p) if p.deadline.is_some_and(|deadline| now >= deadline) => {
+                let cause = TransitionCause::HalfOpenTimeout;
+                Some(match self.config.half_open_timeout() {
+                    HalfOpenTimeout::Reopen => self.open(now, cause),
+                    HalfOpenTimeout::Close => self.close(BreakerState::Closed, now, cause),
+                })
+            }
+            _ => None,
+        };
+        let mut probe = false;
         let (until, reason) = match self.mode {
-            Mode::Closed | Mode::Disabled | Mode::MetricsOnly => {
-                return Admission::Admitted {
-                    permit: self.permit(false),
-                    transition: None,
+            Mode::Closed | Mode::Disabled | Mode::MetricsOnly => (None, None),
+            Mode::ForcedOpen => (None, Some(RejectReason::ForcedOpen)),
+            // At the end of time an open period may not end after now.
+            Mode::Open { until } => (Some(until), Some(RejectReason::Open)),
+            Mode::HalfOpen(p) => {
+                let room = match self.config.half_open_verdict() {
+                    HalfOpenVerdict::Consecutive => true,
+                    HalfOpenVerdict::Rates { probes } => p.admitted < probes,
+                };
+                if room && p.in_flight < self.config.half_open_permits() {
+                    self.mode = Mode::HalfOpen(Probing {
+                        in_flight: p.in_flight.saturating_add(1),
+                        admitted: p.admitted.saturating_add(1),
+                        ..p
+                    });
+                    probe = true;
+                    (None, None)
+                } else {
+                    (p.deadline, Some(RejectReason::ProbesBusy))
                 }
             }
-            Mode::ForcedOpen => (None, RejectReason::ForcedOpen),
-            Mode::Open { until } if now < until => (Some(until), RejectReason::Open),
-            Mode::Open { .. } => {
-                let t = self.half_open(now, TransitionCause::OpenElapsed);
-                return self.admit_probe(now, Some(t));
-            }
-            Mode::HalfOpen(p) => match p.deadline {
-                Some(deadline) if now >= deadline => match self.config.half_open_timeout() {
-                    HalfOpenTimeout::Reopen => {
-                        transition = Some(self.open(now, TransitionCause::HalfOpenTimeout));
-                        // At the end of time the open period cannot end after now.
-                        (self.open_until().filter(|u| *u > now), RejectReason::Open)
-                    }
-                    HalfOpenTimeout::Close => {
-                        let t =
-                            self.close(BreakerState::Closed, now, TransitionCause::HalfOpenTimeout);
-                        return Admission::Admitted {
-                            permit: self.permit(false),
-                            transition: Some(t),
-                        };
-                    }
-                },
-                _ => return self.admit_probe(now, None),
-            },
         };
-        self.reject(until, reason, transition)
+        match reason {
+            None => Admission::Admitted {
+                permit: self.permit(probe),
+                transition,
+            },
+            // `until` is after `now`: a deadline or an open period that had
+            // ended was applied above.
+            Some(reason) => self.reject(until.filter(|u| *u > now), reason, transition),
+        }
     }
 
     /// Hands back `permit` with the outcome of its call, at `now`. Returns what
@@ -1136,32 +1151,6 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             reason,
             transition,
         }
-    }
-
-    /// Admits a probe in half-open if a place is free, else rejects.
-    fn admit_probe(&mut self, now: Instant, transition: Option<Transition>) -> Admission {
-        let mut until = None;
-        if let Mode::HalfOpen(p) = self.mode {
-            let room = match self.config.half_open_verdict() {
-                HalfOpenVerdict::Consecutive => true,
-                HalfOpenVerdict::Rates { probes } => p.admitted < probes,
-            };
-            if room && p.in_flight < self.config.half_open_permits() {
-                self.mode = Mode::HalfOpen(Probing {
-                    in_flight: p.in_flight.saturating_add(1),
-                    admitted: p.admitted.saturating_add(1),
-                    ..p
-                });
-                return Admission::Admitted {
-                    permit: self.permit(true),
-                    transition,
-                };
-            }
-            // `until` is after `now`: a deadline at or before now was applied by
-            // the request before reaching here.
-            until = p.deadline.filter(|d| *d > now);
-        }
-        self.reject(until, RejectReason::ProbesBusy, transition)
     }
 
     /// Moves to `to` at `now`, entering it afresh: open until `until` (`now`
@@ -1414,7 +1403,10 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         self.reopens = self.reopens.saturating_add(1);
         self.epoch = self.epoch.wrapping_add(1);
         self.consecutive_failures = 0;
-        let until = now.saturating_add(self.config.open_duration(self.reopens));
+        // Saturating, as `Instant::saturating_add`, through the one sum of an
+        // instant and a duration the machines share.
+        let until = crate::retry::later(now, self.config.open_duration(self.reopens))
+            .unwrap_or(Instant::MAX);
         self.enter(BreakerState::Open, Some(until), now, cause)
     }
 

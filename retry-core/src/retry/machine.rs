@@ -630,21 +630,10 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
                 self.last_now = now;
                 return Some(action);
             }
-            (
-                State::Sleeping {
-                    until,
-                    delay,
-                    reason,
-                },
-                Event::Woke,
-            ) => {
-                let (until, delay, reason) = (*until, *delay, *reason);
-                let action = if now < until {
-                    Action::Sleep {
-                        until,
-                        delay,
-                        reason,
-                    }
+            (State::Sleeping { until, .. }, Event::Woke) => {
+                let action = if now < *until {
+                    // Woken early: the same sleep again.
+                    self.answer_again()
                 } else if self.budget_end_from_start().is_some_and(|end| now >= end) {
                     // Woken so late that the budget is spent: no retry may start.
                     self.give_up(GiveUpReason::Budget)
@@ -952,11 +941,11 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
 
 /// `now + d`, or `None` past the last representable instant, as
 /// [`Instant::checked_add`] gives it: every sum of an instant and a duration the
-/// machine makes goes through here, out of line on 32-bit targets (where
+/// machine makes goes through here (and the breaker's end of an open period), out of line on 32-bit targets (where
 /// converting a `Duration` to nanoseconds is a long run of code, better written
 /// once) and inlined on 64-bit ones.
 #[cfg_attr(not(target_pointer_width = "64"), inline(never))]
 #[cfg_attr(target_pointer_width = "64", inline)]
-fn later(now: Instant, d: Duration) -> Option<Instant> {
+pub(crate) fn later(now: Instant, d: Duration) -> Option<Instant> {
     now.checked_add(d)
 }

@@ -620,18 +620,37 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
     #[cfg_attr(target_pointer_width = "64", inline)]
     fn step(&mut self, event: Event, now: Instant) -> Option<Action> {
         let now = now.max(self.last_now);
-        // The two transitions every retry takes, read in place (without
-        // copying the state and the event): a failed attempt, and the wake
-        // from its sleep. Every other pair goes through the match below.
-        match (&self.state, &event) {
-            (State::Attempting { number, .. }, Event::Failed(failure)) => {
-                let (number, failure) = (*number, *failure);
-                let action = self.after_failure(number, failure, None, now);
-                self.last_now = now;
-                return Some(action);
+        // Matched in place (the state and the event are not copied out), the
+        // two transitions every retry takes first: a failed attempt (or one
+        // that timed out), and the wake from its sleep.
+        let action = match (&self.state, &event) {
+            (
+                &State::Attempting {
+                    number,
+                    started,
+                    deadline,
+                },
+                Event::Failed(_) | Event::TimedOut,
+            ) => {
+                let (failure, timed_out) = match event {
+                    Event::Failed(failure) => (failure, None),
+                    _ => {
+                        let timeout = match deadline {
+                            Some(d) => super::nanos::between(d, started),
+                            None => super::nanos::between(now, started),
+                        };
+                        let failure = if self.policy.retries_timeouts() {
+                            Failure::retryable()
+                        } else {
+                            Failure::permanent()
+                        };
+                        (failure.with_kind(FailureKind::Timeout), Some(timeout))
+                    }
+                };
+                self.after_failure(number, failure, timed_out, now)
             }
             (State::Sleeping { until, .. }, Event::Woke) => {
-                let action = if now < *until {
+                if now < *until {
                     // Woken early: the same sleep again.
                     self.answer_again()
                 } else if self.budget_end_from_start().is_some_and(|end| now >= end) {
@@ -642,15 +661,8 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
                     // the rejection already took it off the count.
                     let next = self.last_attempt.saturating_add(1);
                     self.begin_attempt(next, now)
-                };
-                self.last_now = now;
-                return Some(action);
+                }
             }
-            _ => {}
-        }
-        // Matched in place: copying the whole state out first costs code on
-        // targets where a copy of it is a call.
-        let action = match (&self.state, event) {
             (State::Idle, Event::Start) => {
                 self.start = now;
                 self.begin_attempt(1, now)
@@ -658,27 +670,7 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
             (&State::Attempting { number, .. }, Event::Succeeded) => {
                 self.finish(Action::Done { attempts: number })
             }
-            (
-                &State::Attempting {
-                    number,
-                    started,
-                    deadline,
-                },
-                Event::TimedOut,
-            ) => {
-                let timeout = match deadline {
-                    Some(d) => super::nanos::between(d, started),
-                    None => super::nanos::between(now, started),
-                };
-                let failure = if self.policy.retries_timeouts() {
-                    Failure::retryable()
-                } else {
-                    Failure::permanent()
-                }
-                .with_kind(FailureKind::Timeout);
-                self.after_failure(number, failure, Some(timeout), now)
-            }
-            (&State::Attempting { number, .. }, Event::Rejected { until }) => {
+            (&State::Attempting { number, .. }, &Event::Rejected { until }) => {
                 self.after_rejection(number, until, now)
             }
             (

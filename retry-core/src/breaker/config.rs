@@ -285,13 +285,23 @@ impl BreakerConfig {
         if timeout.is_zero() {
             return Err(BreakerError::ZeroDuration { field: "timeout" });
         }
-        BreakerConfig::builder()
-            .failure_threshold(failure_threshold)
-            .open_duration(timeout)
-            .max_open_duration(timeout)
-            .half_open_permits(u32::MAX)
-            .success_threshold(success_threshold)
-            .build()
+        // What the builder would make of these settings, and refuse, built
+        // in place.
+        if failure_threshold == 0 {
+            return Err(BreakerError::Zero {
+                field: "failure_threshold",
+            });
+        }
+        let config = BreakerConfig {
+            failure_threshold,
+            open_backoff: Backoff::constant(timeout),
+            max_open_duration: timeout,
+            half_open_permits: u32::MAX,
+            success_threshold,
+            ..BreakerConfig::default()
+        };
+        config.validate()?;
+        Ok(config)
     }
 
     /// A failure-rate rule over a count window, judged only once the window is
@@ -795,5 +805,47 @@ impl BreakerConfigBuilder {
             });
         }
         Ok(self.config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `basic` builds its config in place; it must give what the builder
+    /// gives for the same settings, errors included, the order in which
+    /// fields are refused too.
+    #[test]
+    fn basic_is_the_builder_with_its_settings() {
+        let by_builder = |threshold: u32, timeout: Duration, successes: u32| {
+            if timeout.is_zero() {
+                return Err(BreakerError::ZeroDuration { field: "timeout" });
+            }
+            BreakerConfig::builder()
+                .failure_threshold(threshold)
+                .open_duration(timeout)
+                .max_open_duration(timeout)
+                .half_open_permits(u32::MAX)
+                .success_threshold(successes)
+                .build()
+        };
+        let timeouts = [
+            Duration::ZERO,
+            Duration::from_nanos(1),
+            Duration::from_millis(1500),
+            Duration::from_secs(5),
+            Duration::MAX,
+        ];
+        for threshold in [0, 1, 3, u32::MAX] {
+            for timeout in timeouts {
+                for successes in [0, 1, 2, u32::MAX] {
+                    assert_eq!(
+                        BreakerConfig::basic(threshold, timeout, successes),
+                        by_builder(threshold, timeout, successes),
+                        "basic({threshold}, {timeout:?}, {successes})"
+                    );
+                }
+            }
+        }
     }
 }

@@ -958,11 +958,14 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         duration: Duration,
         now: Instant,
     ) -> Recorded {
-        let outcome = CallOutcome { success, duration };
+        // Whether the call failed and whether it was slow, worked out once.
+        let (failed, slow) = (!success, duration > self.config.slow_call_duration());
         let late = permit.epoch != self.epoch;
         let ignored = match self.mode {
-            Mode::Closed | Mode::MetricsOnly => return self.record_closed(late, outcome, now),
-            Mode::HalfOpen(_) if !late && permit.probe => return self.judge_probe(outcome, now),
+            Mode::Closed | Mode::MetricsOnly => return self.record_closed(late, failed, slow, now),
+            Mode::HalfOpen(_) if !late && permit.probe => {
+                return self.judge_probe(failed, slow, now)
+            }
             Mode::HalfOpen(_) => Ignored::Late,
             Mode::Open { .. } => Ignored::Open,
             Mode::ForcedOpen => Ignored::ForcedOpen,
@@ -1201,12 +1204,12 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         self.enter(BreakerState::HalfOpen, deadline, now, cause)
     }
 
-    /// Whether the outcome failed and whether it was slow, after adding it to
-    /// the failure streak (unless `late`).
-    #[inline]
-    fn take(&mut self, late: bool, outcome: CallOutcome) -> (bool, bool) {
-        let failed = !outcome.success;
-        let slow = outcome.duration > self.config.slow_call_duration();
+    /// [`record`](Self::record) closed or metrics-only: the outcome enters the
+    /// streak (unless late) and the window. When no rule stands at its
+    /// threshold after it, nothing crossed a threshold and nothing trips: the
+    /// common case, which ends here, with how many outcomes may come before a
+    /// rule could stand (`quiet`); otherwise [`judge`](Self::judge) decides.
+    fn record_closed(&mut self, late: bool, failed: bool, slow: bool, now: Instant) -> Recorded {
         if !late {
             self.consecutive_failures = if failed {
                 self.consecutive_failures.saturating_add(1)
@@ -1214,16 +1217,6 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 0
             };
         }
-        (failed, slow)
-    }
-
-    /// [`record`](Self::record) closed or metrics-only: the outcome enters the
-    /// streak (unless late) and the window. When no rule stands at its
-    /// threshold after it, nothing crossed a threshold and nothing trips: the
-    /// common case, which ends here, with how many outcomes may come before a
-    /// rule could stand (`quiet`); otherwise [`judge`](Self::judge) decides.
-    fn record_closed(&mut self, late: bool, outcome: CallOutcome, now: Instant) -> Recorded {
-        let (failed, slow) = self.take(late, outcome);
         let size = self.count_window;
         // What the window held before and after the outcome (all zero
         // without a window).
@@ -1346,9 +1339,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// or slow when the slow-call rule is on) re-opens the breaker, and
     /// `success_threshold` good ones close it. Rates verdict: once all the
     /// probes have reported, the verdict on their rates.
-    fn judge_probe(&mut self, outcome: CallOutcome, now: Instant) -> Recorded {
-        let failed = !outcome.success;
-        let slow = outcome.duration > self.config.slow_call_duration();
+    fn judge_probe(&mut self, failed: bool, slow: bool, now: Instant) -> Recorded {
         let probes = match self.config.half_open_verdict() {
             HalfOpenVerdict::Consecutive => None,
             HalfOpenVerdict::Rates { probes } => Some(probes),

@@ -909,7 +909,10 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
             (HintMode::AtLeast { cap }, Some(Hint::RetryAfter(hint))) => {
                 let honoured = hint.min(cap);
                 let curve = policy.capped_delay(step);
-                let base = curve.max(honoured);
+                // The longer of the two (one comparison for the base and the
+                // reason).
+                let hinted = honoured > curve;
+                let base = if hinted { honoured } else { curve };
                 let ceiling = policy.max_delay().max(honoured);
                 let delay = policy.jittered(
                     base,
@@ -920,7 +923,7 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
                     honoured,
                 );
                 self.previous_delay = delay;
-                let reason = if honoured > curve {
+                let reason = if hinted {
                     SleepReason::Hint
                 } else {
                     SleepReason::Curve
@@ -932,10 +935,11 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
 }
 
 /// `now + d`, or `None` past the last representable instant, as
-/// [`Instant::checked_add`] gives it: every sum of an instant and a duration the
-/// machine makes goes through here (and the breaker's end of an open period), out of line on 32-bit targets (where
-/// converting a `Duration` to nanoseconds is a long run of code, better written
-/// once) and inlined on 64-bit ones.
+/// [`Instant::checked_add`] gives it: every sum of an instant and a duration
+/// the machine makes goes through here (and the breaker's end of an open
+/// period), out of line on 32-bit targets (where converting a `Duration` to
+/// nanoseconds is a long run of code, better written once) and inlined on
+/// 64-bit ones.
 #[cfg_attr(not(target_pointer_width = "64"), inline(never))]
 #[cfg_attr(target_pointer_width = "64", inline)]
 pub(crate) fn later(now: Instant, d: Duration) -> Option<Instant> {

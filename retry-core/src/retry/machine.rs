@@ -792,14 +792,14 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
             });
         }
         let (delay, reason) = self.next_delay(number, failure.hint());
-        let Some(until) = later(now, delay) else {
-            // The sleep would end past the last representable instant.
-            return self.give_up(GiveUpReason::Budget);
-        };
-        if self.budget_end_from_start().is_some_and(|end| until >= end) {
-            return self.give_up(GiveUpReason::Budget);
-        }
         if self.policy.uses_retry_budget() {
+            // A retry the time budget has no room for is not asked of the
+            // retry budget (`sleep_or_attempt` checks again once granted).
+            let fits = later(now, delay)
+                .is_some_and(|until| self.budget_end_from_start().is_none_or(|end| until < end));
+            if !fits {
+                return self.give_up(GiveUpReason::Budget);
+            }
             let after_timeout = timed_out.is_some();
             self.state = State::Withdrawing {
                 retry: number,
@@ -812,8 +812,7 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
                 after_timeout,
             };
         }
-        // `until` is within the budget (checked above, no time has passed).
-        self.sleep_until(number.saturating_add(1), delay, until, reason, now)
+        self.sleep_or_attempt(number.saturating_add(1), delay, reason, now)
     }
 
     /// Sleeps `delay` before attempt `next`, or starts it at once if the delay is

@@ -549,6 +549,14 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
         Some(later(self.start, budget).unwrap_or(Instant::MAX))
     }
 
+    /// Whether `t` is before the end of the budget (always, without one): a
+    /// retry may start at `t`.
+    #[cfg_attr(target_pointer_width = "64", inline)]
+    #[cfg_attr(not(target_pointer_width = "64"), inline(never))]
+    fn within_budget(&self, t: Instant) -> bool {
+        self.budget_end_from_start().is_none_or(|end| t < end)
+    }
+
     /// The action the machine is waiting on the driver to carry out (`None` before
     /// [`Event::Start`]).
     #[must_use]
@@ -653,7 +661,7 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
                 if now < *until {
                     // Woken early: the same sleep again.
                     self.answer_again()
-                } else if self.budget_end_from_start().is_some_and(|end| now >= end) {
+                } else if !self.within_budget(now) {
                     // Woken so late that the budget is spent: no retry may start.
                     self.give_up(GiveUpReason::Budget)
                 } else {
@@ -795,8 +803,7 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
         if self.policy.uses_retry_budget() {
             // A retry the time budget has no room for is not asked of the
             // retry budget (`sleep_or_attempt` checks again once granted).
-            let fits = later(now, delay)
-                .is_some_and(|until| self.budget_end_from_start().is_none_or(|end| until < end));
+            let fits = later(now, delay).is_some_and(|until| self.within_budget(until));
             if !fits {
                 return self.give_up(GiveUpReason::Budget);
             }
@@ -827,8 +834,7 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
         reason: SleepReason,
         now: Instant,
     ) -> Action {
-        let fits = later(now, delay)
-            .filter(|until| self.budget_end_from_start().is_none_or(|end| *until < end));
+        let fits = later(now, delay).filter(|until| self.within_budget(*until));
         let Some(until) = fits else {
             return self.give_up(GiveUpReason::Budget);
         };

@@ -190,27 +190,32 @@ impl fmt::Display for HalfOpenTimeout {
 /// # Ok::<(), retry_core::BreakerError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C)]
 pub struct BreakerConfig {
+    // The fields in this order (and no other: `repr(C)`) take the same 152
+    // bytes as in any order, and keep the fields a default config leaves at
+    // zero apart, in runs short enough that building a config is a few
+    // stores, not a call to clear memory, on targets built for size.
     /// The consecutive-failure threshold, 0 when that rule is off (a zero
     /// threshold is refused by the builder), so the config takes 152 bytes.
     failure_threshold: u32,
     failure_rate: Option<Rate>,
-    slow_call_rate: Option<Rate>,
     slow_call_duration: Duration,
-    window: Option<Window>,
+    slow_call_rate: Option<Rate>,
     minimum_calls: u32,
-    open_backoff: Backoff,
-    max_open_duration: Duration,
-    open_jitter: Jitter,
     seed: u64,
-    half_open_permits: u32,
-    success_threshold: u32,
-    /// The rates verdict's number of probes; 0 for the consecutive verdict
-    /// (kept as a plain count so that the config stays small).
-    rates_over_probes: u32,
+    max_open_duration: Duration,
     /// The half-open maximum wait in nanoseconds, if any (a plain count for
     /// the same reason; waits past 584 years saturate).
     max_half_open_wait: Option<NonZeroU64>,
+    window: Option<Window>,
+    open_backoff: Backoff,
+    open_jitter: Jitter,
+    half_open_permits: u32,
+    /// The rates verdict's number of probes; 0 for the consecutive verdict
+    /// (kept as a plain count so that the config stays small).
+    rates_over_probes: u32,
+    success_threshold: u32,
     half_open_timeout: HalfOpenTimeout,
 }
 
@@ -292,16 +297,29 @@ impl BreakerConfig {
                 field: "failure_threshold",
             });
         }
-        let config = BreakerConfig {
+        // Of `validate`'s checks, the two these settings can fail, in its
+        // order (the rest hold for any arguments; the test below holds this
+        // equal to the builder).
+        let open_backoff = Backoff::constant(timeout);
+        open_backoff
+            .validate()
+            .map_err(|source| BreakerError::InvalidCurve {
+                field: "open_backoff",
+                source,
+            })?;
+        if success_threshold == 0 {
+            return Err(BreakerError::Zero {
+                field: "success_threshold",
+            });
+        }
+        Ok(BreakerConfig {
             failure_threshold,
-            open_backoff: Backoff::constant(timeout),
+            open_backoff,
             max_open_duration: timeout,
             half_open_permits: u32::MAX,
             success_threshold,
             ..BreakerConfig::default()
-        };
-        config.validate()?;
-        Ok(config)
+        })
     }
 
     /// A failure-rate rule over a count window, judged only once the window is

@@ -628,6 +628,30 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
     #[cfg_attr(target_pointer_width = "64", inline)]
     fn step(&mut self, event: Event, now: Instant) -> Option<Action> {
         let now = now.max(self.last_now);
+        // On 64-bit targets the two transitions every retry takes first, on
+        // their own: a failed attempt (with nothing to tell it from a
+        // timeout) and a due wake. The match below covers them everywhere
+        // else, in less code.
+        #[cfg(target_pointer_width = "64")]
+        match (&self.state, &event) {
+            (State::Attempting { number, .. }, Event::Failed(failure)) => {
+                let (number, failure) = (*number, *failure);
+                let action = self.after_failure(number, failure, None, now);
+                self.last_now = now;
+                return Some(action);
+            }
+            (State::Sleeping { until, .. }, Event::Woke) if now >= *until => {
+                let action = if self.within_budget(now) {
+                    let next = self.last_attempt.saturating_add(1);
+                    self.begin_attempt(next, now)
+                } else {
+                    self.give_up(GiveUpReason::Budget)
+                };
+                self.last_now = now;
+                return Some(action);
+            }
+            _ => {}
+        }
         // Matched in place (the state and the event are not copied out), the
         // two transitions every retry takes first: a failed attempt (or one
         // that timed out), and the wake from its sleep.
@@ -825,8 +849,9 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
     /// Sleeps `delay` before attempt `next`, or starts it at once if the delay is
     /// zero; gives up if the retry would reach or pass the time budget (time
     /// may have passed since the delay was chosen, while the retry budget was
-    /// asked).
-    #[cfg_attr(target_pointer_width = "64", inline)]
+    /// asked). Always inlined on 64-bit targets, where it is on the path of
+    /// every retry decision.
+    #[cfg_attr(target_pointer_width = "64", inline(always))]
     fn sleep_or_attempt(
         &mut self,
         next: u32,

@@ -192,7 +192,9 @@ impl Backoff {
         let base = sat_nanos(self.initial());
         match *self {
             Backoff::None | Backoff::Constant { .. } => base.min(max),
-            Backoff::Linear { increment, .. } => mul_add(sat_nanos(increment), steps, base).min(max),
+            Backoff::Linear { increment, .. } => {
+                mul_add(sat_nanos(increment), steps, base).min(max)
+            }
             Backoff::Exponential { factor, .. } => exponential(base, factor, steps).min(max),
             Backoff::Fibonacci { .. } => {
                 if base == 0 {
@@ -436,7 +438,17 @@ mod tests {
     )]
     fn exponential_curves_are_the_float_formula() {
         // Factor 2 is an exact shift (`doubling_is_the_saturating_multiply`).
-        let factors = [1.0, 1.000_001, 1.0001, 1.5, 1.999, 3.0, 10.0, 1e300, f64::MAX];
+        let factors = [
+            1.0,
+            1.000_001,
+            1.0001,
+            1.5,
+            1.999,
+            3.0,
+            10.0,
+            1e300,
+            f64::MAX,
+        ];
         let initials = [
             Duration::from_nanos(1),
             Duration::from_millis(100),
@@ -497,7 +509,10 @@ mod tests {
             assert!(Backoff::fibonacci(big).delay(r) <= top, "{r}");
             assert!(Backoff::exponential(big, 2.0).delay(r) <= top, "{r}");
             assert!(Backoff::exponential(big, 1.0000001).delay(r) <= top, "{r}");
-            assert!(Backoff::exponential(Duration::from_nanos(1), f64::MAX).delay(r) <= top, "{r}");
+            assert!(
+                Backoff::exponential(Duration::from_nanos(1), f64::MAX).delay(r) <= top,
+                "{r}"
+            );
         }
         assert_eq!(
             Backoff::exponential(Duration::from_secs(1), 2.0).delay(200),

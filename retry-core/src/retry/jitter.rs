@@ -144,53 +144,58 @@ impl Jitter {
         previous: u64,
         cap: u64,
     ) -> (u64, u64, u64) {
-        let pick = |width: u64| uniform_inclusive(width, draw);
-        match *self {
+        let s = match *self {
+            Jitter::Subtract(f) | Jitter::Add(f) | Jitter::Spread(f) => span(n, f),
+            _ => 0,
+        };
+        // One interval width per kind, one pick in [0, width].
+        let width = match *self {
+            Jitter::None => 0,
+            Jitter::Full => n,
+            Jitter::Equal => n.wrapping_sub(n / 2),
+            // [initial, 3 × previous] (just `initial` when that is below it).
+            Jitter::Decorrelated => previous
+                .saturating_add(previous)
+                .saturating_add(previous)
+                .saturating_sub(initial),
+            // d minus up to f·d: the pick counts down from the top, d.
+            Jitter::Subtract(_) => s,
+            // `[n, n + span)`: the top nanosecond below `n + span` (none when
+            // the span is zero).
+            Jitter::Add(_) => s.wrapping_sub(u64::from(s != 0)),
+            // n − s + a pick in [0, 2s].
+            Jitter::Spread(_) => s.saturating_add(s),
+        };
+        let v = uniform_inclusive(width, draw);
+        let (value, lo, hi) = match *self {
             Jitter::None => (n, n, n),
-            Jitter::Full => (pick(n), 0, n),
-            Jitter::Equal => {
-                let lo = n / 2;
-                // lo + a pick in [0, n - lo] is at most n.
-                (lo.wrapping_add(pick(n.wrapping_sub(lo))), lo, n)
-            }
-            Jitter::Decorrelated => {
-                // [initial, 3 × previous] (just `initial` when that is
-                // below it), capped.
-                let top = previous.saturating_add(previous).saturating_add(previous);
-                let width = top.saturating_sub(initial);
-                // initial + a pick in [0, width] is at most max(top, initial).
-                let value = initial.wrapping_add(pick(width));
-                let hi = initial.wrapping_add(width);
-                (value.min(cap), initial.min(cap), hi.min(cap))
-            }
-            Jitter::Subtract(f) => {
-                // d minus up to f·d: the pick counts down from the top, d.
-                let s = span(n, f);
-                (n.saturating_sub(pick(s)), n.saturating_sub(s), n)
-            }
-            Jitter::Add(f) => {
-                // `[n, n + span)`: the top nanosecond below `n + span` (none
-                // when the span is zero).
-                let s = span(n, f);
-                let width = s.wrapping_sub(u64::from(s != 0));
-                (n.saturating_add(pick(width)), n, n.saturating_add(width))
-            }
-            Jitter::Spread(f) => {
-                // n - s + a pick in [0, 2s], capped.
-                let s = span(n, f);
-                let v = pick(s.saturating_add(s));
-                let value = if v >= s {
+            Jitter::Full => (v, 0, n),
+            // n/2 + a pick in [0, n − n/2] is at most n.
+            Jitter::Equal => (v.wrapping_add(n / 2), n / 2, n),
+            // initial + a pick in [0, width] is at most max(3 × previous, initial).
+            Jitter::Decorrelated => (
+                initial.wrapping_add(v),
+                initial,
+                initial.wrapping_add(width),
+            ),
+            Jitter::Subtract(_) => (n.saturating_sub(v), n.saturating_sub(s), n),
+            Jitter::Add(_) => (n.saturating_add(v), n, n.saturating_add(width)),
+            Jitter::Spread(_) => (
+                if v >= s {
                     n.saturating_add(v.wrapping_sub(s))
                 } else {
                     n.saturating_sub(s.wrapping_sub(v))
-                };
-                (
-                    value.min(cap),
-                    n.saturating_sub(s).min(cap),
-                    n.saturating_add(s).min(cap),
-                )
-            }
-        }
+                },
+                n.saturating_sub(s),
+                n.saturating_add(s),
+            ),
+        };
+        // The kinds that cap cap all three.
+        let cap = match *self {
+            Jitter::Decorrelated | Jitter::Spread(_) => cap,
+            _ => u64::MAX,
+        };
+        (value.min(cap), lo.min(cap), hi.min(cap))
     }
 }
 
@@ -547,17 +552,13 @@ mod tests {
                 let wide = |x: u64| u128::from(x);
                 assert_eq!(
                     (wide(v), wide(lo), wide(hi)),
-                    reference(
-                        j,
-                        wide(n),
-                        draw,
-                        wide(initial),
-                        wide(previous),
-                        wide(cap)
-                    ),
+                    reference(j, wide(n), draw, wide(initial), wide(previous), wide(cap)),
                     "{j} {n} {draw} {initial} {previous} {cap}"
                 );
-                assert!(lo <= v && v <= hi, "{j} {n} {draw} {initial} {previous} {cap}");
+                assert!(
+                    lo <= v && v <= hi,
+                    "{j} {n} {draw} {initial} {previous} {cap}"
+                );
                 if n < u64::MAX / 4 && previous < u64::MAX / 4 {
                     unsaturated += 1;
                 }
@@ -584,13 +585,15 @@ mod tests {
         let z = Duration::ZERO;
         for d in [top, top + Duration::from_nanos(1), Duration::MAX] {
             for cap in [top, Duration::MAX] {
-                let apply = |j: Jitter, draw: u64, previous: Duration| {
-                    j.apply(d, draw, z, previous, cap)
-                };
+                let apply =
+                    |j: Jitter, draw: u64, previous: Duration| j.apply(d, draw, z, previous, cap);
                 assert_eq!(apply(Jitter::None, 0, z), top);
                 assert_eq!(apply(Jitter::Full, u64::MAX, z), top);
                 assert_eq!(apply(Jitter::Full, 0, z), z);
-                assert_eq!(apply(Jitter::Equal, 0, z), Duration::from_nanos(u64::MAX / 2));
+                assert_eq!(
+                    apply(Jitter::Equal, 0, z),
+                    Duration::from_nanos(u64::MAX / 2)
+                );
                 assert_eq!(apply(Jitter::Equal, u64::MAX, z), top);
                 assert_eq!(apply(Jitter::Subtract(1.0), u64::MAX, z), z);
                 assert_eq!(apply(Jitter::Subtract(0.5), 0, z), top);

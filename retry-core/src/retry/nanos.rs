@@ -7,8 +7,10 @@ use core::time::Duration;
 const NANOS_PER_SEC_64: u64 = 1_000_000_000;
 
 /// The whole duration in nanoseconds, saturating at `u64::MAX` (about 584.5
-/// years): every duration entering the delay arithmetic goes through here.
-#[inline]
+/// years): every duration entering the delay arithmetic goes through here
+/// (one copy on 32-bit targets, where the multiply is several instructions).
+#[cfg_attr(target_pointer_width = "64", inline)]
+#[cfg_attr(not(target_pointer_width = "64"), inline(never))]
 pub(crate) const fn sat_nanos(d: Duration) -> u64 {
     // `u64::MAX` ns is 18,446,744,073 s and a fraction: up to that many whole
     // seconds the product fits (18,446,744,073 × 10^9 < 2^64), and only the
@@ -35,7 +37,7 @@ pub(crate) fn from_nanos(n: u64) -> Duration {
 
 /// [`from_nanos`] in 32-bit steps, the form 32-bit targets take (compiled on
 /// every target, so that it is tested everywhere).
-#[inline]
+#[inline(never)]
 fn from_nanos_narrow(n: u64) -> Duration {
     // Elsewhere a 64-bit division is a library call (and `Duration::from_nanos`
     // links a panic path): long division by 10^9 in 32-bit digits. The high
@@ -125,7 +127,10 @@ mod tests {
         assert_eq!(sat_nanos(top), u64::MAX);
         assert_eq!(sat_nanos(top - Duration::from_nanos(1)), u64::MAX - 1);
         assert_eq!(sat_nanos(top + Duration::from_nanos(1)), u64::MAX);
-        assert_eq!(sat_nanos(Duration::new(18_446_744_073, 999_999_999)), u64::MAX);
+        assert_eq!(
+            sat_nanos(Duration::new(18_446_744_073, 999_999_999)),
+            u64::MAX
+        );
         assert_eq!(sat_nanos(Duration::new(18_446_744_074, 0)), u64::MAX);
         assert_eq!(sat_nanos(Duration::MAX), u64::MAX);
         assert_eq!(sat_nanos(Duration::ZERO), 0);
@@ -150,7 +155,17 @@ mod tests {
             assert_eq!(millis_rem(n), n % 1_000_000, "{n}");
             assert_eq!(sat_nanos(from_nanos(n)), n, "{n}");
         };
-        for n in [0, 1, 63, 64, 999_999, 1_000_000, 999_999_999, 1 << 32, (1 << 32) - 1] {
+        for n in [
+            0,
+            1,
+            63,
+            64,
+            999_999,
+            1_000_000,
+            999_999_999,
+            1 << 32,
+            (1 << 32) - 1,
+        ] {
             check(n);
             check(u64::MAX - n);
         }

@@ -395,11 +395,7 @@ impl RetryPolicy {
         }
         self.steady_step = step;
         self.plan = SETTLES;
-        let steady = if at_max {
-            max
-        } else {
-            self.capped_nanos(1)
-        };
+        let steady = if at_max { max } else { self.capped_nanos(1) };
         self.steady = from_nanos(steady);
         if matches!(self.jitter, Jitter::None) {
             // Unjittered, a settled step's delay depends on nothing but the
@@ -498,8 +494,10 @@ impl RetryPolicy {
     }
 
     /// [`RetryPolicy::jittered`] in nanoseconds (`floor` already raised to
-    /// `min_delay`).
-    #[inline(always)]
+    /// `min_delay`). One copy on 32-bit targets (shared by the curve and the
+    /// hint paths), inlined on 64-bit ones.
+    #[cfg_attr(target_pointer_width = "64", inline(always))]
+    #[cfg_attr(not(target_pointer_width = "64"), inline(never))]
     fn finish(&self, n: u64, retry: u32, seed: u64, previous: u64, cap: u64, floor: u64) -> u64 {
         // No randomness to draw for unjittered policies, and only decorrelated
         // jitter reads the initial delay.
@@ -511,7 +509,9 @@ impl RetryPolicy {
             ),
             _ => (jitter_draw_nanos(seed, retry, n), 0),
         };
-        let (value, lo, hi) = self.jitter.draw_within_nanos(n, draw, initial, previous, cap);
+        let (value, lo, hi) = self
+            .jitter
+            .draw_within_nanos(n, draw, initial, previous, cap);
         let (lo, hi) = (lo.max(floor), hi.max(floor));
         let value = value.max(lo).min(hi);
         match self.resolution {
@@ -521,7 +521,8 @@ impl RetryPolicy {
     }
 
     /// Rounds to the policy's resolution (the nearest whole millisecond,
-    /// halves up; a value rounding up past `u64::MAX` ns gives `u64::MAX` ns).
+    /// halves up; a value that would round up past `u64::MAX` ns gives the
+    /// last whole millisecond below it).
     #[cfg(test)]
     pub(crate) fn round(&self, d: Duration) -> Duration {
         match self.resolution {
@@ -565,16 +566,16 @@ fn ceil_millis(n: u64) -> u64 {
     }
 }
 
-/// The whole millisecond nearest `n`, halves up (saturating at `u64::MAX`
-/// when `n` rounds up from the last millisecond below it; the callers bound
-/// it).
+/// The whole millisecond nearest `n`, halves up; the last whole millisecond
+/// below `u64::MAX` ns when rounding up would pass it.
 #[inline]
 fn nearest_millis(n: u64) -> u64 {
     let r = millis_rem(n);
+    let down = n.wrapping_sub(r);
     if r >= MS / 2 {
-        n.wrapping_sub(r).saturating_add(MS)
+        down.checked_add(MS).unwrap_or(down)
     } else {
-        n.wrapping_sub(r)
+        down
     }
 }
 
@@ -867,7 +868,10 @@ mod delay_path_tests {
                 1 => Duration::from_nanos(self.below(5_000_000)),
                 2 => Duration::from_millis(self.below(100_000)),
                 3 => Duration::from_nanos(self.next() >> self.below(64)),
-                4 => Duration::new(18_446_744_072 + self.below(3), 709_551_614 + self.below(3) as u32),
+                4 => Duration::new(
+                    18_446_744_072 + self.below(3),
+                    709_551_614 + self.below(3) as u32,
+                ),
                 5 => Duration::MAX,
                 6 => Duration::new(self.next(), 0),
                 _ => Duration::from_micros(self.below(10_000_000)),
@@ -888,7 +892,8 @@ mod delay_path_tests {
         let formula = |d: Duration| {
             let ms = 1_000_000u128;
             let n = u128::from(sat_nanos(d));
-            Duration::from_nanos(u64::try_from((n + ms / 2) / ms * ms).unwrap_or(u64::MAX))
+            let up = (n + ms / 2) / ms * ms;
+            Duration::from_nanos(u64::try_from(up).unwrap_or(u64::MAX / 1_000_000 * 1_000_000))
         };
         let top = Duration::from_nanos(u64::MAX);
         let edges = [
@@ -928,8 +933,9 @@ mod delay_path_tests {
                 floor_ms(d) + Duration::from_millis(1)
             }
         };
+        // Halves up, unless that passes u64::MAX ns: then down.
         let round = |d: Duration| {
-            if d.subsec_nanos() % MS >= MS / 2 {
+            if d.subsec_nanos() % MS >= MS / 2 && ceil_ms(d) <= Duration::from_nanos(u64::MAX) {
                 ceil_ms(d)
             } else {
                 floor_ms(d)
@@ -943,8 +949,8 @@ mod delay_path_tests {
             } else {
                 round(d(value)).max(d(floor)).min(d(cap.max(hi)))
             };
-            // Past the top only by rounding up: saturated.
-            sat_nanos(r)
+            // Past the top only by rounding up: the last whole millisecond.
+            u64::try_from(r.as_nanos()).unwrap_or(u64::MAX / 1_000_000 * 1_000_000)
         };
         let top = u64::MAX;
         let mut g = Gen(5);
@@ -979,19 +985,29 @@ mod delay_path_tests {
         clippy::cast_possible_truncation,
         clippy::cast_sign_loss
     )]
-    fn wide_reference(p: &RetryPolicy, retry: u32, step: u32, seed: u64, previous: Duration) -> Duration {
+    fn wide_reference(
+        p: &RetryPolicy,
+        retry: u32,
+        step: u32,
+        seed: u64,
+        previous: Duration,
+    ) -> Duration {
         let ns = |d: Duration| d.as_nanos();
         let steps = step.saturating_sub(1);
         let curve: u128 = match p.backoff {
             Backoff::None => 0,
             Backoff::Constant { delay } => ns(delay),
-            Backoff::Linear { initial, increment } => ns(initial) + ns(increment) * u128::from(steps),
+            Backoff::Linear { initial, increment } => {
+                ns(initial) + ns(increment) * u128::from(steps)
+            }
             Backoff::Exponential { initial, factor } => {
                 let a = ns(initial);
                 if a == 0 || steps == 0 {
                     a
                 } else if factor == 2.0 {
-                    1u128.checked_shl(steps).map_or(u128::MAX, |m| a.saturating_mul(m))
+                    1u128
+                        .checked_shl(steps)
+                        .map_or(u128::MAX, |m| a.saturating_mul(m))
                 } else {
                     (a as f64 * crate::retry::backoff::powi(factor, steps)) as u128
                 }

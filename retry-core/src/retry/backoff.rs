@@ -414,7 +414,7 @@ mod tests {
         let mut z = 5u64;
         for _ in 0..200_000 {
             z = crate::retry::mix64(z);
-            let (a, k, b) = (z, (z >> 13) as u32, crate::retry::mix64(z));
+            let (a, k, b) = (z, u32::try_from(z >> 32).unwrap(), crate::retry::mix64(z));
             let exact = u128::from(a) * u128::from(k) + u128::from(b);
             assert_eq!(
                 mul_add(a >> (k % 64), k, b >> (k % 61)),

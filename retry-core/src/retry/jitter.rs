@@ -148,47 +148,49 @@ impl Jitter {
             Jitter::Subtract(f) | Jitter::Add(f) | Jitter::Spread(f) => span(n, f),
             _ => 0,
         };
-        // One interval width per kind, one pick in [0, width].
-        let width = match *self {
-            Jitter::None => 0,
-            Jitter::Full => n,
-            Jitter::Equal => n.wrapping_sub(n / 2),
+        // Every kind is one interval and one pick: the pick `v`, uniform in
+        // `[0, width]`, is added to `start` (taken from it for `Subtract`,
+        // which counts down from the top), and `Spread`'s span `sub` is then
+        // taken off again (its pick is over `[0, 2·span]`); differences
+        // saturate at zero, sums at `u64::MAX`.
+        let (start, width, sub, down) = match *self {
+            Jitter::None => (n, 0, 0, false),
+            Jitter::Full => (0, n, 0, false),
+            Jitter::Equal => (n / 2, n.wrapping_sub(n / 2), 0, false),
             // [initial, 3 × previous] (just `initial` when that is below it).
-            Jitter::Decorrelated => previous
-                .saturating_add(previous)
-                .saturating_add(previous)
-                .saturating_sub(initial),
+            Jitter::Decorrelated => (
+                initial,
+                previous
+                    .saturating_add(previous)
+                    .saturating_add(previous)
+                    .saturating_sub(initial),
+                0,
+                false,
+            ),
             // d minus up to f·d: the pick counts down from the top, d.
-            Jitter::Subtract(_) => s,
+            Jitter::Subtract(_) => (n, s, 0, true),
             // `[n, n + span)`: the top nanosecond below `n + span` (none when
             // the span is zero).
-            Jitter::Add(_) => s.wrapping_sub(u64::from(s != 0)),
-            // n − s + a pick in [0, 2s].
-            Jitter::Spread(_) => s.saturating_add(s),
+            Jitter::Add(_) => (n, s.wrapping_sub(u64::from(s != 0)), 0, false),
+            Jitter::Spread(_) => (n, s.saturating_add(s), s, false),
         };
         let v = uniform_inclusive(width, draw);
-        let (value, lo, hi) = match *self {
-            Jitter::None => (n, n, n),
-            Jitter::Full => (v, 0, n),
-            // n/2 + a pick in [0, n − n/2] is at most n.
-            Jitter::Equal => (v.wrapping_add(n / 2), n / 2, n),
-            // initial + a pick in [0, width] is at most max(3 × previous, initial).
-            Jitter::Decorrelated => (
-                initial.wrapping_add(v),
-                initial,
-                initial.wrapping_add(width),
-            ),
-            Jitter::Subtract(_) => (n.saturating_sub(v), n.saturating_sub(s), n),
-            Jitter::Add(_) => (n.saturating_add(v), n, n.saturating_add(width)),
-            Jitter::Spread(_) => (
-                if v >= s {
-                    n.saturating_add(v.wrapping_sub(s))
-                } else {
-                    n.saturating_sub(s.wrapping_sub(v))
-                },
-                n.saturating_sub(s),
-                n.saturating_add(s),
-            ),
+        let (value, lo, hi) = if down {
+            (start.saturating_sub(v), start.saturating_sub(width), start)
+        } else {
+            let value = if v >= sub {
+                start.saturating_add(v.wrapping_sub(sub))
+            } else {
+                start.saturating_sub(sub.wrapping_sub(v))
+            };
+            // The top, `start + width − sub`: `n + s` for spread (`sub` is
+            // its span, the only one not zero), `start + width` otherwise.
+            let above = if sub == 0 { width } else { sub };
+            (
+                value,
+                start.saturating_sub(sub),
+                start.saturating_add(above),
+            )
         };
         // The kinds that cap cap all three.
         let cap = match *self {
@@ -212,7 +214,8 @@ impl fmt::Display for Jitter {
 /// gives it: in hardware on 64-bit targets, in integers elsewhere
 /// ([`binary64::fraction_of`], the same result); a fraction outside `[0, 1]` is
 /// clamped (the builder rejects it earlier).
-#[inline]
+#[cfg_attr(target_pointer_width = "64", inline)]
+#[cfg_attr(not(target_pointer_width = "64"), inline(never))]
 fn span(n: u64, f: f64) -> u64 {
     if cfg!(target_pointer_width = "64") {
         let f = if f.is_nan() { 0.0 } else { f.clamp(0.0, 1.0) };
@@ -232,7 +235,8 @@ fn span(n: u64, f: f64) -> u64 {
 
 /// Uniform in `[0, x]` from one 64-bit draw, by multiply-high (Lemire), with no
 /// division and no loop: the high word of `draw · (x + 1)`.
-#[inline]
+#[cfg_attr(target_pointer_width = "64", inline)]
+#[cfg_attr(not(target_pointer_width = "64"), inline(never))]
 fn uniform_inclusive(x: u64, draw: u64) -> u64 {
     // draw · x + draw < 2^128: nothing wraps. The high word; the truncation
     // is the point.

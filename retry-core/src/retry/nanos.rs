@@ -137,7 +137,8 @@ mod tests {
         let mut z = 17u64;
         for i in 0..1_000_000u32 {
             z = crate::retry::mix64(z);
-            let d = Duration::new(z >> (i % 64), (z as u32) % 1_000_000_000);
+            let sub = u32::try_from(z % 1_000_000_000).unwrap();
+            let d = Duration::new(z >> (i % 64), sub);
             let expected = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
             assert_eq!(sat_nanos(d), expected, "{d:?}");
         }

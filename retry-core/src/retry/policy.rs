@@ -501,13 +501,13 @@ impl RetryPolicy {
     fn finish(&self, n: u64, retry: u32, seed: u64, previous: u64, cap: u64, floor: u64) -> u64 {
         // No randomness to draw for unjittered policies, and only decorrelated
         // jitter reads the initial delay.
-        let (draw, initial) = match self.jitter {
-            Jitter::None => (0, 0),
-            Jitter::Decorrelated => (
-                jitter_draw_nanos(seed, retry, n),
-                sat_nanos(self.backoff.initial()),
-            ),
-            _ => (jitter_draw_nanos(seed, retry, n), 0),
+        let draw = match self.jitter {
+            Jitter::None => 0,
+            _ => jitter_draw_nanos(seed, retry, n),
+        };
+        let initial = match self.jitter {
+            Jitter::Decorrelated => sat_nanos(self.backoff.initial()),
+            _ => 0,
         };
         let (value, lo, hi) = self
             .jitter
@@ -1004,7 +1004,7 @@ mod delay_path_tests {
                 let a = ns(initial);
                 if a == 0 || steps == 0 {
                     a
-                } else if factor == 2.0 {
+                } else if factor.to_bits() == 2.0f64.to_bits() {
                     1u128
                         .checked_shl(steps)
                         .map_or(u128::MAX, |m| a.saturating_mul(m))
@@ -1014,7 +1014,7 @@ mod delay_path_tests {
             }
             Backoff::Fibonacci { initial } => {
                 let (mut a, mut b) = (0u128, 1u128);
-                for _ in 1..step.max(1).min(200) {
+                for _ in 1..step.clamp(1, 200) {
                     (a, b) = (b, a.saturating_add(b));
                 }
                 ns(initial).saturating_mul(b)

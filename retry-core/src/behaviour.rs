@@ -36,7 +36,39 @@
 //!
 //! `max_delay` caps every curve and `min_delay` may floor it. All arithmetic
 //! saturates: any `r` up to `u32::MAX` and any delay up to the largest
-//! `Duration` give an answer without overflow, wrap-around or panic.
+//! `Duration` give an answer without overflow, wrap-around or panic (see the
+//! next section for where it saturates).
+//!
+//! # Delays in 64-bit nanoseconds
+//!
+//! Every delay the curves, the cap and floor, jitter and rounding work out is
+//! computed in whole nanoseconds held in 64 bits, the same way on every
+//! platform; `Duration` appears only where a value enters or leaves. The
+//! largest such value, `u64::MAX` nanoseconds, is about 584.5 years, and it
+//! is where the arithmetic stops:
+//!
+//! - a duration that enters the computation longer than that (an initial
+//!   delay or increment, `max_delay`, `min_delay`, the previous delay that
+//!   decorrelated jitter reads, an honoured server hint under at-least, the
+//!   cap an at-least hint raises) counts as exactly `u64::MAX` ns;
+//! - every step that would pass it stays there: a curve that grows past it
+//!   (exponential, fibonacci, linear, whatever the factor or the retry), the
+//!   top of a jitter interval (add's `d + f × d`, spread's `d + f × d`,
+//!   decorrelated's `3 × previous`), the width of spread's and decorrelated's
+//!   interval, and the jittered delay itself;
+//! - under millisecond resolution, a delay that would round up past it gets
+//!   the last whole millisecond below it instead.
+//!
+//! So no delay is ever longer than `u64::MAX` ns. For every policy whose
+//! durations and intermediate values stay below that bound (every delay, cap
+//! and previous delay shorter than about 146 years is inside it) the
+//! delays are exactly those of exact arithmetic, to the nanosecond, including
+//! the products with an exponential factor or a jitter fraction, which are
+//! made as a double-precision float product rounded to the nearest value and
+//! then truncated. A cap of `Duration::MAX` therefore caps nothing, and a
+//! `min_delay` or an honoured hint longer than 584 years floors a delay at
+//! `u64::MAX` ns rather than at itself. The jitter draw for a base delay
+//! reads its saturated nanoseconds.
 //!
 //! Worked examples, without jitter, that the tests hold exactly:
 //!
@@ -89,7 +121,8 @@
 //!   tight loop against a server that is already struggling.
 //! - **at-least**: sleep the larger of the curve's delay and the hint (the hint
 //!   capped at `hint_cap`, 5 minutes unless set), plus any additive jitter; never
-//!   less than the honoured hint.
+//!   less than the honoured hint (counted at most `u64::MAX` nanoseconds, see
+//!   [delays in 64-bit nanoseconds](#delays-in-64-bit-nanoseconds)).
 //!
 //! A policy may also ignore hints altogether.
 //!

@@ -229,18 +229,35 @@ fn delay_computes_each_retry_on_its_own() {
 
 #[test]
 fn millisecond_rounding_is_exact_at_the_far_end() {
-    // Near the 584-year end of u64 nanoseconds the rounding takes its wide path;
-    // both paths round half up to whole milliseconds.
-    let policy = RetryPolicy::builder()
-        .backoff(Backoff::constant(Duration::from_nanos(u64::MAX)))
-        .max_delay(Duration::MAX)
-        .jitter(Jitter::None)
-        .build()
-        .unwrap();
+    // Delays are computed in u64 nanoseconds: near its 584-year end a delay
+    // rounds half up to a whole millisecond like any other, and one that would
+    // round up past u64::MAX ns takes the last whole millisecond below it.
+    let constant = |d: Duration| {
+        RetryPolicy::builder()
+            .backoff(Backoff::constant(d))
+            .max_delay(Duration::MAX)
+            .jitter(Jitter::None)
+            .build()
+            .unwrap()
+    };
+    let last_whole_ms = 18_446_744_073_709_000_000u64;
+    for (nanos, expected) in [
+        (u64::MAX, last_whole_ms),
+        (last_whole_ms + 500_000, last_whole_ms),
+        (last_whole_ms + 499_999, last_whole_ms),
+        (last_whole_ms - 500_000, last_whole_ms),
+        (last_whole_ms - 500_001, last_whole_ms - 1_000_000),
+    ] {
+        assert_eq!(
+            constant(Duration::from_nanos(nanos)).delay(1, 0),
+            Duration::from_nanos(expected),
+            "{nanos} ns"
+        );
+    }
+    // A constant delay past u64::MAX ns counts as u64::MAX ns.
     assert_eq!(
-        policy.delay(1, 0).as_nanos(),
-        18_446_744_073_710_000_000,
-        "u64::MAX ns rounds up to the next whole millisecond"
+        constant(Duration::MAX).delay(1, 0),
+        Duration::from_nanos(last_whole_ms)
     );
     let half = RetryPolicy::builder()
         .backoff(Backoff::constant(Duration::from_nanos(1_500_000)))

@@ -338,7 +338,9 @@ fn check_delay(
             if reason != SleepReason::Curve {
                 return Err(format!("no hint but reason {reason}"));
             }
-            if delay < policy.min_delay() || delay > add_limit {
+            // Curve delays are computed in u64 nanoseconds: a floor past
+            // u64::MAX ns counts as u64::MAX ns.
+            if delay < policy.min_delay().min(Duration::from_nanos(u64::MAX)) || delay > add_limit {
                 return Err(format!(
                     "curve delay {delay:?} outside [{:?}, {add_limit:?}]",
                     policy.min_delay()
@@ -356,7 +358,9 @@ fn check_delay(
             }
         }
         (Some(Hint::RetryAfter(h)), HintMode::AtLeast { cap: hint_cap }) => {
-            let honoured = h.min(hint_cap);
+            // The honoured hint floors the delay, counted (as every duration
+            // in the delay arithmetic) at most u64::MAX ns.
+            let honoured = h.min(hint_cap).min(Duration::from_nanos(u64::MAX));
             if delay < honoured {
                 return Err(format!("at-least: {delay:?} below the hint {honoured:?}"));
             }
@@ -609,7 +613,9 @@ fn random_event_streams_never_break_the_machine() {
 /// The interval a jitter kind documents for base delay `d` (already capped), in
 /// nanoseconds and closed at both ends, restated from the table on [`Jitter`]:
 /// `add(f)`'s open top is one nanosecond below `d + f·d`; the capping kinds stay
-/// at or below `cap`. `f·d` is rounded down, as documented.
+/// at or below `cap`. `f·d` is rounded down, as documented. Every duration
+/// counts as at most `u64::MAX` ns (the delay arithmetic's saturation rule);
+/// the caller cuts the ends there.
 fn documented_interval(
     kind: Jitter,
     d: Duration,
@@ -617,6 +623,13 @@ fn documented_interval(
     previous: Duration,
     cap: Duration,
 ) -> (u128, u128) {
+    let top = Duration::from_nanos(u64::MAX);
+    let (d, initial, previous, cap) = (
+        d.min(top),
+        initial.min(top),
+        previous.min(top),
+        cap.min(top),
+    );
     let n = d.as_nanos();
     let cap = cap.as_nanos();
     // `f` is at most 1, so `f·d` is at most `d`; above 2^53 ns the product in
@@ -654,9 +667,10 @@ fn every_delay_is_a_multiple_of_the_resolution_inside_its_kinds_interval() {
         let initial = policy.backoff().initial();
         let cap = policy.max_delay();
         let (lo, hi) = documented_interval(policy.jitter(), base, initial, initial, cap);
-        let floor = policy.min_delay().as_nanos();
-        // A delay is a Duration: nothing past `Duration::MAX` is a result.
-        let top = Duration::MAX.as_nanos();
+        // Delays are computed in u64 nanoseconds: nothing past u64::MAX ns is
+        // a result, and a floor past it counts as u64::MAX ns.
+        let top = u128::from(u64::MAX);
+        let floor = policy.min_delay().as_nanos().min(top);
         let (lo, hi) = (lo.max(floor).min(top), hi.max(floor).min(top));
         let step: u128 = match policy.resolution() {
             Resolution::Millis => 1_000_000,

@@ -445,6 +445,12 @@ impl Model {
     /// Bounds on the jittered delay before the next copy.
     fn jitter_bounds(&self) -> (Duration, Duration) {
         let d = self.delay;
+        if self.policy.jitter() == Jitter::None {
+            return (d, d);
+        }
+        // Jitter computes in u64 nanoseconds: a longer delay counts as
+        // u64::MAX ns (about 584.5 years), and so does every result.
+        let d = d.min(Duration::from_nanos(u64::MAX));
         let (lo, hi) = match self.policy.jitter() {
             Jitter::None => return (d, d),
             Jitter::Full => (0.0, 1.0),
@@ -456,9 +462,10 @@ impl Model {
         };
         // Relative slack for float products on huge delays, a microsecond on small.
         let micro = Duration::from_micros(1);
+        let top = Duration::from_nanos(u64::MAX);
         (
-            scaled(d, lo * (1.0 - 1e-9)).saturating_sub(micro),
-            scaled(d, hi * (1.0 + 1e-9)).saturating_add(micro),
+            scaled(d, lo * (1.0 - 1e-9)).saturating_sub(micro).min(top),
+            scaled(d, hi * (1.0 + 1e-9)).saturating_add(micro).min(top),
         )
     }
 

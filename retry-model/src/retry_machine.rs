@@ -304,10 +304,12 @@ impl MachineModel {
             | Backoff::Exponential { initial, .. }
             | Backoff::Fibonacci { initial } => initial,
         };
-        first.max(p.min_delay()).min(p.max_delay())
+        saturated(first.max(p.min_delay()).min(p.max_delay()))
     }
 
-    /// Bounds on the delay after a retryable failure carrying `hint`.
+    /// Bounds on the delay after a retryable failure carrying `hint`. Curve
+    /// delays (and the honoured hint under at-least) are computed in 64-bit
+    /// nanoseconds: a floor above `u64::MAX` ns counts as `u64::MAX` ns.
     fn delay_bounds(&self, hint: Option<Hint>) -> (Duration, Duration, Reasons) {
         let p = &self.policy;
         let slack = match p.resolution() {
@@ -339,9 +341,17 @@ impl MachineModel {
             (Some(Hint::RetryAfter(h)), HintMode::AtLeast { cap }) => {
                 let honoured = h.min(cap);
                 let ceiling = p.max_delay().max(honoured);
-                (honoured.max(p.min_delay()), above(ceiling), Reasons::Either)
+                (
+                    saturated(honoured.max(p.min_delay())),
+                    above(ceiling),
+                    Reasons::Either,
+                )
             }
-            _ => (p.min_delay(), above(p.max_delay()), Reasons::Curve),
+            _ => (
+                saturated(p.min_delay()),
+                above(p.max_delay()),
+                Reasons::Curve,
+            ),
         }
     }
 
@@ -602,15 +612,15 @@ impl MachineModel {
                         ensure(reasons.allows(reason), TARGET, step, "wrong sleep reason")?;
                         // Millisecond resolution: a curve delay is a whole
                         // millisecond, unless the policy's own bounds hold none
-                        // (then it is one of them).
+                        // (then it is one of them, counted at most u64::MAX ns).
                         let p = &self.policy;
                         ensure(
                             reason != SleepReason::Curve
                                 || p.resolution() != Resolution::Millis
                                 || matches!(p.hints(), HintMode::AtLeast { .. })
                                 || delay.subsec_nanos() % 1_000_000 == 0
-                                || delay == p.min_delay()
-                                || delay == p.max_delay(),
+                                || delay == saturated(p.min_delay())
+                                || delay == saturated(p.max_delay()),
                             TARGET,
                             step,
                             "a curve delay that is not a whole millisecond",
@@ -1014,4 +1024,10 @@ pub fn check(data: &[u8]) -> Result<(), Violation> {
         )?;
     }
     Ok(())
+}
+
+/// The delay arithmetic's saturation rule: a duration above `u64::MAX`
+/// nanoseconds (about 584.5 years) counts as `u64::MAX` ns.
+fn saturated(d: Duration) -> Duration {
+    d.min(Duration::from_nanos(u64::MAX))
 }

@@ -5,13 +5,16 @@ use core::time::Duration;
 
 use super::binary64;
 use super::error::PolicyError;
-use super::nanos::{from_nanos, nanos};
+use super::nanos::{from_nanos, sat_nanos};
 
 /// The shape of the delays before successive retries (see [the rules](crate::behaviour#backoff-curves)).
 ///
 /// Retry `r` (r = 1, 2, …) is attempt `r + 1`. The curve gives the raw delay before
 /// retry `r`; the policy then caps it with `max_delay`, floors it with `min_delay`
-/// and applies jitter. All arithmetic saturates at [`Duration::MAX`] for every `r`.
+/// and applies jitter. The curve is computed in whole nanoseconds in a `u64`:
+/// a delay above `u64::MAX` ns (about 584.5 years) counts as `u64::MAX` ns, and
+/// every result saturates there, for every `r` (see
+/// [the rule](crate::behaviour#delays-in-64-bit-nanoseconds)).
 ///
 /// ```
 /// use core::time::Duration;
@@ -20,7 +23,8 @@ use super::nanos::{from_nanos, nanos};
 /// let exp = Backoff::exponential(Duration::from_secs(1), 2.0);
 /// assert_eq!(exp.delay(1), Duration::from_secs(1));
 /// assert_eq!(exp.delay(4), Duration::from_secs(8));
-/// assert_eq!(exp.delay(u32::MAX), Duration::MAX);
+/// // Saturated at u64::MAX nanoseconds, about 584.5 years.
+/// assert_eq!(exp.delay(u32::MAX), Duration::from_nanos(u64::MAX));
 ///
 /// let fib = Backoff::fibonacci(Duration::from_millis(100));
 /// let delays: Vec<_> = (1..=6).map(|r| fib.delay(r).as_millis()).collect();
@@ -172,33 +176,60 @@ impl Backoff {
     }
 
     /// The raw delay before retry `retry` (1-based; 0 is read as 1), saturating at
-    /// [`Duration::MAX`]. No cap, floor or jitter is applied here.
+    /// `u64::MAX` nanoseconds (about 584.5 years). No cap, floor or jitter is
+    /// applied here.
     #[must_use]
     pub fn delay(&self, retry: u32) -> Duration {
-        let steps = retry.saturating_sub(1);
-        // Every curve starts from its initial delay (a constant's delay, zero
-        // for none); the sums and products below are not saturated: anything
-        // past `Duration::MAX` is, by `from_nanos`.
-        let base = nanos(self.initial());
-        from_nanos(match *self {
-            Backoff::None | Backoff::Constant { .. } => base,
-            // Below 2^94 · 2^32 + 2^94: the sum fits.
-            Backoff::Linear { increment, .. } => nanos(increment)
-                .wrapping_mul(u128::from(steps))
-                .wrapping_add(base),
-            Backoff::Exponential { factor, .. } => exponential(base, factor, steps),
-            Backoff::Fibonacci { .. } => {
-                let f = fibonacci(retry);
-                // Below 2^128 when the factors' bit lengths add up to at most
-                // 128; otherwise at least 2^127, far past `Duration::MAX`.
-                if base.leading_zeros().wrapping_add(f.leading_zeros()) >= 64 {
-                    base.wrapping_mul(u128::from(f))
-                } else {
-                    u128::MAX
-                }
-            }
-        })
+        from_nanos(self.capped_nanos(retry, u64::MAX))
     }
+
+    /// [`Backoff::delay`] in nanoseconds, capped at `max`: the curve's value
+    /// before retry `retry`, never computed past the cap (a Fibonacci curve
+    /// stops adding there).
+    #[inline]
+    pub(crate) fn capped_nanos(&self, retry: u32, max: u64) -> u64 {
+        let steps = retry.saturating_sub(1);
+        let base = sat_nanos(self.initial());
+        match *self {
+            Backoff::None | Backoff::Constant { .. } => base.min(max),
+            Backoff::Linear { increment, .. } => {
+                mul_add(sat_nanos(increment), steps, base).min(max)
+            }
+            Backoff::Exponential { factor, .. } => exponential(base, factor, steps).min(max),
+            Backoff::Fibonacci { .. } => {
+                if base == 0 {
+                    return 0;
+                }
+                // initial · F(r) as the sum of the two before it, saturating:
+                // exact while it fits, and it stops at the cap (at most 92
+                // additions, as F(94) · 1 ns is past u64::MAX).
+                let (mut a, mut b) = (0u64, base);
+                for _ in 1..retry {
+                    if b >= max {
+                        break;
+                    }
+                    let next = a.saturating_add(b);
+                    a = b;
+                    b = next;
+                }
+                b.min(max)
+            }
+        }
+    }
+}
+
+/// `a · k + b`, saturating at `u64::MAX`, in 32-bit halves (a 64-bit
+/// overflow check is a library call on 32-bit targets).
+#[inline]
+fn mul_add(a: u64, k: u32, b: u64) -> u64 {
+    let k = u64::from(k);
+    // Each half times k fits a u64.
+    let low = (a & 0xFFFF_FFFF).wrapping_mul(k);
+    let high = (a >> 32).wrapping_mul(k);
+    if high >> 32 != 0 {
+        return u64::MAX;
+    }
+    (high << 32).saturating_add(low).saturating_add(b)
 }
 
 impl fmt::Display for Backoff {
@@ -218,31 +249,42 @@ impl fmt::Display for Backoff {
     }
 }
 
-/// `base * factor^steps` for the initial delay's nanoseconds `base`
-/// (`u128::MAX` past the largest `u128`): the `f64` computation
-/// `(base as f64 * powi(factor, steps)) as u128`, made in integers ([`binary64`]) with the rounding IEEE-754
-/// multiplication has everywhere, so the result is identical on every
+/// `base * factor^steps` for the initial delay's nanoseconds `base`,
+/// saturating at `u64::MAX`: the `f64` computation
+/// `(base as f64 * powi(factor, steps)) as u64`. On 64-bit targets it is made
+/// in hardware; elsewhere in integers ([`binary64`]) with the rounding
+/// IEEE-754 multiplication has everywhere, so the result is identical on every
 /// platform, with or without a floating-point unit.
-fn exponential(base: u128, factor: f64, steps: u32) -> u128 {
+#[inline]
+fn exponential(base: u64, factor: f64, steps: u32) -> u64 {
     let bits = factor.to_bits();
     // An invalid factor cannot get past the builder; be total anyway.
     if base == 0 || steps == 0 || !binary64::is_factor(bits) {
         return base;
     }
-    // Exact integer path for the common factor 2.
+    // Exact integer path for the common factor 2: `base · 2^steps` is a
+    // shift, and overflows exactly when the shift would push out a set bit.
     if bits == binary64::TWO_BITS {
-        // `base · 2^steps` is a shift, and overflows exactly when the shift
-        // would push out a set bit (a 128-bit multiply is a long routine on
-        // 32-bit targets).
         return if steps <= base.leading_zeros() {
-            // `base` is not zero: at most 127 leading zeros, so no shift
-            // reaches the width.
-            base.wrapping_shl(steps)
+            // `base` is not zero: at most 63 leading zeros.
+            base << steps
         } else {
-            u128::MAX
+            u64::MAX
         };
     }
-    binary64::scale(base, bits, steps)
+    if cfg!(target_pointer_width = "64") {
+        // `as` saturates at u64::MAX (an infinite power included) and drops
+        // the fraction.
+        #[allow(
+            clippy::cast_precision_loss,
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss
+        )]
+        let scaled = (base as f64 * powi(factor, steps)) as u64;
+        scaled
+    } else {
+        binary64::scale(base, bits, steps)
+    }
 }
 
 /// `x^n` by repeated squaring (core has no `powi` without std): the 64-bit
@@ -265,53 +307,64 @@ pub(crate) fn powi(mut x: f64, mut n: u32) -> f64 {
     acc
 }
 
-/// The r-th Fibonacci number with F(1) = F(2) = 1, saturating at `u64::MAX`
-/// (F(93) is the last that fits).
-fn fibonacci(r: u32) -> u64 {
-    if r > 93 {
-        return u64::MAX;
-    }
-    let (mut a, mut b) = (0u64, 1u64);
-    for _ in 1..r.max(1) {
-        let next = a.saturating_add(b);
-        a = b;
-        b = next;
-    }
-    b
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The r-th Fibonacci number with F(1) = F(2) = 1, saturating at
+    /// `u64::MAX` (F(93) is the last that fits): the reference.
+    fn fibonacci(r: u32) -> u64 {
+        if r > 93 {
+            return u64::MAX;
+        }
+        let (mut a, mut b) = (0u64, 1u64);
+        for _ in 1..r.max(1) {
+            let next = a.saturating_add(b);
+            a = b;
+            b = next;
+        }
+        b
+    }
+
+    /// The saturation rule as a reference: a value in 128-bit nanoseconds
+    /// (exact for every curve below) cut to `u64::MAX` ns.
+    fn sat(n: u128) -> Duration {
+        Duration::from_nanos(u64::try_from(n).unwrap_or(u64::MAX))
+    }
+
+    /// Inputs around the saturation point: `u64::MAX` ns, one below and
+    /// above, and `Duration::MAX`.
+    const TOP: Duration = Duration::new(18_446_744_073, 709_551_615);
+
     /// Doubling by shift is the saturating multiply by `2^steps`, for every
-    /// step count and initial delays from 1 ns to `Duration::MAX`.
+    /// step count and initial delays from 1 ns to past `u64::MAX` ns.
     #[test]
     fn doubling_is_the_saturating_multiply() {
         let initials = [
             Duration::from_nanos(1),
             Duration::from_nanos(3),
             Duration::from_millis(100),
-            Duration::new(1 << 40, 999_999_999),
-            Duration::new(u64::MAX, 999_999_999),
+            Duration::new(1 << 20, 999_999_999),
+            TOP - Duration::from_nanos(1),
+            TOP,
+            TOP + Duration::from_nanos(1),
+            Duration::MAX,
         ];
         for initial in initials {
-            for steps in 0..=200u32 {
-                let expected = match 1u128.checked_shl(steps) {
-                    Some(m) => from_nanos(nanos(initial).saturating_mul(m)),
-                    None => Duration::MAX,
+            let n = u128::from(sat_nanos(initial));
+            for r in 1..=200u32 {
+                let expected = match 1u128.checked_shl(r - 1) {
+                    Some(m) => sat(n.saturating_mul(m)),
+                    None => TOP,
                 };
-                assert_eq!(
-                    from_nanos(exponential(nanos(initial), 2.0, steps)),
-                    expected,
-                    "{initial:?} {steps}"
-                );
+                let b = Backoff::exponential(initial, 2.0);
+                assert_eq!(b.delay(r), expected, "{initial:?} {r}");
             }
         }
     }
 
-    /// Linear and Fibonacci curves in wrapping 128-bit nanoseconds are the
-    /// saturating `Duration` and `u128` formulas, up to `Duration::MAX`.
+    /// Linear and Fibonacci curves in saturating 64-bit nanoseconds are the
+    /// exact 128-bit formulas cut at `u64::MAX` ns, for inputs past it too.
     #[test]
     fn integer_curves_are_the_saturating_formulas() {
         let values = [
@@ -319,17 +372,22 @@ mod tests {
             Duration::from_nanos(1),
             Duration::from_millis(100),
             Duration::new(1 << 33, 5),
-            Duration::new(1 << 40, 999_999_999),
+            Duration::new(u64::MAX / 3_000_000_000, 1),
+            TOP - Duration::from_nanos(1),
+            TOP,
+            TOP + Duration::from_nanos(1),
             Duration::new(u64::MAX / 3, 1),
             Duration::MAX,
         ];
         for a in values {
+            let an = u128::from(sat_nanos(a));
             for b in values {
+                let bn = u128::from(sat_nanos(b));
                 for r in [0, 1, 2, 3, 50, 93, 94, 95, 1000, u32::MAX - 1, u32::MAX] {
-                    let steps = r.saturating_sub(1);
+                    let steps = u128::from(r.saturating_sub(1));
                     assert_eq!(
                         Backoff::linear_by(a, b).delay(r),
-                        a.saturating_add(b.saturating_mul(steps)),
+                        sat(an + bn * steps),
                         "{a:?} {b:?} {r}"
                     );
                 }
@@ -337,9 +395,83 @@ mod tests {
             for r in (0..=200).chain([u32::MAX]) {
                 assert_eq!(
                     Backoff::fibonacci(a).delay(r),
-                    from_nanos(nanos(a).saturating_mul(u128::from(fibonacci(r)))),
+                    sat(an.saturating_mul(u128::from(fibonacci(r)))),
                     "{a:?} {r}"
                 );
+                // Capped at every point around the value: the early stop at
+                // the cap gives the capped value.
+                let exact = an.saturating_mul(u128::from(fibonacci(r)));
+                for cap in [exact.saturating_sub(1), exact, exact + 1, 0, 1] {
+                    let cap64 = u64::try_from(cap).unwrap_or(u64::MAX);
+                    assert_eq!(
+                        u128::from(Backoff::fibonacci(a).capped_nanos(r, cap64)),
+                        exact.min(u128::from(cap64)),
+                        "{a:?} {r} {cap}"
+                    );
+                }
+            }
+        }
+        let mut z = 5u64;
+        for _ in 0..200_000 {
+            z = crate::retry::mix64(z);
+            let (a, k, b) = (z, u32::try_from(z >> 32).unwrap(), crate::retry::mix64(z));
+            let exact = u128::from(a) * u128::from(k) + u128::from(b);
+            assert_eq!(
+                mul_add(a >> (k % 64), k, b >> (k % 61)),
+                u64::try_from(
+                    u128::from(a >> (k % 64)) * u128::from(k) + u128::from(b >> (k % 61))
+                )
+                .unwrap_or(u64::MAX)
+            );
+            assert_eq!(mul_add(a, k, b), u64::try_from(exact).unwrap_or(u64::MAX));
+        }
+    }
+
+    /// Exponential curves with any factor are the hardware `f64` formula,
+    /// saturating at `u64::MAX` ns, huge factors and initial delays past the
+    /// saturation point included.
+    #[test]
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss
+    )]
+    fn exponential_curves_are_the_float_formula() {
+        // Factor 2 is an exact shift (`doubling_is_the_saturating_multiply`).
+        let factors = [
+            1.0,
+            1.000_001,
+            1.0001,
+            1.5,
+            1.999,
+            3.0,
+            10.0,
+            1e300,
+            f64::MAX,
+        ];
+        let initials = [
+            Duration::from_nanos(1),
+            Duration::from_millis(100),
+            Duration::new(1 << 33, 5),
+            TOP - Duration::from_nanos(1),
+            TOP,
+            TOP + Duration::from_nanos(1),
+            Duration::MAX,
+        ];
+        for f in factors {
+            for initial in initials {
+                let n = sat_nanos(initial);
+                for r in (2..=130).chain([1000, u32::MAX]) {
+                    let expected = (n as f64 * powi(f, r - 1)) as u64;
+                    let b = Backoff::exponential(initial, f);
+                    assert_eq!(sat_nanos(b.delay(r)), expected, "{initial:?} {f} {r}");
+                    assert_eq!(sat_nanos(b.delay(1)), n, "{initial:?} {f}");
+                    assert_eq!(
+                        binary64::scale(n, f.to_bits(), r - 1),
+                        expected,
+                        "{initial:?} {f} {r}"
+                    );
+                }
             }
         }
     }
@@ -371,22 +503,28 @@ mod tests {
     #[test]
     fn saturates_everywhere() {
         let big = Duration::MAX;
+        let top = Duration::from_nanos(u64::MAX);
         for r in [1, 2, 64, 93, 94, 127, 128, 129, u32::MAX] {
-            let _ = Backoff::linear(big).delay(r);
-            let _ = Backoff::fibonacci(big).delay(r);
-            let _ = Backoff::exponential(big, 2.0).delay(r);
-            let _ = Backoff::exponential(big, 1.0000001).delay(r);
-            let _ = Backoff::exponential(Duration::from_nanos(1), f64::MAX).delay(r);
+            assert!(Backoff::linear(big).delay(r) <= top, "{r}");
+            assert!(Backoff::fibonacci(big).delay(r) <= top, "{r}");
+            assert!(Backoff::exponential(big, 2.0).delay(r) <= top, "{r}");
+            assert!(Backoff::exponential(big, 1.0000001).delay(r) <= top, "{r}");
+            assert!(
+                Backoff::exponential(Duration::from_nanos(1), f64::MAX).delay(r) <= top,
+                "{r}"
+            );
         }
         assert_eq!(
             Backoff::exponential(Duration::from_secs(1), 2.0).delay(200),
-            Duration::MAX
+            top
         );
         assert_eq!(
             Backoff::exponential(Duration::from_secs(1), 3.0).delay(u32::MAX),
-            Duration::MAX
+            top
         );
-        assert_eq!(Backoff::linear(big).delay(2), Duration::MAX);
+        assert_eq!(Backoff::linear(big).delay(2), top);
+        assert_eq!(Backoff::constant(big).delay(2), top);
+        assert_eq!(Backoff::fibonacci(big).delay(1), top);
         assert_eq!(fibonacci(93), 12_200_160_415_121_876_738);
         assert_eq!(fibonacci(94), u64::MAX);
     }

@@ -85,26 +85,14 @@ impl Float {
         Float::from_bits(bits)
     }
 
-    /// `p · 2^e` rounded to the nearest `f64`, ties to even (`p` not zero;
-    /// `e` stays far from `i32`'s range).
+    /// `q · 2^e` for the top 53 bits `q` of a value whose bits below them
+    /// are `rest`, of which `half` is the highest: rounded to the nearest
+    /// `f64`, ties to even (`q` in `[2^52, 2^53)`).
     #[inline]
-    fn round(p: u128, e: i32) -> Float {
-        // Normalized: the top bit at bit 127 (one shift), so the significand
-        // is the top 53 bits and the rest is read in fixed places.
-        let lz = p.leading_zeros();
-        let p = p << lz;
-        // The two words; the truncation is the point.
-        #[allow(clippy::cast_possible_truncation)]
-        let (hi, lo) = ((p >> 64) as u64, p as u64);
-        let q = hi >> 11;
-        // Half a unit of the last place, and whether anything lies below it.
-        let half = hi & 0x400 != 0;
-        let below = hi & 0x3FF != 0 || lo != 0;
-        let up = half && (below || q & 1 == 1);
-        // q < 2^53: the increment cannot wrap. `lz` is at most 127.
+    fn rounded(q: u64, rest: u64, half: u64, e: i32) -> Float {
+        let up = rest > half || (rest == half && q & 1 == 1);
+        // q < 2^53: the increment cannot wrap.
         let q = q.wrapping_add(u64::from(up));
-        #[allow(clippy::cast_possible_wrap)]
-        let e = e.wrapping_add(75).wrapping_sub(lz as i32);
         let (m, e) = if q == 1 << 53 {
             (HIDDEN, e.wrapping_add(1))
         } else {
@@ -120,8 +108,24 @@ impl Float {
     /// A whole number of nanoseconds (not zero) as the nearest `f64`: what
     /// `n as f64` gives.
     #[inline]
-    pub(crate) fn from_int(n: u128) -> Float {
-        Float::round(n, 0)
+    pub(crate) fn from_int(n: u64) -> Float {
+        // Up to 53 significant bits the value is exact; beyond, the bits
+        // shifted out are rounded off.
+        let lz = n.leading_zeros();
+        if lz >= 11 {
+            // lz <= 63 (n is not zero): a shift by at most 52.
+            #[allow(clippy::cast_possible_wrap)]
+            let up = lz.wrapping_sub(11) as i32;
+            return Float {
+                m: n << up,
+                e: up.wrapping_neg(),
+            };
+        }
+        // 1 to 11 bits below the significand.
+        let down = 11u32.wrapping_sub(lz);
+        let mask = (1u64 << down).wrapping_sub(1);
+        #[allow(clippy::cast_possible_wrap)]
+        Float::rounded(n >> down, n & mask, 1 << down.wrapping_sub(1), down as i32)
     }
 
     /// The `f64` product `self × other`, rounded as IEEE-754 rounds it; an
@@ -129,8 +133,21 @@ impl Float {
     /// within a few thousand).
     #[inline]
     pub(crate) fn mul(self, other: Float) -> Float {
+        // Both significands in [2^52, 2^53): the product is in [2^104, 2^106),
+        // so its top 53 bits start at bit 104 or 105.
         let p = u128::from(self.m).wrapping_mul(u128::from(other.m));
-        Float::round(p, self.e.wrapping_add(other.e))
+        let e = self.e.wrapping_add(other.e);
+        // The words of the product; the truncation is the point.
+        #[allow(clippy::cast_possible_truncation)]
+        let (hi, lo) = ((p >> 64) as u64, p as u64);
+        if hi >> 41 != 0 {
+            // Top bit at 105: the significand is bits 53..106.
+            let q = (hi << 11) | (lo >> 53);
+            Float::rounded(q, lo & ((1 << 53) - 1), 1 << 52, e.wrapping_add(53))
+        } else {
+            let q = (hi << 12) | (lo >> 52);
+            Float::rounded(q, lo & ((1 << 52) - 1), 1 << 51, e.wrapping_add(52))
+        }
     }
 
     /// Whether this is infinity.
@@ -139,23 +156,23 @@ impl Float {
         self.e > MAX_E
     }
 
-    /// The value with its fraction dropped, saturating at `u128::MAX`: what
-    /// `x as u128` gives.
+    /// The value with its fraction dropped, saturating at `u64::MAX`: what
+    /// `x as u64` gives.
     #[inline]
-    pub(crate) fn trunc(self) -> u128 {
+    pub(crate) fn trunc(self) -> u64 {
         if self.e >= 0 {
-            // m < 2^53: shifted by 76 or more it is past u128.
-            if self.e >= 76 {
-                return u128::MAX;
+            // m < 2^53: shifted by 12 or more it is past u64.
+            if self.e >= 12 {
+                return u64::MAX;
             }
             #[allow(clippy::cast_sign_loss)]
-            return u128::from(self.m) << (self.e as u32);
+            return self.m << (self.e as u32);
         }
         let down = self.e.unsigned_abs();
         if down >= 64 {
             0
         } else {
-            u128::from(self.m >> down)
+            self.m >> down
         }
     }
 
@@ -179,20 +196,20 @@ impl Float {
     }
 }
 
-/// `⌊f · n⌋` computed as `((n as f64) * f) as u128`, for a fraction given by
+/// `⌊f · n⌋` computed as `((n as f64) * f) as u64`, for a fraction given by
 /// its bits, clamped into `[0, 1]` first (NaN read as zero).
 #[inline]
-pub(crate) fn fraction_of(n: u128, f_bits: u64) -> u128 {
+pub(crate) fn fraction_of(n: u64, f_bits: u64) -> u64 {
     match Float::fraction(f_bits) {
         Some(f) if n != 0 => Float::from_int(n).mul(f).trunc(),
         _ => 0,
     }
 }
 
-/// `⌊n · factor^steps⌋` computed as `(n as f64 * powi(factor, steps)) as u128`,
+/// `⌊n · factor^steps⌋` computed as `(n as f64 * powi(factor, steps)) as u64`,
 /// `factor` a valid factor's bits, `n` not zero.
 #[inline]
-pub(crate) fn scale(n: u128, factor_bits: u64, steps: u32) -> u128 {
+pub(crate) fn scale(n: u64, factor_bits: u64, steps: u32) -> u64 {
     let factor = Float::from_bits(factor_bits).unwrap_or(Float::ONE);
     Float::from_int(n).mul(factor.powi(steps)).trunc()
 }
@@ -267,22 +284,22 @@ mod tests {
             let hw = x * y;
             assert_eq!(of(x).mul(of(y)), of(hw), "{x:e} × {y:e}");
             // Conversion of whole numbers of every width, and truncation.
-            let n = (u128::from(next()) << 64 | u128::from(next())) >> (i % 128);
+            let n = next() >> (i % 64);
             if n != 0 {
                 assert_eq!(Float::from_int(n), of(n as f64), "{n}");
             }
-            assert_eq!(of(hw).trunc(), hw as u128, "{hw:e}");
+            assert_eq!(of(hw).trunc(), hw as u64, "{hw:e}");
             // A fraction of a whole number.
             let f = f64::from_bits(next() % (ONE_BITS + 1));
             assert_eq!(
                 fraction_of(n, f.to_bits()),
-                ((n as f64) * f) as u128,
+                ((n as f64) * f) as u64,
                 "{n} {f:e}"
             );
         }
         // Ties: 3 × the f64 nearest a third is exactly halfway below 1.
         let third = 1.0 / 3.0;
-        assert_eq!(fraction_of(3, f64::to_bits(third)), ((3.0 * third) as u128));
+        assert_eq!(fraction_of(3, f64::to_bits(third)), ((3.0 * third) as u64));
         assert_eq!(fraction_of(3, f64::to_bits(third)), 1);
     }
 
@@ -304,10 +321,10 @@ mod tests {
             for n in (0..=200).chain([1000, 65_535, u32::MAX - 1, u32::MAX]) {
                 let hw = crate::retry::backoff::powi(f, n);
                 assert_eq!(of(f).powi(n), of(hw), "{f}^{n}");
-                for base in [1u128, 3, 100_000_000, 999_999_999_999, 1 << 90] {
+                for base in [1u64, 3, 100_000_000, 999_999_999_999, 1 << 60, u64::MAX] {
                     assert_eq!(
                         scale(base, f.to_bits(), n),
-                        (base as f64 * hw) as u128,
+                        (base as f64 * hw) as u64,
                         "{base} × {f}^{n}"
                     );
                 }
@@ -328,10 +345,10 @@ mod tests {
             5e-324,
         ] {
             let c = if f.is_nan() { 0.0 } else { f.clamp(0.0, 1.0) };
-            for n in [0u128, 1, 7, 1 << 60, 1 << 94] {
+            for n in [0u64, 1, 7, 1 << 60, u64::MAX] {
                 assert_eq!(
                     fraction_of(n, f.to_bits()),
-                    ((n as f64) * c) as u128,
+                    ((n as f64) * c) as u64,
                     "{n} {f}"
                 );
             }

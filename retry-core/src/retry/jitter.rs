@@ -9,7 +9,7 @@ use core::time::Duration;
 
 use super::binary64;
 use super::error::PolicyError;
-use super::nanos::{from_nanos, nanos};
+use super::nanos::{from_nanos, sat_nanos};
 
 /// How a delay is randomised (see [the rules](crate::behaviour#jitter)). `f` is a fraction in `[0, 1]`.
 ///
@@ -101,7 +101,10 @@ impl Jitter {
     ///
     /// `draw` is the random word for this retry (see [`jitter_draw`]);
     /// `initial` and `previous` are used by [`Jitter::Decorrelated`] only. The result
-    /// is not capped again except where the table above says so.
+    /// is not capped again except where the table above says so. Durations above
+    /// `u64::MAX` nanoseconds (about 584.5 years) count as `u64::MAX` ns, and
+    /// the result saturates there (see
+    /// [the rule](crate::behaviour#delays-in-64-bit-nanoseconds)).
     #[must_use]
     pub fn apply(
         &self,
@@ -111,80 +114,168 @@ impl Jitter {
         previous: Duration,
         cap: Duration,
     ) -> Duration {
-        from_nanos(self.draw_within(d, draw, initial, previous, cap).0)
+        let (value, _, _) = self.draw_within_nanos(
+            sat_nanos(d),
+            draw,
+            sat_nanos(initial),
+            sat_nanos(previous),
+            sat_nanos(cap),
+        );
+        from_nanos(value)
     }
 
     /// The jittered value in nanoseconds, with the closed interval it was drawn
     /// from (the table's interval made exact on the nanosecond grid: the open
     /// top of [`Jitter::Add`] becomes one nanosecond below it; the cap applied
-    /// where the kind applies it). `lo <= value <= hi` always.
-    pub(crate) fn draw_within(
-        &self,
-        d: Duration,
-        draw: u64,
-        initial: Duration,
-        previous: Duration,
-        cap: Duration,
-    ) -> (u128, u128, u128) {
-        self.draw_within_nanos(nanos(d), draw, nanos(initial), nanos(previous), nanos(cap))
-    }
-
-    /// [`Jitter::draw_within`] on whole nanoseconds (`n` the delay, then the
-    /// curve's initial delay, the previous delay and the cap).
+    /// where the kind applies it): `(value, lo, hi)` with `lo <= value <= hi`,
+    /// for the delay `n`, the curve's initial delay, the previous delay and
+    /// the cap, all in nanoseconds.
     ///
-    /// Every kind is one interval and one pick: the pick `v`, uniform in
-    /// `[0, width]`, is added to `start` (taken from it for `Subtract`, which
-    /// counts down from the top), and `Spread`'s span is then taken off again
-    /// (its pick is over `[0, 2·span]`). The kinds that cap (decorrelated and
-    /// spread) cap all three values.
-    #[cfg_attr(target_pointer_width = "64", inline)]
+    /// Every step saturates at `u64::MAX`: an interval's top, its width
+    /// (spread's twice the span, decorrelated's three times the previous delay
+    /// less the initial one) and the value. The pick is uniform in
+    /// `[0, width]`, by multiply-high.
+    #[inline]
     pub(crate) fn draw_within_nanos(
         &self,
-        n: u128,
+        n: u64,
         draw: u64,
-        initial: u128,
-        previous: u128,
-        cap: u128,
-    ) -> (u128, u128, u128) {
+        initial: u64,
+        previous: u64,
+        cap: u64,
+    ) -> (u64, u64, u64) {
+        // Two forms of the same arithmetic: kind by kind on 64-bit targets
+        // (the fastest there), one shared interval and pick elsewhere (the
+        // smallest code on a 32-bit core). A test holds them equal.
+        if cfg!(target_pointer_width = "64") {
+            self.per_kind(n, draw, initial, previous, cap)
+        } else {
+            self.one_pick(n, draw, initial, previous, cap)
+        }
+    }
+
+    /// [`Jitter::draw_within_nanos`] kind by kind.
+    #[inline(always)]
+    fn per_kind(
+        &self,
+        n: u64,
+        draw: u64,
+        initial: u64,
+        previous: u64,
+        cap: u64,
+    ) -> (u64, u64, u64) {
+        let pick = |width: u64| uniform_inclusive(width, draw);
+        match *self {
+            Jitter::None => (n, n, n),
+            Jitter::Full => (pick(n), 0, n),
+            Jitter::Equal => {
+                let lo = n / 2;
+                // lo + a pick in [0, n - lo] is at most n.
+                (lo.wrapping_add(pick(n.wrapping_sub(lo))), lo, n)
+            }
+            Jitter::Decorrelated => {
+                // [initial, 3 × previous] (just `initial` when that is
+                // below it), capped.
+                let top = previous.saturating_add(previous).saturating_add(previous);
+                let width = top.saturating_sub(initial);
+                // initial + a pick in [0, width] is at most max(top, initial).
+                let value = initial.wrapping_add(pick(width));
+                let hi = initial.wrapping_add(width);
+                (value.min(cap), initial.min(cap), hi.min(cap))
+            }
+            Jitter::Subtract(f) => {
+                // d minus up to f·d: the pick counts down from the top, d.
+                let s = span(n, f);
+                (n.saturating_sub(pick(s)), n.saturating_sub(s), n)
+            }
+            Jitter::Add(f) => {
+                // `[n, n + span)`: the top nanosecond below `n + span` (none
+                // when the span is zero).
+                let s = span(n, f);
+                let width = s.wrapping_sub(u64::from(s != 0));
+                (n.saturating_add(pick(width)), n, n.saturating_add(width))
+            }
+            Jitter::Spread(f) => {
+                // n - s + a pick in [0, 2s], capped.
+                let s = span(n, f);
+                let v = pick(s.saturating_add(s));
+                let value = if v >= s {
+                    n.saturating_add(v.wrapping_sub(s))
+                } else {
+                    n.saturating_sub(s.wrapping_sub(v))
+                };
+                (
+                    value.min(cap),
+                    n.saturating_sub(s).min(cap),
+                    n.saturating_add(s).min(cap),
+                )
+            }
+        }
+    }
+
+    /// [`Jitter::draw_within_nanos`] as one interval and one pick for every
+    /// kind.
+    #[cfg_attr(target_pointer_width = "64", inline)]
+    fn one_pick(
+        &self,
+        n: u64,
+        draw: u64,
+        initial: u64,
+        previous: u64,
+        cap: u64,
+    ) -> (u64, u64, u64) {
         let s = match *self {
             Jitter::Subtract(f) | Jitter::Add(f) | Jitter::Spread(f) => span(n, f),
             _ => 0,
         };
-        // Every input is at most `Duration::MAX` (below 2^94 ns) and the span
-        // at most the delay rounded to an `f64` (below 2^95): the sums and
-        // products below stay under 2^98 and need no saturation; only a
-        // difference that may go below zero saturates.
-        // (start, width, sub, down): the interval is [start - sub, start +
-        // width - sub] and the value start + v - sub, or its top minus v when
-        // `down`; differences saturate at zero.
+        // Every kind is one interval and one pick: the pick `v`, uniform in
+        // `[0, width]`, is added to `start` (taken from it for `Subtract`,
+        // which counts down from the top), and `Spread`'s span `sub` is then
+        // taken off again (its pick is over `[0, 2·span]`); differences
+        // saturate at zero, sums at `u64::MAX`.
         let (start, width, sub, down) = match *self {
             Jitter::None => (n, 0, 0, false),
             Jitter::Full => (0, n, 0, false),
             Jitter::Equal => (n / 2, n.wrapping_sub(n / 2), 0, false),
+            // [initial, 3 × previous] (just `initial` when that is below it).
             Jitter::Decorrelated => (
                 initial,
-                previous.wrapping_mul(3).saturating_sub(initial),
+                previous
+                    .saturating_add(previous)
+                    .saturating_add(previous)
+                    .saturating_sub(initial),
                 0,
                 false,
             ),
             // d minus up to f·d: the pick counts down from the top, d.
-            Jitter::Subtract(_) => (n, s, s, true),
+            Jitter::Subtract(_) => (n, s, 0, true),
             // `[n, n + span)`: the top nanosecond below `n + span` (none when
             // the span is zero).
-            Jitter::Add(_) => (n, s.wrapping_sub(u128::from(s != 0)), 0, false),
-            Jitter::Spread(_) => (n, s.wrapping_mul(2), s, false),
+            Jitter::Add(_) => (n, s.wrapping_sub(u64::from(s != 0)), 0, false),
+            Jitter::Spread(_) => (n, s.saturating_add(s), s, false),
         };
         let v = uniform_inclusive(width, draw);
-        let lo = start.saturating_sub(sub);
-        let hi = start.wrapping_add(width).wrapping_sub(sub);
-        let value = if down {
-            hi.saturating_sub(v)
+        let (value, lo, hi) = if down {
+            (start.saturating_sub(v), start.saturating_sub(width), start)
         } else {
-            start.wrapping_add(v).saturating_sub(sub)
+            let value = if v >= sub {
+                start.saturating_add(v.wrapping_sub(sub))
+            } else {
+                start.saturating_sub(sub.wrapping_sub(v))
+            };
+            // The top, `start + width − sub`: `n + s` for spread (`sub` is
+            // its span, the only one not zero), `start + width` otherwise.
+            let above = if sub == 0 { width } else { sub };
+            (
+                value,
+                start.saturating_sub(sub),
+                start.saturating_add(above),
+            )
         };
-        let cap = match self {
+        // The kinds that cap cap all three.
+        let cap = match *self {
             Jitter::Decorrelated | Jitter::Spread(_) => cap,
-            _ => u128::MAX,
+            _ => u64::MAX,
         };
         (value.min(cap), lo.min(cap), hi.min(cap))
     }
@@ -199,41 +290,46 @@ impl fmt::Display for Jitter {
     }
 }
 
-/// `f · n`, rounded down, as the `f64` product `((n as f64) * f) as u128`
-/// gives it (computed in integers, [`binary64::fraction_of`]); a fraction
-/// outside `[0, 1]` is clamped (the builder rejects it earlier).
-#[inline]
-fn span(n: u128, f: f64) -> u128 {
-    binary64::fraction_of(n, f.to_bits())
+/// `f · n`, rounded down, as the `f64` product `((n as f64) * f) as u64`
+/// gives it: in hardware on 64-bit targets, in integers elsewhere
+/// ([`binary64::fraction_of`], the same result); a fraction outside `[0, 1]` is
+/// clamped (the builder rejects it earlier).
+#[cfg_attr(target_pointer_width = "64", inline)]
+#[cfg_attr(not(target_pointer_width = "64"), inline(never))]
+fn span(n: u64, f: f64) -> u64 {
+    if cfg!(target_pointer_width = "64") {
+        // A whole fraction of a delay below 2^53 ns: the product is exact.
+        if f.to_bits() == 1.0f64.to_bits() && n < 1 << 53 {
+            return n;
+        }
+        let f = if f.is_nan() { 0.0 } else { f.clamp(0.0, 1.0) };
+        // `as` drops the fraction and saturates at u64::MAX (reached only by
+        // a product rounded up to 2^64).
+        #[allow(
+            clippy::cast_precision_loss,
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss
+        )]
+        let s = (n as f64 * f) as u64;
+        s
+    } else {
+        binary64::fraction_of(n, f.to_bits())
+    }
 }
 
 /// Uniform in `[0, x]` from one 64-bit draw, by multiply-high (Lemire), with no
-/// division and no loop. Ranges wider than 2^64 keep their top 64 bits (the
-/// pick is made on `x` shifted down to 64 bits, then shifted back up and kept
-/// within `x`).
+/// division and no loop: the high word of `draw · (x + 1)`.
 #[cfg_attr(target_pointer_width = "64", inline)]
-fn uniform_inclusive(x: u128, draw: u64) -> u128 {
-    // On 64-bit targets a range below 2^64 (the usual one) skips the shifts,
-    // which cost more there than a branch; the result is the same.
-    if cfg!(target_pointer_width = "64") {
-        if let Ok(x64) = u64::try_from(x) {
-            // draw · (x + 1) < 2^128.
-            return u128::from(draw)
-                .wrapping_mul(u128::from(x64))
-                .wrapping_add(u128::from(draw))
-                >> 64;
-        }
-    }
-    // 0 for a range below 2^64; else at most 64 (x < 2^128).
-    let shift = 64u32.saturating_sub(x.leading_zeros());
-    // Below 2^64 after the shift: the truncation keeps every bit.
+#[cfg_attr(not(target_pointer_width = "64"), inline(never))]
+fn uniform_inclusive(x: u64, draw: u64) -> u64 {
+    // draw · x + draw < 2^128: nothing wraps. The high word; the truncation
+    // is the point.
     #[allow(clippy::cast_possible_truncation)]
-    let top = (x >> shift) as u64;
-    // draw · (top + 1) as draw · top + draw: below 2^128, nothing wraps.
-    let product = u128::from(draw)
-        .wrapping_mul(u128::from(top))
-        .wrapping_add(u128::from(draw));
-    ((product >> 64) << shift).min(x)
+    let high = (u128::from(draw)
+        .wrapping_mul(u128::from(x))
+        .wrapping_add(u128::from(draw))
+        >> 64) as u64;
+    high
 }
 
 /// SplitMix64's output function: a bijective 64-bit mixer with good avalanche
@@ -451,12 +547,21 @@ mod tests {
         );
     }
 
-    /// The interval-and-pick form of every kind is the per-kind arithmetic it
-    /// replaced (kept here as the reference: saturating 128-bit steps, the
-    /// recursive wide pick), for delays, previous delays and caps of every
-    /// width up to `Duration::MAX` and fractions with inexact products.
+    /// Every kind on 64-bit nanoseconds is the per-kind arithmetic of the
+    /// 128-bit reference (exact sums and products, the hardware's `f64`
+    /// span, the wide pick), with the saturation rule applied on top: an
+    /// interval's width and every end and value cut at `u64::MAX`. Delays,
+    /// previous delays and caps of every width up to `u64::MAX` ns, fractions
+    /// with inexact products, draws at both ends. Where nothing reaches
+    /// `u64::MAX` the rule changes nothing: the results are the 128-bit ones.
     #[test]
-    fn one_pick_per_kind_is_the_per_kind_arithmetic() {
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss
+    )]
+    fn each_kind_is_the_wide_arithmetic_saturated() {
+        const TOP: u128 = u64::MAX as u128;
         fn pick(x: u128, draw: u64) -> u128 {
             if x == 0 {
                 return 0;
@@ -467,6 +572,10 @@ mod tests {
             let shift = 64u32.saturating_sub(x.leading_zeros());
             (pick(x >> shift, draw) << shift).min(x)
         }
+        fn span(n: u128, f: f64) -> u128 {
+            let f = if f.is_nan() { 0.0 } else { f.clamp(0.0, 1.0) };
+            ((n as f64 * f) as u128).min(TOP)
+        }
         fn reference(
             j: Jitter,
             n: u128,
@@ -475,43 +584,45 @@ mod tests {
             previous: u128,
             cap: u128,
         ) -> (u128, u128, u128) {
-            let between =
-                |lo: u128, hi: u128| (lo.saturating_add(pick(hi.saturating_sub(lo), draw)), lo, hi);
-            match j {
+            let between = |lo: u128, hi: u128| {
+                let width = hi.saturating_sub(lo).min(TOP);
+                (lo + pick(width, draw), lo, lo + width)
+            };
+            let (v, lo, hi) = match j {
                 Jitter::None => (n, n, n),
                 Jitter::Full => between(0, n),
                 Jitter::Equal => between(n / 2, n),
                 Jitter::Decorrelated => {
-                    let (v, lo, hi) = between(initial, previous.saturating_mul(3).max(initial));
+                    let (v, lo, hi) = between(initial, (previous * 3).min(TOP).max(initial));
                     (v.min(cap), lo.min(cap), hi.min(cap))
                 }
                 Jitter::Subtract(f) => {
                     let s = span(n, f);
                     (n.saturating_sub(pick(s, draw)), n.saturating_sub(s), n)
                 }
-                Jitter::Add(f) => between(n, n.saturating_add(span(n, f).saturating_sub(1))),
+                Jitter::Add(f) => between(n, n + span(n, f).saturating_sub(1)),
                 Jitter::Spread(f) => {
                     let s = span(n, f);
-                    let (v, _, _) = between(0, s.saturating_mul(2));
-                    let v = n.saturating_add(v).saturating_sub(s);
-                    (
-                        v.min(cap),
-                        n.saturating_sub(s).min(cap),
-                        n.saturating_add(s).min(cap),
-                    )
+                    let v = pick((2 * s).min(TOP), draw);
+                    let v = (n + v).saturating_sub(s);
+                    (v.min(cap), n.saturating_sub(s).min(cap), (n + s).min(cap))
                 }
-            }
+            };
+            (v.min(TOP), lo.min(TOP), hi.min(TOP))
         }
-        let top = nanos(Duration::MAX);
         let mut z = 0x0dd_u64;
         let mut next = || {
             z = mix64(z);
             z
         };
+        let mut unsaturated = 0u32;
         for i in 0..300_000u32 {
-            let mut wide = |shift: u32| {
-                let w = (u128::from(next()) << 64 | u128::from(next())) >> (34 + shift % 94);
-                w.min(top)
+            let mut wide = |shift: u32| match shift % 70 {
+                0 => u64::MAX,
+                1 => u64::MAX - 1,
+                2 => u64::MAX / 3,
+                3 => u64::MAX / 2 + 1,
+                k => next() >> ((k - 4) % 64),
             };
             let (n, initial, previous, cap) = (wide(i), wide(i / 3), wide(i / 7), wide(i / 11));
             let f = [0.0, 1.0, 0.1, 1.0 / 3.0, 0.999_999_999, 5e-324][(i % 6) as usize];
@@ -525,46 +636,120 @@ mod tests {
                 Jitter::Add(f),
                 Jitter::Spread(f),
             ] {
+                let (v, lo, hi) = j.draw_within_nanos(n, draw, initial, previous, cap);
+                let wide = |x: u64| u128::from(x);
                 assert_eq!(
-                    j.draw_within_nanos(n, draw, initial, previous, cap),
-                    reference(j, n, draw, initial, previous, cap),
+                    (wide(v), wide(lo), wide(hi)),
+                    reference(j, wide(n), draw, wide(initial), wide(previous), wide(cap)),
+                    "{j} {n} {draw} {initial} {previous} {cap}"
+                );
+                assert!(
+                    lo <= v && v <= hi,
+                    "{j} {n} {draw} {initial} {previous} {cap}"
+                );
+                if n < u64::MAX / 4 && previous < u64::MAX / 4 {
+                    unsaturated += 1;
+                }
+            }
+        }
+        assert!(unsaturated > 1_000_000, "{unsaturated}");
+        for x in [0, 1, u64::MAX / 2, u64::MAX - 1, u64::MAX] {
+            for draw in [0, 1, u64::MAX / 2, u64::MAX] {
+                assert_eq!(
+                    u128::from(uniform_inclusive(x, draw)),
+                    pick(u128::from(x), draw),
+                    "{x} {draw}"
+                );
+            }
+        }
+    }
+
+    /// The two forms of the arithmetic (kind by kind on 64-bit targets, one
+    /// pick on 32-bit ones) agree on every input, saturation included.
+    #[test]
+    fn both_forms_agree() {
+        let mut z = 0xf0_u64;
+        let mut next = || {
+            z = mix64(z);
+            z
+        };
+        for i in 0..300_000u32 {
+            let mut wide = |k: u32| match k % 8 {
+                0 => u64::MAX,
+                1 => u64::MAX / 3 + 1,
+                2 => (1 << 53) + 1,
+                _ => next() >> (k % 64),
+            };
+            let (n, initial, previous, cap) = (wide(i), wide(i / 5), wide(i / 9), wide(i / 13));
+            let f = [0.0, 1.0, 0.1, 1.0 / 3.0, 0.999_999_999, 5e-324, 0.5][(i % 7) as usize];
+            let draw = [0, u64::MAX, next()][(i % 3) as usize];
+            for j in [
+                Jitter::None,
+                Jitter::Full,
+                Jitter::Equal,
+                Jitter::Decorrelated,
+                Jitter::Subtract(f),
+                Jitter::Add(f),
+                Jitter::Spread(f),
+            ] {
+                assert_eq!(
+                    j.per_kind(n, draw, initial, previous, cap),
+                    j.one_pick(n, draw, initial, previous, cap),
                     "{j} {n} {draw} {initial} {previous} {cap}"
                 );
             }
         }
-        for x in [
-            0,
-            1,
-            u128::from(u64::MAX) - 1,
-            u128::from(u64::MAX),
-            1 << 64,
-            top,
-            u128::MAX,
-        ] {
-            for draw in [0, 1, u64::MAX / 2, u64::MAX] {
-                assert_eq!(uniform_inclusive(x, draw), pick(x, draw), "{x} {draw}");
+    }
+
+    /// Each kind at the saturation point: a delay, cap and previous delay of
+    /// `u64::MAX` ns (and `Duration::MAX`, read as that) give results within
+    /// `u64::MAX` ns, at the ends the draw selects.
+    #[test]
+    fn each_kind_at_the_saturation_point() {
+        let top = Duration::from_nanos(u64::MAX);
+        let z = Duration::ZERO;
+        for d in [top, top + Duration::from_nanos(1), Duration::MAX] {
+            for cap in [top, Duration::MAX] {
+                let apply =
+                    |j: Jitter, draw: u64, previous: Duration| j.apply(d, draw, z, previous, cap);
+                assert_eq!(apply(Jitter::None, 0, z), top);
+                assert_eq!(apply(Jitter::Full, u64::MAX, z), top);
+                assert_eq!(apply(Jitter::Full, 0, z), z);
+                assert_eq!(
+                    apply(Jitter::Equal, 0, z),
+                    Duration::from_nanos(u64::MAX / 2)
+                );
+                assert_eq!(apply(Jitter::Equal, u64::MAX, z), top);
+                assert_eq!(apply(Jitter::Subtract(1.0), u64::MAX, z), z);
+                assert_eq!(apply(Jitter::Subtract(0.5), 0, z), top);
+                // Additive jitter's top is cut at u64::MAX ns.
+                assert_eq!(apply(Jitter::Add(1.0), u64::MAX, z), top);
+                assert_eq!(apply(Jitter::Add(0.5), 0, z), top);
+                assert_eq!(apply(Jitter::Spread(1.0), 0, z), z);
+                assert_eq!(apply(Jitter::Spread(0.5), u64::MAX, z), top);
+                // Three times a previous delay past a third of the range:
+                // the interval's top is u64::MAX ns.
+                let third = Duration::from_nanos(u64::MAX / 3 + 1);
+                for previous in [third, top, Duration::MAX] {
+                    assert_eq!(apply(Jitter::Decorrelated, u64::MAX, previous), top);
+                    assert_eq!(apply(Jitter::Decorrelated, 0, previous), z);
+                }
             }
         }
     }
 
     #[test]
     fn uniform_covers_wide_ranges() {
-        assert!(uniform_inclusive(u128::MAX, u64::MAX) > u128::MAX / 2);
-        assert_eq!(uniform_inclusive(u128::MAX, 0), 0);
-        assert_eq!(
-            uniform_inclusive(u128::from(u64::MAX), u64::MAX),
-            u128::from(u64::MAX)
-        );
-        let huge = nanos(Duration::MAX);
-        assert!(uniform_inclusive(huge, u64::MAX) <= huge);
-        assert!(uniform_inclusive(huge, u64::MAX) > huge / 2);
+        assert_eq!(uniform_inclusive(u64::MAX, u64::MAX), u64::MAX);
+        assert_eq!(uniform_inclusive(u64::MAX, 0), 0);
+        assert!(uniform_inclusive(u64::MAX, u64::MAX / 2 + 1) > u64::MAX / 2);
     }
 
     #[test]
     fn the_draw_depends_on_every_bit_of_the_base_delay() {
         // Two bases equal in their low 64 bits of nanoseconds, apart in the high.
         let low = Duration::from_nanos(12_345);
-        let high = Duration::from_nanos(12_345) + from_nanos(1u128 << 64);
+        let high = low + Duration::from_nanos(u64::MAX) + Duration::from_nanos(1);
         assert_ne!(jitter_draw(9, 3, low), jitter_draw(9, 3, high));
         assert_ne!(
             jitter_draw(9, 3, Duration::MAX),

@@ -1,55 +1,98 @@
-//! Saturating conversions between `Duration` and whole nanoseconds in `u128`.
+//! Saturating conversions between `Duration` and whole nanoseconds in `u64`,
+//! the unit the delay arithmetic works in (see
+//! [the saturation rule](crate::behaviour#delays-in-64-bit-nanoseconds)).
 
 use core::time::Duration;
 
 const NANOS_PER_SEC_64: u64 = 1_000_000_000;
 
-/// The whole duration in nanoseconds (always fits: at most about 1.8e28).
-pub(crate) const fn nanos(d: Duration) -> u128 {
-    d.as_nanos()
+/// The whole duration in nanoseconds, saturating at `u64::MAX` (about 584.5
+/// years): every duration entering the delay arithmetic goes through here
+/// (one copy on 32-bit targets, where the multiply is several instructions).
+#[cfg_attr(target_pointer_width = "64", inline)]
+#[cfg_attr(not(target_pointer_width = "64"), inline(never))]
+pub(crate) const fn sat_nanos(d: Duration) -> u64 {
+    // `u64::MAX` ns is 18,446,744,073 s and a fraction: up to that many whole
+    // seconds the product fits (18,446,744,073 × 10^9 < 2^64), and only the
+    // fraction's sum may pass the top.
+    let secs = d.as_secs();
+    if secs > u64::MAX / NANOS_PER_SEC_64 {
+        return u64::MAX;
+    }
+    secs.wrapping_mul(NANOS_PER_SEC_64)
+        .saturating_add(d.subsec_nanos() as u64)
 }
 
-/// Nanoseconds back to a `Duration`, saturating at [`Duration::MAX`].
-pub(crate) fn from_nanos(n: u128) -> Duration {
-    // Fast path on 64-bit targets: up to 584 years fits a u64, whose division
-    // by a constant compiles to a multiply. 32-bit targets take the one path
-    // below for every value (there a u64 division is a library call too, and
-    // a second copy of the conversion only adds code); the result is the same.
+/// Nanoseconds back to a `Duration` (always exact: `u64::MAX` ns is far below
+/// [`Duration::MAX`]).
+#[inline]
+pub(crate) fn from_nanos(n: u64) -> Duration {
+    // On 64-bit targets the division by a constant compiles to a multiply.
     if cfg!(target_pointer_width = "64") {
-        if let Ok(small) = u64::try_from(n) {
-            return Duration::from_nanos(small);
-        }
+        Duration::from_nanos(n)
+    } else {
+        from_nanos_narrow(n)
     }
-    // Past `u64::MAX` seconds (the high word at 10^9 or more): saturate.
+}
+
+/// [`from_nanos`] in 32-bit steps, the form 32-bit targets take (compiled on
+/// every target, so that it is tested everywhere).
+#[inline(never)]
+fn from_nanos_narrow(n: u64) -> Duration {
+    // Elsewhere a 64-bit division is a library call (and `Duration::from_nanos`
+    // links a panic path): long division by 10^9 in 32-bit digits. The high
+    // digit is below 2^32, so its quotient and remainder are 32-bit ones; the
+    // running remainder (below 10^9 < 2^30) and the low digit then make a
+    // dividend below 2^62, divided by the reciprocal.
     // The casts split the value into its words; the truncation is the point.
     #[allow(clippy::cast_possible_truncation)]
-    let (hi, lo) = ((n >> 64) as u64, n as u64);
-    if hi >= NANOS_PER_SEC_64 {
-        return Duration::MAX;
-    }
-    // Long division by 10^9 in 32-bit digits (the running remainder stays
-    // below 10^9 < 2^30, so every digit's dividend is below 2^62), each step
-    // a multiply by the reciprocal: no division routine at all on 32-bit
-    // targets.
-    let top = (hi << 32) | (lo >> 32);
-    let (q1, r1) = div_1e9(top);
-    let (q0, r0) = div_1e9((r1 << 32) | (lo & 0xFFFF_FFFF));
-    // Both quotients are below 2^32; the remainder is below 10^9 (said again
-    // with `min`, so that `Duration::new` is seen not to carry into the
-    // seconds).
+    let (hi, lo) = ((n >> 32) as u32, n as u32);
+    let (q1, r1) = (hi / 1_000_000_000, hi % 1_000_000_000);
+    let (q0, r0) = div_1e9((u64::from(r1) << 32) | u64::from(lo));
+    // The quotient is below 2^32 (the dividend is below 10^9 · 2^32); the
+    // remainder is below 10^9 (said again with `min`, so that `Duration::new`
+    // is seen not to carry into the seconds).
     let sub = u32::try_from(r0).unwrap_or(0).min(999_999_999);
-    Duration::new((q1 << 32) | q0, sub)
+    Duration::new((u64::from(q1) << 32) | q0, sub)
 }
 
 /// The time from `earlier` to `later` (zero if `earlier` is later), as
-/// [`Instant::saturating_duration_since`] gives it, converted by [`from_nanos`]:
-/// no 64-bit division routine and no panic path on 32-bit targets, where
-/// `Duration::from_nanos` of a `u64` calls the division helper.
+/// [`Instant::saturating_duration_since`](crate::Instant::saturating_duration_since)
+/// gives it, converted by [`from_nanos`]: no 64-bit division routine and no
+/// panic path on 32-bit targets, where `Duration::from_nanos` of a `u64` calls
+/// the division helper.
 #[inline]
 pub(crate) fn between(later: crate::Instant, earlier: crate::Instant) -> Duration {
-    from_nanos(u128::from(
-        later.as_nanos().saturating_sub(earlier.as_nanos()),
-    ))
+    from_nanos(later.as_nanos().saturating_sub(earlier.as_nanos()))
+}
+
+/// `n % 1 ms` without a 64-bit division: a remainder by a constant on 64-bit
+/// targets; elsewhere `10^6 = 2^6 · 15625`, so the low six bits are kept and
+/// the rest (below 2^58) is reduced modulo 15625 word by word, every step a
+/// 32-bit remainder by a constant.
+#[inline]
+pub(crate) fn millis_rem(n: u64) -> u64 {
+    if cfg!(target_pointer_width = "64") {
+        n % 1_000_000
+    } else {
+        millis_rem_narrow(n)
+    }
+}
+
+/// [`millis_rem`] in 32-bit steps, the form 32-bit targets take.
+#[inline]
+fn millis_rem_narrow(n: u64) -> u64 {
+    const M: u32 = 15_625;
+    // 2^32 mod 15625.
+    const WORD: u32 = 14_171;
+    let w = n >> 6;
+    // The two 32-bit words of w (the high one below 2^26); the truncation is
+    // the point.
+    #[allow(clippy::cast_possible_truncation)]
+    let (hi, lo) = ((w >> 32) as u32, w as u32);
+    // (hi mod M) · WORD < 15625 · 14171 < 2^28, plus lo mod M: no wrap.
+    let r = ((hi % M).wrapping_mul(WORD).wrapping_add(lo % M)) % M;
+    (u64::from(r) << 6) | (n & 63)
 }
 
 /// `(x / 10^9, x % 10^9)` for any `x`, by the reciprocal:
@@ -75,11 +118,72 @@ const fn div_1e9(x: u64) -> (u64, u64) {
 mod tests {
     use super::*;
 
+    /// Saturation at `u64::MAX` ns: exact below, `u64::MAX` at and above,
+    /// whatever the fraction of a second.
     #[test]
-    fn round_trips_and_saturates() {
-        assert_eq!(from_nanos(nanos(Duration::MAX)), Duration::MAX);
-        assert_eq!(from_nanos(u128::MAX), Duration::MAX);
-        assert_eq!(from_nanos(1_500_000_001), Duration::new(1, 500_000_001));
+    fn durations_saturate_at_the_largest_u64_of_nanoseconds() {
+        let top = Duration::from_nanos(u64::MAX);
+        assert_eq!(top, Duration::new(18_446_744_073, 709_551_615));
+        assert_eq!(sat_nanos(top), u64::MAX);
+        assert_eq!(sat_nanos(top - Duration::from_nanos(1)), u64::MAX - 1);
+        assert_eq!(sat_nanos(top + Duration::from_nanos(1)), u64::MAX);
+        assert_eq!(
+            sat_nanos(Duration::new(18_446_744_073, 999_999_999)),
+            u64::MAX
+        );
+        assert_eq!(sat_nanos(Duration::new(18_446_744_074, 0)), u64::MAX);
+        assert_eq!(sat_nanos(Duration::MAX), u64::MAX);
+        assert_eq!(sat_nanos(Duration::ZERO), 0);
+        let mut z = 17u64;
+        for i in 0..1_000_000u32 {
+            z = crate::retry::mix64(z);
+            let sub = u32::try_from(z % 1_000_000_000).unwrap();
+            let d = Duration::new(z >> (i % 64), sub);
+            let expected = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+            assert_eq!(sat_nanos(d), expected, "{d:?}");
+        }
+    }
+
+    /// The 32-bit conversion and remainder are the 64-bit ones, at the word
+    /// boundaries, around every multiple of a second near the top, and for
+    /// random values of every width.
+    #[test]
+    fn the_narrow_forms_are_the_wide_ones() {
+        let check = |n: u64| {
+            assert_eq!(from_nanos_narrow(n), Duration::from_nanos(n), "{n}");
+            assert_eq!(from_nanos(n), Duration::from_nanos(n), "{n}");
+            assert_eq!(millis_rem_narrow(n), n % 1_000_000, "{n}");
+            assert_eq!(millis_rem(n), n % 1_000_000, "{n}");
+            assert_eq!(sat_nanos(from_nanos(n)), n, "{n}");
+        };
+        for n in [
+            0,
+            1,
+            63,
+            64,
+            999_999,
+            1_000_000,
+            999_999_999,
+            1 << 32,
+            (1 << 32) - 1,
+        ] {
+            check(n);
+            check(u64::MAX - n);
+        }
+        for k in 0..5_000u64 {
+            let base = u64::MAX / 1_000_000_000 * 1_000_000_000 - k * 1_000_000;
+            check(base);
+            check(base.wrapping_sub(1));
+            check(base.wrapping_add(999_999));
+            let hi = k << 32;
+            check(hi);
+            check(hi.wrapping_sub(1));
+        }
+        let mut z = 0x5eed_u64;
+        for i in 0..1_000_000u32 {
+            z = crate::retry::mix64(z);
+            check(z >> (i % 64));
+        }
     }
 
     /// The reciprocal division is the division, at every boundary and for
@@ -146,39 +250,6 @@ mod tests {
         ] {
             let (a, b) = (Instant::from_nanos(a), Instant::from_nanos(b));
             assert_eq!(between(a, b), a.saturating_duration_since(b));
-        }
-    }
-
-    /// The long division is the 128-bit one, across every word boundary and
-    /// around the saturation point.
-    #[test]
-    #[allow(clippy::arithmetic_side_effects, clippy::cast_possible_truncation)]
-    fn long_division_is_the_wide_division() {
-        let wide = |n: u128| match u64::try_from(n / 1_000_000_000) {
-            Ok(secs) => Duration::new(secs, (n % 1_000_000_000) as u32),
-            Err(_) => Duration::MAX,
-        };
-        let top = nanos(Duration::MAX);
-        let mut z = 0x5eed_u64;
-        for i in 0..300_000u32 {
-            z = crate::retry::mix64(z);
-            let w = crate::retry::mix64(z ^ 1);
-            let n = ((u128::from(z) << 64) | u128::from(w)) >> (i % 128);
-            for n in [n, top.wrapping_add(n % 3).wrapping_sub(1), n % (1 << 64)] {
-                assert_eq!(from_nanos(n), wide(n), "{n}");
-            }
-        }
-        for n in [
-            0,
-            1,
-            999_999_999,
-            1 << 32,
-            1 << 64,
-            (1 << 64) - 1,
-            top,
-            top + 1,
-        ] {
-            assert_eq!(from_nanos(n), wide(n), "{n}");
         }
     }
 }

@@ -130,8 +130,15 @@ struct Head {
     /// Whether the config allows the closed path at all.
     eligible: bool,
     threshold: Option<u32>,
+    /// Whether the streak rule trips on a streak of none (a threshold of 0).
+    streak_zero_trips: bool,
     rate: Option<Rate>,
     minimum: u32,
+    /// The failure-rate rule folded for [`ClosedPath::rate_stands`]: the
+    /// calls it needs (at least one; `u32::MAX` without the rule, which no
+    /// window reaches) and its threshold (full without the rule).
+    rate_minimum: u32,
+    rate_value: Rate,
     slow_after: Duration,
 }
 
@@ -223,6 +230,23 @@ impl Cursor {
         }
     }
 
+    /// The word of a cursor of a window of `size` (`next` < `size`, `len` ≤
+    /// `size`) once a call has taken its next slot: the same as
+    /// `Cursor::unpack(word).advanced(size).pack()`, worked on the packed word
+    /// (one more call held unless full; the slot after, wrapping).
+    #[inline]
+    const fn advance(word: u64, size: u16) -> u64 {
+        let next = word as u16;
+        let len = (word >> 16) as u16;
+        let grow: u64 = if len < size { 1 << 16 } else { 0 };
+        let wrap: u64 = if next.wrapping_add(1) >= size {
+            size as u64
+        } else {
+            0
+        };
+        word.wrapping_add(1 + grow).wrapping_sub(wrap)
+    }
+
     /// The failures held, read as at most the calls held (a count caught
     /// between two racing updates is clamped).
     fn failures(self) -> u32 {
@@ -244,6 +268,15 @@ const fn epoch_of(gate: u64) -> u32 {
 const fn next_gate(gate: u64, epoch: u32, open: bool) -> u64 {
     let generation = (gate >> 1).wrapping_add(1) & 0x7FFF_FFFF;
     ((epoch as u64) << 32) | (generation << 1) | if open { OPEN_GATE } else { 0 }
+}
+
+/// Whether `slot` holds a failed or a slow call.
+#[inline]
+fn marked<const WORDS: usize>(tail: &Tail<WORDS>, slot: u16) -> bool {
+    let mask = 1u64.wrapping_shl(u32::from(slot % 64));
+    let index = usize::try_from(slot / 64).unwrap_or(usize::MAX);
+    let word = |ring: &[AtomicU64]| ring.get(index).map_or(0, |w| w.load(SeqCst));
+    (word(&tail.failed) | word(&tail.slow)) & mask != 0
 }
 
 fn bit(ring: &[AtomicU64], slot: u32) -> bool {
@@ -286,8 +319,13 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
                 size16: u16::try_from(size).unwrap_or(u16::MAX),
                 eligible: counted && fits && config.slow_call_rate().is_none(),
                 threshold: config.failure_threshold(),
+                streak_zero_trips: config.failure_threshold() == Some(0),
                 rate: config.failure_rate(),
                 minimum: config.minimum_calls(),
+                rate_minimum: config
+                    .failure_rate()
+                    .map_or(u32::MAX, |_| config.minimum_calls().max(1)),
+                rate_value: config.failure_rate().unwrap_or(Rate::FULL),
                 slow_after: config.slow_call_duration(),
             }),
             tail: Line(Tail {
@@ -338,45 +376,49 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
     /// of zero (unmeasured) is never slow.
     #[inline]
     pub fn record(&self, permit: Permit, outcome: CallOutcome) -> Untimed {
-        if outcome.success && outcome.duration <= self.head.0.slow_after {
-            if let Some(done) = self.record_success(&permit) {
-                return done;
-            }
-        }
-        self.record_any(permit, outcome)
+        self.record_quiet(permit, outcome)
+            .unwrap_or(Untimed::Recorded(Exceeded::NONE))
     }
 
-    /// The common case of [`record`](Self::record): a success that is not slow,
-    /// in a count window whose next slot already reads as one (neither failed
-    /// nor slow), so that taking the slot is all the window needs: no bit to
-    /// write, no failure count to move. `None`, with nothing changed, when that
-    /// is not the case: [`record_any`](Self::record_any) then records it.
+    /// [`record`](Self::record), answering `None` where it would answer
+    /// `Untimed::Recorded(Exceeded::NONE)`: the outcome is in, no rate reached
+    /// its threshold with it, nothing trips. That is the common case, and a
+    /// caller with nothing to report then has nothing to do (`Some` may still
+    /// carry that answer when a general path found it).
+    ///
+    /// The common case itself takes no more than a handful of reads and one
+    /// compare-and-swap: a success that is not slow, in a count window whose
+    /// next slot already reads as one (neither failed nor slow), only takes
+    /// that slot (no bit to write, no failure count to move), clears the streak
+    /// if it is not clear, and checks that no rate rule stands.
     #[inline]
-    fn record_success(&self, permit: &Permit) -> Option<Untimed> {
+    pub fn record_quiet(&self, permit: Permit, outcome: CallOutcome) -> Option<Untimed> {
         let head = &self.head.0;
         let tail = &self.tail.0;
         let gate = head.gate.load(SeqCst);
         let size = head.size16;
-        if gate & OPEN_GATE == 0 || size == 0 {
-            return None;
+        if !outcome.success
+            || outcome.duration > head.slow_after
+            || gate & OPEN_GATE == 0
+            || size == 0
+        {
+            return Some(self.record_any(permit, outcome));
         }
         let mut word = tail.window.load(SeqCst);
         let taken = loop {
             let cursor = Cursor::unpack(word);
-            if cursor.generation != generation_of(gate) {
-                return None;
-            }
-            let slot = u32::from(cursor.next.min(size.saturating_sub(1)));
-            if bit(&tail.failed, slot) || bit(&tail.slow, slot) {
-                return None;
+            // (A slot past the window, which no handed-out cursor points
+            // at, reads as neither.)
+            if cursor.generation != generation_of(gate) || marked(tail, cursor.next) {
+                return Some(self.record_any(permit, outcome));
             }
             match tail.window.compare_exchange_weak(
                 word,
-                cursor.advanced(size).pack(),
+                Cursor::advance(word, size),
                 SeqCst,
                 SeqCst,
             ) {
-                Ok(_) => break cursor,
+                Ok(_) => break word,
                 Err(now) => word = now,
             }
         };
@@ -384,17 +426,23 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
         if !late && tail.streak.load(SeqCst) != 0 {
             tail.streak.store(0, SeqCst);
         }
-        let after = taken.advanced(size);
-        // Mostly no rule is met: say so without building the general answer.
-        let streak_met = !late && head.threshold == Some(0);
-        if !streak_met {
-            let now = self.window_now(after);
-            if !self.rate_met(now.failures(), u32::from(now.len)) {
-                return Some(Untimed::Recorded(Exceeded::NONE));
-            }
+        // Mostly no rule is met: say nothing. The window is judged as this
+        // call's compare-and-swap left it (an outcome counted since is
+        // judged by its own recorder).
+        let after = Cursor::unpack(Cursor::advance(taken, size));
+        if (late || !head.streak_zero_trips) && !self.rate_stands(after) {
+            return None;
         }
-        let pushed_out = (taken.len >= size).then_some(false);
-        Some(self.settle(gate, late, 0, false, after, pushed_out))
+        Some(self.settle_success(gate, late, taken, after))
+    }
+
+    /// The end of [`record_quiet`](Self::record_quiet)'s common case when a
+    /// rule stands: the full judgement.
+    #[cold]
+    #[inline(never)]
+    fn settle_success(&self, gate: u64, late: bool, taken: u64, after: Cursor) -> Untimed {
+        let pushed_out = (Cursor::unpack(taken).len >= self.head.0.size16).then_some(false);
+        self.settle(gate, late, 0, false, after, pushed_out)
     }
 
     /// The window word as it stands now, or `after` (the word as the caller's
@@ -414,8 +462,14 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
     #[inline]
     fn rate_met(&self, failures: u32, calls: u32) -> bool {
         let head = &self.head.0;
-        head.rate
-            .is_some_and(|rate| calls >= head.minimum && rate.is_reached(failures, calls))
+        calls >= head.rate_minimum && head.rate_value.is_reached(failures, calls)
+    }
+
+    /// Whether the failure-rate rule (if there is one) is met by the window
+    /// `now` holds.
+    #[inline]
+    fn rate_stands(&self, now: Cursor) -> bool {
+        self.rate_met(now.failures(), u32::from(now.len))
     }
 
     /// [`record`](Self::record) in general.
@@ -708,5 +762,41 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             let _ = ring.push(size, bit(&tail.failed, slot), bit(&tail.slow, slot));
         }
         self.calls = ring;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cursor;
+
+    /// The packed-word step is the unpacked one, for every cursor a window
+    /// can hold (sizes up to 300 exhaustively, then the largest ones).
+    #[test]
+    fn advancing_the_packed_word_is_advancing_the_cursor() {
+        let sizes = (1..=300u16).chain([1_000, 1_024, 65_471, 65_472, u16::MAX]);
+        let mut checked = 0u32;
+        for size in sizes {
+            let nexts = [0, 1, size / 2, size.saturating_sub(2), size - 1];
+            let lens = [0, 1, size / 2, size.saturating_sub(1), size];
+            for next in nexts.into_iter().filter(|n| *n < size) {
+                for len in lens {
+                    for (generation, failures) in [(0, 0), (7, 3), (u16::MAX, u16::MAX)] {
+                        let cursor = Cursor {
+                            next,
+                            len,
+                            generation,
+                            failures,
+                        };
+                        assert_eq!(
+                            Cursor::advance(cursor.pack(), size),
+                            cursor.advanced(size).pack(),
+                            "{cursor:?} in a window of {size}"
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(checked > 20_000, "{checked}");
     }
 }

@@ -139,6 +139,11 @@ struct Head {
     /// window reaches) and its threshold (full without the rule).
     rate_minimum: u32,
     rate_value: Rate,
+    /// For a full window: the failures from which a rule may stand after a
+    /// success (the rate rule's threshold over the whole window; 0 when the
+    /// streak rule trips on no streak, so that every outcome is judged;
+    /// `u32::MAX` when nothing can stand).
+    full_trip: u32,
     slow_after: Duration,
 }
 
@@ -304,6 +309,20 @@ fn put(ring: &[AtomicU64], slot: u32, value: bool) -> bool {
     old & mask != 0
 }
 
+/// The failures a full count window of `size` calls must hold for a rule to
+/// stand after a success (see `Head::full_trip`).
+fn full_trip(config: &super::BreakerConfig, size: u32) -> u32 {
+    if config.failure_threshold() == Some(0) {
+        return 0;
+    }
+    match config.failure_rate() {
+        Some(rate) if size >= config.minimum_calls().max(1) => (0..=size)
+            .find(|&failures| rate.is_reached(failures, size))
+            .unwrap_or(u32::MAX),
+        _ => u32::MAX,
+    }
+}
+
 impl<const WORDS: usize> ClosedPath<WORDS> {
     fn new(config: &super::BreakerConfig) -> Self {
         let (size, counted) = match config.window() {
@@ -326,6 +345,7 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
                     .failure_rate()
                     .map_or(u32::MAX, |_| config.minimum_calls().max(1)),
                 rate_value: config.failure_rate().unwrap_or(Rate::FULL),
+                full_trip: full_trip(config, size),
                 slow_after: config.slow_call_duration(),
             }),
             tail: Line(Tail {
@@ -423,14 +443,22 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
             }
         };
         let late = permit.epoch != epoch_of(gate);
-        if !late && tail.streak.load(SeqCst) != 0 {
+        // (The streak is mostly clear already: read it before anything else.)
+        if tail.streak.load(SeqCst) != 0 && !late {
             tail.streak.store(0, SeqCst);
         }
         // Mostly no rule is met: say nothing. The window is judged as this
         // call's compare-and-swap left it (an outcome counted since is
         // judged by its own recorder).
         let after = Cursor::unpack(Cursor::advance(taken, size));
-        if (late || !head.streak_zero_trips) && !self.rate_stands(after) {
+        let stands = if after.len == size {
+            // The common case, a full window: one compare (failures held
+            // against the threshold; never more than the calls held).
+            u32::from(after.failures) >= head.full_trip
+        } else {
+            (!late && head.streak_zero_trips) || self.rate_stands(after)
+        };
+        if !stands {
             return None;
         }
         Some(self.settle_success(gate, late, taken, after))
@@ -767,7 +795,54 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
 
 #[cfg(test)]
 mod tests {
-    use super::Cursor;
+    use super::{full_trip, Cursor};
+    use crate::{BreakerConfig, Rate};
+
+    /// The one compare a quiet success makes on a full window says what the
+    /// rules say: a rule may stand exactly when the failures held reach
+    /// `full_trip` (every rate, several windows and minimums, with and
+    /// without a streak rule tripping on no streak).
+    #[test]
+    fn the_full_window_threshold_is_the_rate_rule() {
+        let mut checked = 0u32;
+        for size in [1u16, 2, 3, 7, 10, 64, 100, 101, 999, 1_000] {
+            for basis_points in (1..=10_000u16).step_by(37).chain([5_000, 9_999, 10_000]) {
+                let rate = Rate::from_basis_points(basis_points);
+                for minimum in [
+                    0,
+                    1,
+                    u32::from(size) / 2,
+                    u32::from(size),
+                    u32::from(size) + 1,
+                ] {
+                    for threshold in [None, Some(0), Some(3)] {
+                        let Ok(config) = BreakerConfig::builder()
+                            .failure_rate(rate)
+                            .count_window(size)
+                            .minimum_calls(minimum)
+                            .failure_threshold(threshold)
+                            .build()
+                        else {
+                            continue;
+                        };
+                        let trip = full_trip(&config, u32::from(size));
+                        for failures in 0..=u32::from(size) {
+                            let stands = threshold == Some(0)
+                                || (u32::from(size) >= minimum
+                                    && rate.is_reached(failures, u32::from(size)));
+                            assert_eq!(
+                                failures >= trip,
+                                stands,
+                                "{failures} of {size}, {rate:?}, minimum {minimum}, {threshold:?}"
+                            );
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 100_000, "{checked}");
+    }
 
     /// The packed-word step is the unpacked one, for every cursor a window
     /// can hold (sizes up to 300 exhaustively, then the largest ones).

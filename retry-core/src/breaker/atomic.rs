@@ -127,6 +127,9 @@ struct Head {
     size: u32,
     /// The same, as the window word holds it.
     size16: u16,
+    /// The gate bit a quiet success needs: the open bit with a count window,
+    /// none without one (then every outcome takes the general path).
+    quiet_gate: u64,
     /// Whether the config allows the closed path at all.
     eligible: bool,
     threshold: Option<u32>,
@@ -275,11 +278,16 @@ const fn next_gate(gate: u64, epoch: u32, open: bool) -> u64 {
     ((epoch as u64) << 32) | (generation << 1) | if open { OPEN_GATE } else { 0 }
 }
 
-/// Whether `slot` holds a failed or a slow call.
+/// Whether `slot` holds a failed or a slow call. A handed-out cursor's slot
+/// is always in the window, which fits the rings; the word is picked modulo
+/// the rings' length all the same, so that the read needs no bounds check.
 #[inline]
 fn marked<const WORDS: usize>(tail: &Tail<WORDS>, slot: u16) -> bool {
+    if WORDS == 0 {
+        return false;
+    }
     let mask = 1u64.wrapping_shl(u32::from(slot % 64));
-    let index = usize::try_from(slot / 64).unwrap_or(usize::MAX);
+    let index = usize::from(slot / 64) % WORDS;
     let word = |ring: &[AtomicU64]| ring.get(index).map_or(0, |w| w.load(SeqCst));
     (word(&tail.failed) | word(&tail.slow)) & mask != 0
 }
@@ -336,6 +344,7 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
                 gate: AtomicU64::new(0),
                 size,
                 size16: u16::try_from(size).unwrap_or(u16::MAX),
+                quiet_gate: if size > 0 { OPEN_GATE } else { 0 },
                 eligible: counted && fits && config.slow_call_rate().is_none(),
                 threshold: config.failure_threshold(),
                 streak_zero_trips: config.failure_threshold() == Some(0),
@@ -417,18 +426,12 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
         let tail = &self.tail.0;
         let gate = head.gate.load(SeqCst);
         let size = head.size16;
-        if !outcome.success
-            || outcome.duration > head.slow_after
-            || gate & OPEN_GATE == 0
-            || size == 0
-        {
+        if !outcome.success || outcome.duration > head.slow_after || gate & head.quiet_gate == 0 {
             return Some(self.record_any(permit, outcome));
         }
         let mut word = tail.window.load(SeqCst);
         let taken = loop {
             let cursor = Cursor::unpack(word);
-            // (A slot past the window, which no handed-out cursor points
-            // at, reads as neither.)
             if cursor.generation != generation_of(gate) || marked(tail, cursor.next) {
                 return Some(self.record_any(permit, outcome));
             }

@@ -3,9 +3,7 @@
 //! the method). The first argument picks the path: `retry_std` (a reused
 //! `retry_std::Retry`, 1 attempt, a `SharedBreaker`, every call succeeds),
 //! `breaker` (the breaker alone as the driver asks it: a `PermitGuard`, then
-//! `finish`) or `recloser` (recloser's `call` on the same rule); `retry_std_mix`
-//! and `recloser_mix` are the same with every 5th call failing, as in the
-//! benchmark's mixes.
+//! `finish`) or `recloser` (recloser's `call` on the same rule).
 //!
 //! ```text
 //! cargo build --release -p retry-std --example hot_path_guarded
@@ -41,42 +39,13 @@ fn main() {
                 }
             }
         }
-        "retry_std_mix" => {
-            let policy = RetryPolicy::builder().max_attempts(1).build().unwrap();
-            let retrier: Retry<()> = Retry::new(policy).seed(7).breaker(breaker);
-            for i in 0..n {
-                let result = retrier.call(|_| {
-                    if i % 5 == 4 {
-                        Err(())
-                    } else {
-                        Ok(black_box(i))
-                    }
-                });
-                sum += result.map_or(0, |s| s.value);
-            }
-        }
-        "recloser_mix" => {
-            let rc = recloser::Recloser::default();
-            for i in 0..n {
-                let result = rc.call(|| {
-                    if i % 5 == 4 {
-                        Err(())
-                    } else {
-                        Ok::<u64, ()>(black_box(i))
-                    }
-                });
-                sum += result.unwrap_or(0);
-            }
-        }
         "recloser" => {
             let rc = recloser::Recloser::default();
             for i in 0..n {
                 sum += rc.call(|| Ok::<u64, ()>(black_box(i))).unwrap_or(0);
             }
         }
-        other => panic!(
-            "unknown path {other}: retry_std, breaker, recloser, retry_std_mix or recloser_mix"
-        ),
+        other => panic!("unknown path {other}: retry_std, breaker or recloser"),
     }
     black_box(sum);
 }

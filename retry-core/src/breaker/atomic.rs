@@ -252,7 +252,7 @@ impl Cursor {
         } else {
             0
         };
-        word.wrapping_add(1 + grow).wrapping_sub(wrap)
+        word.wrapping_add(grow | 1).wrapping_sub(wrap)
     }
 
     /// The failures held, read as at most the calls held (a count caught
@@ -283,11 +283,8 @@ const fn next_gate(gate: u64, epoch: u32, open: bool) -> u64 {
 /// the rings' length all the same, so that the read needs no bounds check.
 #[inline]
 fn marked<const WORDS: usize>(tail: &Tail<WORDS>, slot: u16) -> bool {
-    if WORDS == 0 {
-        return false;
-    }
     let mask = 1u64.wrapping_shl(u32::from(slot % 64));
-    let index = usize::from(slot / 64) % WORDS;
+    let index = usize::from(slot / 64).checked_rem(WORDS).unwrap_or(0);
     let word = |ring: &[AtomicU64]| ring.get(index).map_or(0, |w| w.load(SeqCst));
     (word(&tail.failed) | word(&tail.slow)) & mask != 0
 }

@@ -10,7 +10,7 @@ use std::time::Instant;
 use retry_core::{
     abandoned_outcome, breaker_outcome, rejection, Admission, BreakerConfig, BreakerError,
     BreakerMetrics, BreakerSnapshot, BreakerState, CallOutcome, CircuitBreaker, ClosedPath, Event,
-    ManualState, Permit, Recorded, SnapshotError, Transition, Trip, Untimed,
+    Exceeded, ManualState, Permit, Recorded, SnapshotError, Transition, Trip, Untimed,
 };
 
 use crate::observe;
@@ -516,6 +516,26 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
             self.tell(recorded.transition);
         }
     }
+
+    /// What the lock-free path answered for an outcome, other than a quiet
+    /// record: reported, or carried to the machine under the lock.
+    #[inline(never)]
+    fn untimed(&self, untimed: Untimed, outcome: CallOutcome, clock: &dyn Clock) {
+        match untimed {
+            Untimed::Recorded(exceeded) => {
+                observe::breaker_call(outcome.duration);
+                if observe::ENABLED {
+                    observe::recorded(&Recorded {
+                        transition: None,
+                        ignored: None,
+                        exceeded,
+                    });
+                }
+            }
+            Untimed::Trip(trip) => self.trip(trip, outcome, clock),
+            Untimed::Locked(permit) => self.record_locked(permit, outcome, clock),
+        }
+    }
 }
 
 /// Whether `config` names a slow-call duration of its own (one other than the
@@ -536,21 +556,20 @@ impl<const WORDS: usize, const BUCKETS: usize> Breaker for SharedBreaker<WORDS, 
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn record(&self, permit: Permit, outcome: CallOutcome, clock: &dyn Clock) {
-        match self.inner.path.record(permit, outcome) {
-            Untimed::Recorded(exceeded) => {
+        match self.inner.path.record_quiet(permit, outcome) {
+            None => {
                 observe::breaker_call(outcome.duration);
                 if observe::ENABLED {
                     observe::recorded(&Recorded {
                         transition: None,
                         ignored: None,
-                        exceeded,
+                        exceeded: Exceeded::NONE,
                     });
                 }
             }
-            Untimed::Trip(trip) => self.trip(trip, outcome, clock),
-            Untimed::Locked(permit) => self.record_locked(permit, outcome, clock),
+            Some(untimed) => self.untimed(untimed, outcome, clock),
         }
     }
 
@@ -608,11 +627,14 @@ impl<const WORDS: usize, const BUCKETS: usize> fmt::Debug for SharedBreaker<WORD
 /// lives inside a call, an `Arc<dyn Breaker>` for one that must own its breaker
 /// (a `'static` future).
 pub struct PermitGuard<B: Breaker, C: Clock> {
+    /// The permit and the clock, taken out together when the permit goes
+    /// back (then the guard's drop does nothing). The clock is read through a
+    /// reference only once it is out of the guard, so that the guard itself
+    /// never has its address taken and stays in registers.
+    armed: Option<(Permit, C)>,
     breaker: B,
-    permit: Option<Permit>,
     started: Option<Instant>,
     deadline: Option<Instant>,
-    clock: C,
 }
 
 impl<B: Breaker, C: Clock> PermitGuard<B, C> {
@@ -631,20 +653,24 @@ impl<B: Breaker, C: Clock> PermitGuard<B, C> {
         now: Option<Instant>,
         deadline: Option<Instant>,
     ) -> Result<PermitGuard<B, C>, Option<Instant>> {
-        let reading = Reading::new(&clock, now);
-        match breaker.request(&reading) {
+        // Without a time known, the clock itself is handed on (no reading to
+        // build).
+        let gate = match now {
+            None => breaker.request(&clock),
+            Some(_) => breaker.request(&Reading::new(&clock, now)),
+        };
+        match gate {
             Gate::Admitted(permit) => {
                 let started = if breaker.times_calls() {
-                    Some(reading.now())
+                    Some(now.unwrap_or_else(|| clock.now()))
                 } else {
                     now
                 };
                 Ok(PermitGuard {
+                    armed: Some((permit, clock)),
                     breaker,
-                    permit: Some(permit),
                     started,
                     deadline,
-                    clock,
                 })
             }
             Gate::Rejected { until } => Err(until),
@@ -670,27 +696,35 @@ impl<B: Breaker, C: Clock> PermitGuard<B, C> {
     /// cancelled mid-attempt) abandons the attempt.
     #[inline]
     pub fn finish(mut self, event: Event, now: Option<Instant>) {
-        if let Some(permit) = self.permit.take() {
+        if let Some((permit, clock)) = self.armed.take() {
             // The end is read once here if the duration matters, and handed on.
             let now = match (self.started, now) {
-                (Some(_), None) if self.breaker.times_calls() => Some(self.clock.now()),
+                (Some(_), None) if self.breaker.times_calls() => Some(clock.now()),
                 _ => now,
             };
-            let reading = Reading::new(&self.clock, now);
             let ran = match (self.started, now) {
                 (Some(started), Some(now)) => now.saturating_duration_since(started),
                 _ => Duration::ZERO,
             };
-            match breaker_outcome(event, ran) {
-                Some(outcome) => self.breaker.record(permit, outcome, &reading),
-                None => self.abandon(permit, reading.now()),
+            match (breaker_outcome(event, ran), now) {
+                // Without a time known, the clock itself is handed on.
+                (Some(outcome), None) => self.breaker.record(permit, outcome, &clock),
+                (Some(outcome), Some(_)) => {
+                    self.breaker
+                        .record(permit, outcome, &Reading::new(&clock, now));
+                }
+                (None, _) => {
+                    let at = now.unwrap_or_else(|| clock.now());
+                    self.abandon(permit, &clock, at);
+                }
             }
         }
     }
 
+    /// Hands the permit back for an attempt abandoned at `now`.
     #[cold]
-    fn abandon(&self, permit: Permit, now: Instant) {
-        let at = Reading::new(&self.clock, Some(now));
+    fn abandon(&self, permit: Permit, clock: &C, now: Instant) {
+        let at = Reading::new(clock, Some(now));
         let slow = self.breaker.slow_call_duration();
         let outcome = match self.started {
             Some(started) => abandoned_outcome(
@@ -715,8 +749,8 @@ impl<B: Breaker, C: Clock> PermitGuard<B, C> {
 impl<B: Breaker, C: Clock> Drop for PermitGuard<B, C> {
     #[inline]
     fn drop(&mut self) {
-        if let Some(permit) = self.permit.take() {
-            self.abandon(permit, self.clock.now());
+        if let Some((permit, clock)) = self.armed.take() {
+            self.abandon(permit, &clock, clock.now());
         }
     }
 }
@@ -725,7 +759,7 @@ impl<B: Breaker, C: Clock> fmt::Debug for PermitGuard<B, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PermitGuard")
             .field("breaker", &self.breaker)
-            .field("permit", &self.permit)
+            .field("permit", &self.armed.as_ref().map(|(permit, _)| permit))
             .field("started", &self.started)
             .field("deadline", &self.deadline)
             .finish_non_exhaustive()
@@ -739,13 +773,12 @@ impl<'b, B: Breaker + 'b, C: Clock + Clone> PermitGuard<&'b B, C> {
     #[must_use]
     pub fn into_dyn(mut self) -> PermitGuard<&'b dyn Breaker, C> {
         PermitGuard {
-            breaker: self.breaker,
-            // Taken: the guard left behind holds no permit, so its drop does
+            // Taken: the guard left behind holds nothing, so its drop does
             // nothing.
-            permit: self.permit.take(),
+            armed: self.armed.take(),
+            breaker: self.breaker,
             started: self.started,
             deadline: self.deadline,
-            clock: self.clock.clone(),
         }
     }
 }

@@ -127,11 +127,26 @@ struct Head {
     size: u32,
     /// The same, as the window word holds it.
     size16: u16,
+    /// The gate bit a quiet success needs: the open bit with a count window,
+    /// none without one (then every outcome takes the general path).
+    quiet_gate: u64,
     /// Whether the config allows the closed path at all.
     eligible: bool,
     threshold: Option<u32>,
+    /// Whether the streak rule trips on a streak of none (a threshold of 0).
+    streak_zero_trips: bool,
     rate: Option<Rate>,
     minimum: u32,
+    /// The failure-rate rule folded for [`ClosedPath::rate_stands`]: the
+    /// calls it needs (at least one; `u32::MAX` without the rule, which no
+    /// window reaches) and its threshold (full without the rule).
+    rate_minimum: u32,
+    rate_value: Rate,
+    /// For a full window: the failures from which a rule may stand after a
+    /// success (the rate rule's threshold over the whole window; 0 when the
+    /// streak rule trips on no streak, so that every outcome is judged;
+    /// `u32::MAX` when nothing can stand).
+    full_trip: u32,
     slow_after: Duration,
 }
 
@@ -223,6 +238,23 @@ impl Cursor {
         }
     }
 
+    /// The word of a cursor of a window of `size` (`next` < `size`, `len` ≤
+    /// `size`) once a call has taken its next slot: the same as
+    /// `Cursor::unpack(word).advanced(size).pack()`, worked on the packed word
+    /// (one more call held unless full; the slot after, wrapping).
+    #[inline]
+    const fn advance(word: u64, size: u16) -> u64 {
+        let next = word as u16;
+        let len = (word >> 16) as u16;
+        let grow: u64 = if len < size { 1 << 16 } else { 0 };
+        let wrap: u64 = if next.wrapping_add(1) >= size {
+            size as u64
+        } else {
+            0
+        };
+        word.wrapping_add(grow | 1).wrapping_sub(wrap)
+    }
+
     /// The failures held, read as at most the calls held (a count caught
     /// between two racing updates is clamped).
     fn failures(self) -> u32 {
@@ -244,6 +276,17 @@ const fn epoch_of(gate: u64) -> u32 {
 const fn next_gate(gate: u64, epoch: u32, open: bool) -> u64 {
     let generation = (gate >> 1).wrapping_add(1) & 0x7FFF_FFFF;
     ((epoch as u64) << 32) | (generation << 1) | if open { OPEN_GATE } else { 0 }
+}
+
+/// Whether `slot` holds a failed or a slow call. A handed-out cursor's slot
+/// is always in the window, which fits the rings; the word is picked modulo
+/// the rings' length all the same, so that the read needs no bounds check.
+#[inline]
+fn marked<const WORDS: usize>(tail: &Tail<WORDS>, slot: u16) -> bool {
+    let mask = 1u64.wrapping_shl(u32::from(slot % 64));
+    let index = usize::from(slot / 64).checked_rem(WORDS).unwrap_or(0);
+    let word = |ring: &[AtomicU64]| ring.get(index).map_or(0, |w| w.load(SeqCst));
+    (word(&tail.failed) | word(&tail.slow)) & mask != 0
 }
 
 fn bit(ring: &[AtomicU64], slot: u32) -> bool {
@@ -271,6 +314,20 @@ fn put(ring: &[AtomicU64], slot: u32, value: bool) -> bool {
     old & mask != 0
 }
 
+/// The failures a full count window of `size` calls must hold for a rule to
+/// stand after a success (see `Head::full_trip`).
+fn full_trip(config: &super::BreakerConfig, size: u32) -> u32 {
+    if config.failure_threshold() == Some(0) {
+        return 0;
+    }
+    match config.failure_rate() {
+        Some(rate) if size >= config.minimum_calls().max(1) => (0..=size)
+            .find(|&failures| rate.is_reached(failures, size))
+            .unwrap_or(u32::MAX),
+        _ => u32::MAX,
+    }
+}
+
 impl<const WORDS: usize> ClosedPath<WORDS> {
     fn new(config: &super::BreakerConfig) -> Self {
         let (size, counted) = match config.window() {
@@ -284,10 +341,17 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
                 gate: AtomicU64::new(0),
                 size,
                 size16: u16::try_from(size).unwrap_or(u16::MAX),
+                quiet_gate: if size > 0 { OPEN_GATE } else { 0 },
                 eligible: counted && fits && config.slow_call_rate().is_none(),
                 threshold: config.failure_threshold(),
+                streak_zero_trips: config.failure_threshold() == Some(0),
                 rate: config.failure_rate(),
                 minimum: config.minimum_calls(),
+                rate_minimum: config
+                    .failure_rate()
+                    .map_or(u32::MAX, |_| config.minimum_calls().max(1)),
+                rate_value: config.failure_rate().unwrap_or(Rate::FULL),
+                full_trip: full_trip(config, size),
                 slow_after: config.slow_call_duration(),
             }),
             tail: Line(Tail {
@@ -338,63 +402,75 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
     /// of zero (unmeasured) is never slow.
     #[inline]
     pub fn record(&self, permit: Permit, outcome: CallOutcome) -> Untimed {
-        if outcome.success && outcome.duration <= self.head.0.slow_after {
-            if let Some(done) = self.record_success(&permit) {
-                return done;
-            }
-        }
-        self.record_any(permit, outcome)
+        self.record_quiet(permit, outcome)
+            .unwrap_or(Untimed::Recorded(Exceeded::NONE))
     }
 
-    /// The common case of [`record`](Self::record): a success that is not slow,
-    /// in a count window whose next slot already reads as one (neither failed
-    /// nor slow), so that taking the slot is all the window needs: no bit to
-    /// write, no failure count to move. `None`, with nothing changed, when that
-    /// is not the case: [`record_any`](Self::record_any) then records it.
+    /// [`record`](Self::record), answering `None` where it would answer
+    /// `Untimed::Recorded(Exceeded::NONE)`: the outcome is in, no rate reached
+    /// its threshold with it, nothing trips. That is the common case, and a
+    /// caller with nothing to report then has nothing to do (`Some` may still
+    /// carry that answer when a general path found it).
+    ///
+    /// The common case itself takes no more than a handful of reads and one
+    /// compare-and-swap: a success that is not slow, in a count window whose
+    /// next slot already reads as one (neither failed nor slow), only takes
+    /// that slot (no bit to write, no failure count to move), clears the streak
+    /// if it is not clear, and checks that no rate rule stands.
     #[inline]
-    fn record_success(&self, permit: &Permit) -> Option<Untimed> {
+    pub fn record_quiet(&self, permit: Permit, outcome: CallOutcome) -> Option<Untimed> {
         let head = &self.head.0;
         let tail = &self.tail.0;
         let gate = head.gate.load(SeqCst);
         let size = head.size16;
-        if gate & OPEN_GATE == 0 || size == 0 {
-            return None;
+        if !outcome.success || outcome.duration > head.slow_after || gate & head.quiet_gate == 0 {
+            return Some(self.record_any(permit, outcome));
         }
         let mut word = tail.window.load(SeqCst);
         let taken = loop {
             let cursor = Cursor::unpack(word);
-            if cursor.generation != generation_of(gate) {
-                return None;
-            }
-            let slot = u32::from(cursor.next.min(size.saturating_sub(1)));
-            if bit(&tail.failed, slot) || bit(&tail.slow, slot) {
-                return None;
+            if cursor.generation != generation_of(gate) || marked(tail, cursor.next) {
+                return Some(self.record_any(permit, outcome));
             }
             match tail.window.compare_exchange_weak(
                 word,
-                cursor.advanced(size).pack(),
+                Cursor::advance(word, size),
                 SeqCst,
                 SeqCst,
             ) {
-                Ok(_) => break cursor,
+                Ok(_) => break word,
                 Err(now) => word = now,
             }
         };
         let late = permit.epoch != epoch_of(gate);
-        if !late && tail.streak.load(SeqCst) != 0 {
+        // (The streak is mostly clear already: read it before anything else.)
+        if tail.streak.load(SeqCst) != 0 && !late {
             tail.streak.store(0, SeqCst);
         }
-        let after = taken.advanced(size);
-        // Mostly no rule is met: say so without building the general answer.
-        let streak_met = !late && head.threshold == Some(0);
-        if !streak_met {
-            let now = self.window_now(after);
-            if !self.rate_met(now.failures(), u32::from(now.len)) {
-                return Some(Untimed::Recorded(Exceeded::NONE));
-            }
+        // Mostly no rule is met: say nothing. The window is judged as this
+        // call's compare-and-swap left it (an outcome counted since is
+        // judged by its own recorder).
+        let after = Cursor::unpack(Cursor::advance(taken, size));
+        let stands = if after.len == size {
+            // The common case, a full window: one compare (failures held
+            // against the threshold; never more than the calls held).
+            u32::from(after.failures) >= head.full_trip
+        } else {
+            (!late && head.streak_zero_trips) || self.rate_stands(after)
+        };
+        if !stands {
+            return None;
         }
-        let pushed_out = (taken.len >= size).then_some(false);
-        Some(self.settle(gate, late, 0, false, after, pushed_out))
+        Some(self.settle_success(gate, late, taken, after))
+    }
+
+    /// The end of [`record_quiet`](Self::record_quiet)'s common case when a
+    /// rule stands: the full judgement.
+    #[cold]
+    #[inline(never)]
+    fn settle_success(&self, gate: u64, late: bool, taken: u64, after: Cursor) -> Untimed {
+        let pushed_out = (Cursor::unpack(taken).len >= self.head.0.size16).then_some(false);
+        self.settle(gate, late, 0, false, after, pushed_out)
     }
 
     /// The window word as it stands now, or `after` (the word as the caller's
@@ -414,8 +490,14 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
     #[inline]
     fn rate_met(&self, failures: u32, calls: u32) -> bool {
         let head = &self.head.0;
-        head.rate
-            .is_some_and(|rate| calls >= head.minimum && rate.is_reached(failures, calls))
+        calls >= head.rate_minimum && head.rate_value.is_reached(failures, calls)
+    }
+
+    /// Whether the failure-rate rule (if there is one) is met by the window
+    /// `now` holds.
+    #[inline]
+    fn rate_stands(&self, now: Cursor) -> bool {
+        self.rate_met(now.failures(), u32::from(now.len))
     }
 
     /// [`record`](Self::record) in general.
@@ -708,5 +790,88 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             let _ = ring.push(size, bit(&tail.failed, slot), bit(&tail.slow, slot));
         }
         self.calls = ring;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{full_trip, Cursor};
+    use crate::{BreakerConfig, Rate};
+
+    /// The one compare a quiet success makes on a full window says what the
+    /// rules say: a rule may stand exactly when the failures held reach
+    /// `full_trip` (every rate, several windows and minimums, with and
+    /// without a streak rule tripping on no streak).
+    #[test]
+    fn the_full_window_threshold_is_the_rate_rule() {
+        let mut checked = 0u32;
+        for size in [1u16, 2, 3, 7, 10, 64, 100, 101, 999, 1_000] {
+            for basis_points in (1..=10_000u16).step_by(37).chain([5_000, 9_999, 10_000]) {
+                let rate = Rate::from_basis_points(basis_points);
+                for minimum in [
+                    0,
+                    1,
+                    u32::from(size) / 2,
+                    u32::from(size),
+                    u32::from(size) + 1,
+                ] {
+                    for threshold in [None, Some(0), Some(3)] {
+                        let Ok(config) = BreakerConfig::builder()
+                            .failure_rate(rate)
+                            .count_window(size)
+                            .minimum_calls(minimum)
+                            .failure_threshold(threshold)
+                            .build()
+                        else {
+                            continue;
+                        };
+                        let trip = full_trip(&config, u32::from(size));
+                        for failures in 0..=u32::from(size) {
+                            let stands = threshold == Some(0)
+                                || (u32::from(size) >= minimum
+                                    && rate.is_reached(failures, u32::from(size)));
+                            assert_eq!(
+                                failures >= trip,
+                                stands,
+                                "{failures} of {size}, {rate:?}, minimum {minimum}, {threshold:?}"
+                            );
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 100_000, "{checked}");
+    }
+
+    /// The packed-word step is the unpacked one, for every cursor a window
+    /// can hold (sizes up to 300 exhaustively, then the largest ones).
+    #[test]
+    fn advancing_the_packed_word_is_advancing_the_cursor() {
+        let sizes = (1..=300u16).chain([1_000, 1_024, 65_471, 65_472, u16::MAX]);
+        let mut checked = 0u32;
+        for size in sizes {
+            let nexts = [0, 1, size / 2, size.saturating_sub(2), size - 1];
+            let lens = [0, 1, size / 2, size.saturating_sub(1), size];
+            for next in nexts.into_iter().filter(|n| *n < size) {
+                for len in lens {
+                    for (generation, failures) in [(0, 0), (7, 3), (u16::MAX, u16::MAX)] {
+                        let cursor = Cursor {
+                            next,
+                            len,
+                            generation,
+                            failures,
+                        };
+                        assert_eq!(
+                            Cursor::advance(cursor.pack(), size),
+                            cursor.advanced(size).pack(),
+                            "{cursor:?} in a window of {size}"
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(checked > 20_000, "{checked}");
     }
 }

@@ -50,8 +50,7 @@ fn main() {
         rt.block_on(async {
             for i in 0..n {
                 let _ = black_box(
-                    (|| async { black_box(retrier.call(|_| op(i)).await.map(|s| s.value)) })()
-                        .await,
+                    async { black_box(retrier.call(|_| op(i)).await.map(|s| s.value)) }.await,
                 );
             }
         });

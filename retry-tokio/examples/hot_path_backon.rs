@@ -45,10 +45,8 @@ fn main() {
         rt.block_on(async {
             for i in 0..n {
                 let _ = black_box(
-                    (|| async {
-                        black_box((|| op(i)).retry(policy).sleep(tokio::time::sleep).await)
-                    })()
-                    .await,
+                    async { black_box((|| op(i)).retry(policy).sleep(tokio::time::sleep).await) }
+                        .await,
                 );
             }
         });

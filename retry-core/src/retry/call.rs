@@ -253,10 +253,7 @@ impl<E> RetryError<E> {
     #[must_use]
     pub fn with_last_error_attempt(mut self, attempt: Option<u32>) -> RetryError<E> {
         self.has_last_error_attempt = attempt.is_some();
-        self.last_error_attempt = match attempt {
-            Some(attempt) => attempt,
-            None => 0,
-        };
+        self.last_error_attempt = attempt.unwrap_or_default();
         self
     }
 
@@ -420,9 +417,12 @@ mod tests {
             (Duration::ZERO, Duration::ZERO),
             (one_ns, one_ns),
             (Duration::new(1, 999_999_999), Duration::new(1, 999_999_999)),
-            (LONGEST - one_ns, LONGEST - one_ns),
+            (
+                Duration::from_nanos(u64::MAX - 1),
+                Duration::from_nanos(u64::MAX - 1),
+            ),
             (LONGEST, LONGEST),
-            (LONGEST + one_ns, LONGEST),
+            (LONGEST.saturating_add(one_ns), LONGEST),
             (Duration::MAX, LONGEST),
         ]
     }
@@ -457,8 +457,11 @@ mod tests {
         // Saturated durations compare equal; shorter ones never do.
         let at = |elapsed| RetryError::new(GiveUpReason::Exhausted, 3, elapsed, Some("e"));
         assert_eq!(at(Duration::MAX), at(LONGEST));
-        assert_eq!(at(LONGEST + Duration::from_secs(1)), at(LONGEST));
-        assert_ne!(at(LONGEST - Duration::from_nanos(1)), at(LONGEST));
+        assert_eq!(
+            at(LONGEST.saturating_add(Duration::from_secs(1))),
+            at(LONGEST)
+        );
+        assert_ne!(at(Duration::from_nanos(u64::MAX - 1)), at(LONGEST));
         assert_ne!(at(Duration::ZERO), at(Duration::from_nanos(1)));
         assert_eq!(
             at(Duration::MAX).to_string(),
@@ -468,13 +471,21 @@ mod tests {
 
     #[test]
     fn every_reason_and_failure_kind_comes_back_as_given() {
-        let waits = [None, Some(Duration::ZERO), Some(Duration::from_millis(1500))];
+        let waits = [
+            None,
+            Some(Duration::ZERO),
+            Some(Duration::from_millis(1500)),
+        ];
         let mut reasons = std::vec![
             GiveUpReason::Exhausted,
             GiveUpReason::Permanent,
             GiveUpReason::Budget,
-            GiveUpReason::TimedOut { timeout: Duration::ZERO },
-            GiveUpReason::TimedOut { timeout: Duration::from_micros(250) },
+            GiveUpReason::TimedOut {
+                timeout: Duration::ZERO
+            },
+            GiveUpReason::TimedOut {
+                timeout: Duration::from_micros(250)
+            },
             GiveUpReason::Cancelled,
             GiveUpReason::RetryBudget,
             GiveUpReason::NotStarted,
@@ -534,7 +545,9 @@ mod tests {
     #[test]
     fn debug_shows_the_rebuilt_values() {
         let err = RetryError::new(
-            GiveUpReason::CircuitOpen { wait: Some(Duration::from_millis(20)) },
+            GiveUpReason::CircuitOpen {
+                wait: Some(Duration::from_millis(20)),
+            },
             2,
             Duration::from_millis(350),
             Some("refused"),

@@ -86,10 +86,11 @@ impl<T> Success<T> {
 /// takes 48 bytes on a 64-bit target. The accessors rebuild the
 /// [`GiveUpReason`] and the [`Duration`]s from these.
 ///
-/// A `u64` of nanoseconds reaches about 584 years: a longer elapsed time,
-/// timeout or breaker wait is kept as `u64::MAX` nanoseconds (584 years, 206
-/// days and some hours), and two errors that differ only in such durations
-/// compare equal. Every shorter duration comes back exactly as it was given.
+/// A `u64` of nanoseconds reaches 18,446,744,073.709551615 seconds (about 584
+/// years): a longer elapsed time, timeout or breaker wait is kept as that
+/// longest one, so the accessors give it back shortened to it, and two errors
+/// that differ only in such durations compare equal. Every shorter duration
+/// comes back exactly as it was given.
 #[derive(Clone, PartialEq, Eq, thiserror::Error)]
 pub struct RetryError<E> {
     #[source]

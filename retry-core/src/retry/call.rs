@@ -229,6 +229,13 @@ impl<E> RetryError<E> {
     /// may too. Durations past `u64::MAX` nanoseconds are kept as that (see
     /// [the size](RetryError#size)).
     #[must_use]
+    // Always inlined, even at opt-level "z": a caller that returns the error
+    // from a future must see the fields stored, the last error's presence among
+    // them (a `Poll` of the call's result keeps its tag there), or the
+    // optimiser cannot prove that the finished future is never polled again,
+    // and its "resumed after completion" panic stays (embedded/firmware's
+    // panic-never probe then fails to link).
+    #[inline(always)]
     pub fn new(
         reason: GiveUpReason,
         attempts: u32,

@@ -66,11 +66,14 @@ fn bench(c: &mut Criterion) {
     });
     // The same two calls, each result reduced to its value (`Option<u64>`)
     // before `black_box`: `retry_tokio`'s `Result<u64, RetryError<&str>>` is
-    // 80 bytes, and criterion's `black_box` spills and reloads it with loads
-    // wider than the stores that wrote it (a store-forwarding stall on every
-    // iteration, about half of that row's samples under `perf`), where
-    // backon's `Result<u64, &str>` is 24 bytes. These rows compare the calls
-    // without that copy; the rows above keep each library's own result.
+    // 48 bytes (80 before the error kept its durations as nanoseconds), and
+    // the async block's output is written field by field and then read back
+    // by criterion's `black_box` with 16-byte loads, each over several
+    // narrower stores just made (a store-forwarding stall on every iteration,
+    // about a third of that row's samples under `perf`). Backon's
+    // `Result<u64, &str>` is 16 bytes and travels in two registers. These rows
+    // compare the calls without that copy; the rows above keep each library's
+    // own result.
     g.bench_function("retry_tokio_value", |b| {
         b.to_async(&rt)
             .iter(|| async { black_box(retrier.call(|_| op(1)).await.ok().map(|s| s.value)) })

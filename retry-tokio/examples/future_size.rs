@@ -1,6 +1,6 @@
 //! Prints the size of the futures `retry_tokio::Retry::call` returns for the
-//! success-path benchmark's operation (and backon's, for comparison): the bytes
-//! built and moved on every call.
+//! success-path benchmark's operation (and backon's, for comparison), and of the
+//! results they produce: the bytes built and moved on every call.
 //!
 //! ```text
 //! cargo run --release -p retry-tokio --example future_size
@@ -10,7 +10,7 @@ use core::hint::black_box;
 use core::time::Duration;
 
 use backon::Retryable as _;
-use retry_core::{Backoff, Jitter, RetryPolicy};
+use retry_core::{Backoff, Jitter, RetryError, RetryPolicy, Success};
 use retry_tokio::{CancellationToken, Retry};
 
 async fn op(x: u64) -> Result<u64, &'static str> {
@@ -40,6 +40,19 @@ fn main() {
         (
             "backon Retryable",
             size_of_val(&(|| op(1)).retry(backon_policy).sleep(tokio::time::sleep)),
+        ),
+        (
+            "Result<Success<u64>, RetryError<&str>> (Retry::call's output)",
+            size_of::<Result<Success<u64>, RetryError<&'static str>>>(),
+        ),
+        (
+            "Result<u64, RetryError<&str>> (the bench's row, value kept)",
+            size_of::<Result<u64, RetryError<&'static str>>>(),
+        ),
+        ("Success<u64>", size_of::<Success<u64>>()),
+        (
+            "Result<u64, &str> (backon Retryable's output)",
+            size_of::<Result<u64, &'static str>>(),
         ),
     ];
     for (name, size) in rows {

@@ -8,6 +8,16 @@
 //! valgrind --tool=callgrind --callgrind-out-file=/dev/null target/release/examples/hot_path_backon 100000
 //! valgrind --tool=callgrind --callgrind-out-file=/dev/null target/release/examples/hot_path_backon 0
 //! ```
+//!
+//! With a second argument `row`, each call's whole result goes through
+//! `black_box` the way the `backon_retryable` row of `benches/success.rs` consumes it
+//! (the async block's output, then criterion's `black_box` of it), for counting
+//! that row's user-mode cycles, which time spent descheduled does not inflate:
+//!
+//! ```text
+//! perf stat -e cycles:u,instructions:u target/release/examples/hot_path_backon 10000000 row
+//! perf stat -e cycles:u,instructions:u target/release/examples/hot_path_backon 0 row
+//! ```
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 use core::hint::black_box;
 use core::time::Duration;
@@ -22,6 +32,7 @@ fn main() {
     let n: u64 = std::env::args()
         .nth(1)
         .map_or(1_000_000, |a| a.parse().unwrap());
+    let row = std::env::args().nth(2).as_deref() == Some("row");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
@@ -30,6 +41,17 @@ fn main() {
         .with_min_delay(Duration::from_millis(100))
         .with_max_times(2)
         .with_jitter();
+    if row {
+        rt.block_on(async {
+            for i in 0..n {
+                let _ = black_box(
+                    async { black_box((|| op(i)).retry(policy).sleep(tokio::time::sleep).await) }
+                        .await,
+                );
+            }
+        });
+        return;
+    }
     rt.block_on(async {
         let mut sum = 0;
         for i in 0..n {

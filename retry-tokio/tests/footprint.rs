@@ -6,7 +6,7 @@
 
 use core::time::Duration;
 
-use retry_core::{Backoff, Jitter, RetryPolicy};
+use retry_core::{Backoff, Jitter, RetryError, RetryPolicy, Success};
 use retry_tokio::{CancellationToken, Retry};
 
 async fn op(x: u64) -> Result<u64, &'static str> {
@@ -40,4 +40,23 @@ fn the_call_future_stays_small() {
     };
     assert!(call <= bound + operation, "{call} bytes");
     assert!(call_with <= bound + operation, "{call_with} bytes");
+}
+
+/// The call's result: every call writes it and its caller moves it. Once
+/// 80 bytes for a `u64` value and a `&str` error (the error held its
+/// `GiveUpReason` and `Duration`s as they are); now the error keeps its
+/// durations as nanoseconds and its kinds as bytes.
+#[test]
+fn the_call_result_stays_small() {
+    let output = size_of::<Result<Success<u64>, RetryError<&'static str>>>();
+    let value = size_of::<Result<u64, RetryError<&'static str>>>();
+    let success = size_of::<Success<u64>>();
+    println!("Result<Success<u64>, RetryError<&str>>: {output} bytes");
+    println!("Result<u64, RetryError<&str>>: {value} bytes");
+    println!("Success<u64>: {success} bytes");
+    if cfg!(target_pointer_width = "64") {
+        assert!(output <= 48, "{output} bytes");
+        assert!(value <= 48, "{value} bytes");
+        assert!(success <= 32, "{success} bytes");
+    }
 }

@@ -5,6 +5,7 @@ use core::fmt;
 use core::time::Duration;
 
 use super::machine::GiveUpReason;
+use super::nanos::sat_nanos;
 use crate::classify::FailureKind;
 
 /// A call that succeeded: the value, how many attempts it took and, when the
@@ -143,14 +144,6 @@ enum Failure {
     Signal,
 }
 
-/// `d` in whole nanoseconds, or `u64::MAX` if it is longer.
-const fn saturating_nanos(d: Duration) -> u64 {
-    match d.as_secs().checked_mul(1_000_000_000) {
-        Some(whole) => whole.saturating_add(d.subsec_nanos() as u64),
-        None => u64::MAX,
-    }
-}
-
 impl Reason {
     /// The byte and the nanoseconds for `reason`.
     const fn of(reason: GiveUpReason) -> (Reason, u64) {
@@ -158,12 +151,12 @@ impl Reason {
             GiveUpReason::Exhausted => (Reason::Exhausted, 0),
             GiveUpReason::Permanent => (Reason::Permanent, 0),
             GiveUpReason::Budget => (Reason::Budget, 0),
-            GiveUpReason::TimedOut { timeout } => (Reason::TimedOut, saturating_nanos(timeout)),
+            GiveUpReason::TimedOut { timeout } => (Reason::TimedOut, sat_nanos(timeout)),
             GiveUpReason::Cancelled => (Reason::Cancelled, 0),
             GiveUpReason::RetryBudget => (Reason::RetryBudget, 0),
             GiveUpReason::CircuitOpen { wait: None } => (Reason::CircuitOpen, 0),
             GiveUpReason::CircuitOpen { wait: Some(wait) } => {
-                (Reason::CircuitOpenFor, saturating_nanos(wait))
+                (Reason::CircuitOpenFor, sat_nanos(wait))
             }
             GiveUpReason::NotStarted => (Reason::NotStarted, 0),
         }
@@ -245,7 +238,7 @@ impl<E> RetryError<E> {
         let (reason, reason_nanos) = Reason::of(reason);
         RetryError {
             last_error,
-            elapsed: saturating_nanos(elapsed),
+            elapsed: sat_nanos(elapsed),
             reason_nanos,
             attempts,
             last_error_attempt: 0,

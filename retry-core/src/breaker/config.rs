@@ -190,27 +190,32 @@ impl fmt::Display for HalfOpenTimeout {
 /// # Ok::<(), retry_core::BreakerError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C)]
 pub struct BreakerConfig {
+    // The fields in this order (and no other: `repr(C)`) take the same 152
+    // bytes as in any order, and keep the fields a default config leaves at
+    // zero apart, in runs short enough that building a config is a few
+    // stores, not a call to clear memory, on targets built for size.
     /// The consecutive-failure threshold, 0 when that rule is off (a zero
     /// threshold is refused by the builder), so the config takes 152 bytes.
     failure_threshold: u32,
     failure_rate: Option<Rate>,
-    slow_call_rate: Option<Rate>,
     slow_call_duration: Duration,
-    window: Option<Window>,
+    slow_call_rate: Option<Rate>,
     minimum_calls: u32,
-    open_backoff: Backoff,
-    max_open_duration: Duration,
-    open_jitter: Jitter,
     seed: u64,
-    half_open_permits: u32,
-    success_threshold: u32,
-    /// The rates verdict's number of probes; 0 for the consecutive verdict
-    /// (kept as a plain count so that the config stays small).
-    rates_over_probes: u32,
+    max_open_duration: Duration,
     /// The half-open maximum wait in nanoseconds, if any (a plain count for
     /// the same reason; waits past 584 years saturate).
     max_half_open_wait: Option<NonZeroU64>,
+    window: Option<Window>,
+    open_backoff: Backoff,
+    open_jitter: Jitter,
+    half_open_permits: u32,
+    /// The rates verdict's number of probes; 0 for the consecutive verdict
+    /// (kept as a plain count so that the config stays small).
+    rates_over_probes: u32,
+    success_threshold: u32,
     half_open_timeout: HalfOpenTimeout,
 }
 
@@ -285,13 +290,36 @@ impl BreakerConfig {
         if timeout.is_zero() {
             return Err(BreakerError::ZeroDuration { field: "timeout" });
         }
-        BreakerConfig::builder()
-            .failure_threshold(failure_threshold)
-            .open_duration(timeout)
-            .max_open_duration(timeout)
-            .half_open_permits(u32::MAX)
-            .success_threshold(success_threshold)
-            .build()
+        // What the builder would make of these settings, and refuse, built
+        // in place.
+        if failure_threshold == 0 {
+            return Err(BreakerError::Zero {
+                field: "failure_threshold",
+            });
+        }
+        // Of `validate`'s checks, the two these settings can fail, in its
+        // order (the rest hold for any arguments; the test below holds this
+        // equal to the builder).
+        let open_backoff = Backoff::constant(timeout);
+        open_backoff
+            .validate()
+            .map_err(|source| BreakerError::InvalidCurve {
+                field: "open_backoff",
+                source,
+            })?;
+        if success_threshold == 0 {
+            return Err(BreakerError::Zero {
+                field: "success_threshold",
+            });
+        }
+        Ok(BreakerConfig {
+            failure_threshold,
+            open_backoff,
+            max_open_duration: timeout,
+            half_open_permits: u32::MAX,
+            success_threshold,
+            ..BreakerConfig::default()
+        })
     }
 
     /// A failure-rate rule over a count window, judged only once the window is
@@ -419,11 +447,16 @@ impl BreakerConfig {
         // The capped curve at `reopen - 1` (the initial delay before the
         // first) and at `reopen`, in one loop so that the curve is written
         // once in the code.
-        let (mut previous, mut base) = (initial, initial);
-        for n in reopen.saturating_sub(1).max(1)..=reopen {
-            previous = base;
+        let mut base = initial;
+        let mut n = reopen.saturating_sub(1).max(1);
+        let previous = loop {
+            let previous = base;
             base = self.open_backoff.delay(n).min(cap);
-        }
+            if n >= reopen {
+                break previous;
+            }
+            n = n.saturating_add(1);
+        };
         let draw = jitter_draw(self.seed, reopen, base);
         self.open_jitter.apply(base, draw, initial, previous, cap)
     }
@@ -790,5 +823,47 @@ impl BreakerConfigBuilder {
             });
         }
         Ok(self.config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `basic` builds its config in place; it must give what the builder
+    /// gives for the same settings, errors included, the order in which
+    /// fields are refused too.
+    #[test]
+    fn basic_is_the_builder_with_its_settings() {
+        let by_builder = |threshold: u32, timeout: Duration, successes: u32| {
+            if timeout.is_zero() {
+                return Err(BreakerError::ZeroDuration { field: "timeout" });
+            }
+            BreakerConfig::builder()
+                .failure_threshold(threshold)
+                .open_duration(timeout)
+                .max_open_duration(timeout)
+                .half_open_permits(u32::MAX)
+                .success_threshold(successes)
+                .build()
+        };
+        let timeouts = [
+            Duration::ZERO,
+            Duration::from_nanos(1),
+            Duration::from_millis(1500),
+            Duration::from_secs(5),
+            Duration::MAX,
+        ];
+        for threshold in [0, 1, 3, u32::MAX] {
+            for timeout in timeouts {
+                for successes in [0, 1, 2, u32::MAX] {
+                    assert_eq!(
+                        BreakerConfig::basic(threshold, timeout, successes),
+                        by_builder(threshold, timeout, successes),
+                        "basic({threshold}, {timeout:?}, {successes})"
+                    );
+                }
+            }
+        }
     }
 }

@@ -520,15 +520,18 @@ pub(crate) enum Mode {
 /// # Ok::<(), retry_core::BreakerError>(())
 /// ```
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct CircuitBreaker<const WORDS: usize = 2, const BUCKETS: usize = 0> {
+    // The fields in this order (and no other: `repr(C)`) keep a new
+    // breaker's zeroed fields apart, in runs short enough that building one
+    // is a few stores, not a call to clear memory, on targets built for size;
+    // the size is the same as in any order (256 bytes for `<2, 0>` on 64-bit
+    // targets).
     config: BreakerConfig,
-    mode: Mode,
     epoch: u32,
     reopens: u32,
+    mode: Mode,
     consecutive_failures: u32,
-    rejected: u64,
-    calls: CountRing<WORDS>,
-    buckets: BucketRing<BUCKETS>,
     /// The count window's size when this type holds it, 0 otherwise (no
     /// window, a time window, or no words): fixed by the config.
     count_window: u16,
@@ -540,6 +543,9 @@ pub struct CircuitBreaker<const WORDS: usize = 2, const BUCKETS: usize = 0> {
     /// again). A cache of what the rules and the window say, so not part of
     /// equality.
     quiet: u16,
+    rejected: u64,
+    calls: CountRing<WORDS>,
+    buckets: BucketRing<BUCKETS>,
 }
 
 impl<const WORDS: usize, const BUCKETS: usize> PartialEq for CircuitBreaker<WORDS, BUCKETS> {
@@ -852,42 +858,58 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         self.request_other(now)
     }
 
-    /// [`request`](Self::request) in any state.
+    /// [`request`](Self::request) in any state: first the timed move the
+    /// request finds due (open to half-open once the open period is over; the
+    /// half-open maximum wait's decision), then the answer of the state the
+    /// breaker is in after it.
     #[inline(never)]
     fn request_other(&mut self, now: Instant) -> Admission {
-        let mut transition = None;
+        let transition = match self.mode {
+            Mode::Open { until } if now >= until => {
+                Some(self.half_open(now, TransitionCause::OpenElapsed))
+            }
+            Mode::HalfOpen(p) if p.deadline.is_some_and(|deadline| now >= deadline) => {
+                let cause = TransitionCause::HalfOpenTimeout;
+                Some(match self.config.half_open_timeout() {
+                    HalfOpenTimeout::Reopen => self.open(now, cause),
+                    HalfOpenTimeout::Close => self.close(BreakerState::Closed, now, cause),
+                })
+            }
+            _ => None,
+        };
+        let mut probe = false;
         let (until, reason) = match self.mode {
-            Mode::Closed | Mode::Disabled | Mode::MetricsOnly => {
-                return Admission::Admitted {
-                    permit: self.permit(false),
-                    transition: None,
+            Mode::Closed | Mode::Disabled | Mode::MetricsOnly => (None, None),
+            Mode::ForcedOpen => (None, Some(RejectReason::ForcedOpen)),
+            // At the end of time an open period may not end after now.
+            Mode::Open { until } => (Some(until), Some(RejectReason::Open)),
+            Mode::HalfOpen(p) => {
+                let room = match self.config.half_open_verdict() {
+                    HalfOpenVerdict::Consecutive => true,
+                    HalfOpenVerdict::Rates { probes } => p.admitted < probes,
+                };
+                if room && p.in_flight < self.config.half_open_permits() {
+                    self.mode = Mode::HalfOpen(Probing {
+                        in_flight: p.in_flight.saturating_add(1),
+                        admitted: p.admitted.saturating_add(1),
+                        ..p
+                    });
+                    probe = true;
+                    (None, None)
+                } else {
+                    (p.deadline, Some(RejectReason::ProbesBusy))
                 }
             }
-            Mode::ForcedOpen => (None, RejectReason::ForcedOpen),
-            Mode::Open { until } if now < until => (Some(until), RejectReason::Open),
-            Mode::Open { .. } => {
-                let t = self.half_open(now, TransitionCause::OpenElapsed);
-                return self.admit_probe(now, Some(t));
-            }
-            Mode::HalfOpen(p) => match p.deadline {
-                Some(deadline) if now >= deadline => match self.config.half_open_timeout() {
-                    HalfOpenTimeout::Reopen => {
-                        transition = Some(self.open(now, TransitionCause::HalfOpenTimeout));
-                        // At the end of time the open period cannot end after now.
-                        (self.open_until().filter(|u| *u > now), RejectReason::Open)
-                    }
-                    HalfOpenTimeout::Close => {
-                        let t = self.close(Mode::Closed, now, TransitionCause::HalfOpenTimeout);
-                        return Admission::Admitted {
-                            permit: self.permit(false),
-                            transition: Some(t),
-                        };
-                    }
-                },
-                _ => return self.admit_probe(now, None),
-            },
         };
-        self.reject(until, reason, transition)
+        match reason {
+            None => Admission::Admitted {
+                permit: self.permit(probe),
+                transition,
+            },
+            // `until` is after `now`: a deadline or an open period that had
+            // ended was applied above.
+            Some(reason) => self.reject(until.filter(|u| *u > now), reason, transition),
+        }
     }
 
     /// Hands back `permit` with the outcome of its call, at `now`. Returns what
@@ -942,11 +964,14 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         duration: Duration,
         now: Instant,
     ) -> Recorded {
-        let outcome = CallOutcome { success, duration };
+        // Whether the call failed and whether it was slow, worked out once.
+        let (failed, slow) = (!success, duration > self.config.slow_call_duration());
         let late = permit.epoch != self.epoch;
         let ignored = match self.mode {
-            Mode::Closed | Mode::MetricsOnly => return self.record_closed(late, outcome, now),
-            Mode::HalfOpen(_) if !late && permit.probe => return self.judge_probe(outcome, now),
+            Mode::Closed | Mode::MetricsOnly => return self.record_closed(late, failed, slow, now),
+            Mode::HalfOpen(_) if !late && permit.probe => {
+                return self.judge_probe(failed, slow, now)
+            }
             Mode::HalfOpen(_) => Ignored::Late,
             Mode::Open { .. } => Ignored::Open,
             Mode::ForcedOpen => Ignored::ForcedOpen,
@@ -1041,18 +1066,17 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         let cause = TransitionCause::Manual;
         self.reopens = 0;
         Ok(match target {
-            ManualState::Closed => self.close(Mode::Closed, now, cause),
-            ManualState::MetricsOnly => self.close(Mode::MetricsOnly, now, cause),
-            ManualState::Disabled => self.enter(Mode::Disabled, now, cause),
+            ManualState::Closed => self.close(BreakerState::Closed, now, cause),
+            ManualState::MetricsOnly => self.close(BreakerState::MetricsOnly, now, cause),
+            ManualState::Disabled => self.enter(BreakerState::Disabled, None, now, cause),
             ManualState::ForcedOpen => {
                 self.epoch = self.epoch.wrapping_add(1);
-                self.enter(Mode::ForcedOpen, now, cause)
+                self.enter(BreakerState::ForcedOpen, None, now, cause)
             }
             ManualState::OpenFor(_) | ManualState::OpenUntil(_) => {
                 self.epoch = self.epoch.wrapping_add(1);
                 self.consecutive_failures = 0;
-                let until = open_until.unwrap_or(now);
-                self.enter(Mode::Open { until }, now, cause)
+                self.enter(BreakerState::Open, open_until, now, cause)
             }
             ManualState::HalfOpen => {
                 self.epoch = self.epoch.wrapping_add(1);
@@ -1111,7 +1135,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// rejected calls is kept (it only ever grows).
     pub fn reset(&mut self, now: Instant) -> Transition {
         self.reopens = 0;
-        self.close(Mode::Closed, now, TransitionCause::Reset)
+        self.close(BreakerState::Closed, now, TransitionCause::Reset)
     }
 
     // ----- internals -----
@@ -1138,39 +1162,38 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         }
     }
 
-    /// Admits a probe in half-open if a place is free, else rejects.
-    fn admit_probe(&mut self, now: Instant, transition: Option<Transition>) -> Admission {
-        let mut until = None;
-        if let Mode::HalfOpen(p) = self.mode {
-            let room = match self.config.half_open_verdict() {
-                HalfOpenVerdict::Consecutive => true,
-                HalfOpenVerdict::Rates { probes } => p.admitted < probes,
-            };
-            if room && p.in_flight < self.config.half_open_permits() {
-                self.mode = Mode::HalfOpen(Probing {
-                    in_flight: p.in_flight.saturating_add(1),
-                    admitted: p.admitted.saturating_add(1),
-                    ..p
-                });
-                return Admission::Admitted {
-                    permit: self.permit(true),
-                    transition,
-                };
-            }
-            // `until` is after `now`: a deadline at or before now was applied by
-            // the request before reaching here.
-            until = p.deadline.filter(|d| *d > now);
-        }
-        self.reject(until, RejectReason::ProbesBusy, transition)
-    }
-
-    fn enter(&mut self, mode: Mode, now: Instant, cause: TransitionCause) -> Transition {
+    /// Moves to `to` at `now`, entering it afresh: open until `until` (`now`
+    /// if none is given), half-open with no probes out and `until` as its
+    /// deadline; `until` means nothing for the other states. The one place a
+    /// state is built, so each is written once in the code.
+    #[inline(never)]
+    fn enter(
+        &mut self,
+        to: BreakerState,
+        until: Option<Instant>,
+        now: Instant,
+        cause: TransitionCause,
+    ) -> Transition {
         let from = self.state();
-        self.mode = mode;
+        self.mode = match to {
+            BreakerState::Closed => Mode::Closed,
+            BreakerState::Open => Mode::Open {
+                until: until.unwrap_or(now),
+            },
+            BreakerState::HalfOpen => Mode::HalfOpen(Probing {
+                in_flight: 0,
+                admitted: 0,
+                results: WindowStats::default(),
+                deadline: until,
+            }),
+            BreakerState::ForcedOpen => Mode::ForcedOpen,
+            BreakerState::Disabled => Mode::Disabled,
+            BreakerState::MetricsOnly => Mode::MetricsOnly,
+        };
         self.quiet = 0;
         Transition {
             from,
-            to: self.state(),
+            to,
             at: now,
             cause,
         }
@@ -1184,29 +1207,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             .max_half_open_wait_nanos()
             .and_then(|wait| now.as_nanos().checked_add(wait))
             .map(Instant::from_nanos);
-        let probing = Probing {
-            in_flight: 0,
-            admitted: 0,
-            results: WindowStats::default(),
-            deadline,
-        };
-        self.enter(Mode::HalfOpen(probing), now, cause)
-    }
-
-    /// Whether the outcome failed and whether it was slow, after adding it to
-    /// the failure streak (unless `late`).
-    #[inline]
-    fn take(&mut self, late: bool, outcome: CallOutcome) -> (bool, bool) {
-        let failed = !outcome.success;
-        let slow = outcome.duration > self.config.slow_call_duration();
-        if !late {
-            self.consecutive_failures = if failed {
-                self.consecutive_failures.saturating_add(1)
-            } else {
-                0
-            };
-        }
-        (failed, slow)
+        self.enter(BreakerState::HalfOpen, deadline, now, cause)
     }
 
     /// [`record`](Self::record) closed or metrics-only: the outcome enters the
@@ -1214,8 +1215,14 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// threshold after it, nothing crossed a threshold and nothing trips: the
     /// common case, which ends here, with how many outcomes may come before a
     /// rule could stand (`quiet`); otherwise [`judge`](Self::judge) decides.
-    fn record_closed(&mut self, late: bool, outcome: CallOutcome, now: Instant) -> Recorded {
-        let (failed, slow) = self.take(late, outcome);
+    fn record_closed(&mut self, late: bool, failed: bool, slow: bool, now: Instant) -> Recorded {
+        if !late {
+            self.consecutive_failures = if failed {
+                self.consecutive_failures.saturating_add(1)
+            } else {
+                0
+            };
+        }
         let size = self.count_window;
         // What the window held before and after the outcome (all zero
         // without a window).
@@ -1338,9 +1345,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// or slow when the slow-call rule is on) re-opens the breaker, and
     /// `success_threshold` good ones close it. Rates verdict: once all the
     /// probes have reported, the verdict on their rates.
-    fn judge_probe(&mut self, outcome: CallOutcome, now: Instant) -> Recorded {
-        let failed = !outcome.success;
-        let slow = outcome.duration > self.config.slow_call_duration();
+    fn judge_probe(&mut self, failed: bool, slow: bool, now: Instant) -> Recorded {
         let probes = match self.config.half_open_verdict() {
             HalfOpenVerdict::Consecutive => None,
             HalfOpenVerdict::Rates { probes } => Some(probes),
@@ -1359,7 +1364,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         let results = p.results;
         let Some(probes) = probes else {
             if results.calls >= self.config.success_threshold() {
-                let t = self.close(Mode::Closed, now, TransitionCause::ProbesSucceeded);
+                let t = self.close(BreakerState::Closed, now, TransitionCause::ProbesSucceeded);
                 return Recorded {
                     transition: Some(t),
                     ..Recorded::NOTHING
@@ -1382,7 +1387,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         } else if exceeded.slow_call_rate.is_some() {
             self.open(now, TransitionCause::SlowCallRate)
         } else {
-            self.close(Mode::Closed, now, TransitionCause::ProbesSucceeded)
+            self.close(BreakerState::Closed, now, TransitionCause::ProbesSucceeded)
         };
         Recorded {
             transition: Some(transition),
@@ -1395,17 +1400,20 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         self.reopens = self.reopens.saturating_add(1);
         self.epoch = self.epoch.wrapping_add(1);
         self.consecutive_failures = 0;
-        let until = now.saturating_add(self.config.open_duration(self.reopens));
-        self.enter(Mode::Open { until }, now, cause)
+        // Saturating, as `Instant::saturating_add`, through the one sum of an
+        // instant and a duration the machines share.
+        let until = crate::retry::later(now, self.config.open_duration(self.reopens))
+            .unwrap_or(Instant::MAX);
+        self.enter(BreakerState::Open, Some(until), now, cause)
     }
 
     /// Enters closed or metrics-only with a clean window.
-    fn close(&mut self, mode: Mode, now: Instant, cause: TransitionCause) -> Transition {
+    fn close(&mut self, to: BreakerState, now: Instant, cause: TransitionCause) -> Transition {
         self.reopens = 0;
         self.consecutive_failures = 0;
-        self.calls = CountRing::new();
+        self.calls.clear();
         self.buckets = BucketRing::new();
-        self.enter(mode, now, cause)
+        self.enter(to, None, now, cause)
     }
 }
 

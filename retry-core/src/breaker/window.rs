@@ -104,6 +104,16 @@ impl<const WORDS: usize> CountRing<WORDS> {
         }
     }
 
+    /// Empties the ring, in place (as [`CountRing::new`] would build it).
+    pub(crate) fn clear(&mut self) {
+        for word in self.bits.as_flattened_mut() {
+            *word = 0;
+        }
+        self.next = 0;
+        self.len = 0;
+        self.counts = 0;
+    }
+
     /// Adds one call to a window of `size` calls, pushing out the oldest once full.
     /// Returns what was pushed out, as [`pushed_out`] reads it. The ring must be
     /// pushed with one size, from 1 to its capacity, all its life (the

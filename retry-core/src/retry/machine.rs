@@ -545,7 +545,16 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
     #[cfg_attr(target_pointer_width = "64", inline)]
     fn budget_end_from_start(&self) -> Option<Instant> {
         let budget = self.policy.budget()?;
-        Some(self.start.saturating_add(budget))
+        // `later` saturated: the same instant as `Instant::saturating_add`.
+        Some(later(self.start, budget).unwrap_or(Instant::MAX))
+    }
+
+    /// Whether `t` is before the end of the budget (always, without one): a
+    /// retry may start at `t`.
+    #[cfg_attr(target_pointer_width = "64", inline)]
+    #[cfg_attr(not(target_pointer_width = "64"), inline(never))]
+    fn within_budget(&self, t: Instant) -> bool {
+        self.budget_end_from_start().is_none_or(|end| t < end)
     }
 
     /// The action the machine is waiting on the driver to carry out (`None` before
@@ -619,9 +628,11 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
     #[cfg_attr(target_pointer_width = "64", inline)]
     fn step(&mut self, event: Event, now: Instant) -> Option<Action> {
         let now = now.max(self.last_now);
-        // The two transitions every retry takes, read in place (without
-        // copying the state and the event): a failed attempt, and the wake
-        // from its sleep. Every other pair goes through the match below.
+        // On 64-bit targets the two transitions every retry takes first, on
+        // their own: a failed attempt (with nothing to tell it from a
+        // timeout) and a due wake. The match below covers them everywhere
+        // else, in less code.
+        #[cfg(target_pointer_width = "64")]
         match (&self.state, &event) {
             (State::Attempting { number, .. }, Event::Failed(failure)) => {
                 let (number, failure) = (*number, *failure);
@@ -629,74 +640,73 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
                 self.last_now = now;
                 return Some(action);
             }
-            (
-                State::Sleeping {
-                    until,
-                    delay,
-                    reason,
-                },
-                Event::Woke,
-            ) => {
-                let (until, delay, reason) = (*until, *delay, *reason);
-                let action = if now < until {
-                    Action::Sleep {
-                        until,
-                        delay,
-                        reason,
-                    }
-                } else if self.budget_end_from_start().is_some_and(|end| now >= end) {
-                    // Woken so late that the budget is spent: no retry may start.
-                    let attempts = self.last_attempt;
-                    self.give_up(GiveUpReason::Budget, attempts, None)
-                } else {
-                    // After a circuit-open wait this is the rejected attempt again:
-                    // the rejection already took it off the count.
+            (State::Sleeping { until, .. }, Event::Woke) if now >= *until => {
+                let action = if self.within_budget(now) {
                     let next = self.last_attempt.saturating_add(1);
                     self.begin_attempt(next, now)
+                } else {
+                    self.give_up(GiveUpReason::Budget)
                 };
                 self.last_now = now;
                 return Some(action);
             }
             _ => {}
         }
-        let action = match (self.state, event) {
-            (State::Idle, Event::Start) => {
-                self.start = now;
-                self.begin_attempt(1, now)
-            }
-            (State::Idle, Event::Cancelled) => self.give_up(GiveUpReason::Cancelled, 0, None),
-            (State::Attempting { number, .. }, Event::Succeeded) => {
-                self.finish(Action::Done { attempts: number })
-            }
+        // Matched in place (the state and the event are not copied out), the
+        // two transitions every retry takes first: a failed attempt (or one
+        // that timed out), and the wake from its sleep.
+        let action = match (&self.state, &event) {
             (
-                State::Attempting {
+                &State::Attempting {
                     number,
                     started,
                     deadline,
                 },
-                Event::TimedOut,
+                Event::Failed(_) | Event::TimedOut,
             ) => {
-                let timeout = match deadline {
-                    Some(d) => super::nanos::between(d, started),
-                    None => super::nanos::between(now, started),
+                let (failure, timed_out) = match event {
+                    Event::Failed(failure) => (failure, None),
+                    _ => {
+                        let timeout = match deadline {
+                            Some(d) => super::nanos::between(d, started),
+                            None => super::nanos::between(now, started),
+                        };
+                        let failure = if self.policy.retries_timeouts() {
+                            Failure::retryable()
+                        } else {
+                            Failure::permanent()
+                        };
+                        (failure.with_kind(FailureKind::Timeout), Some(timeout))
+                    }
                 };
-                let failure = if self.policy.retries_timeouts() {
-                    Failure::retryable()
+                self.after_failure(number, failure, timed_out, now)
+            }
+            (State::Sleeping { until, .. }, Event::Woke) => {
+                if now < *until {
+                    // Woken early: the same sleep again.
+                    self.answer_again()
+                } else if !self.within_budget(now) {
+                    // Woken so late that the budget is spent: no retry may start.
+                    self.give_up(GiveUpReason::Budget)
                 } else {
-                    Failure::permanent()
+                    // After a circuit-open wait this is the rejected attempt again:
+                    // the rejection already took it off the count.
+                    let next = self.last_attempt.saturating_add(1);
+                    self.begin_attempt(next, now)
                 }
-                .with_kind(FailureKind::Timeout);
-                self.after_failure(number, failure, Some(timeout), now)
             }
-            (State::Attempting { number, .. }, Event::Cancelled) => {
-                // The attempt in flight is abandoned; it still counts as started.
-                self.give_up(GiveUpReason::Cancelled, number, None)
+            (State::Idle, Event::Start) => {
+                self.start = now;
+                self.begin_attempt(1, now)
             }
-            (State::Attempting { number, .. }, Event::Rejected { until }) => {
+            (&State::Attempting { number, .. }, Event::Succeeded) => {
+                self.finish(Action::Done { attempts: number })
+            }
+            (&State::Attempting { number, .. }, &Event::Rejected { until }) => {
                 self.after_rejection(number, until, now)
             }
             (
-                State::Withdrawing {
+                &State::Withdrawing {
                     retry,
                     delay,
                     reason,
@@ -704,16 +714,12 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
                 },
                 Event::Granted,
             ) => self.sleep_or_attempt(retry.saturating_add(1), delay, reason, now),
-            (State::Withdrawing { retry, .. }, Event::Refused) => {
-                self.give_up(GiveUpReason::RetryBudget, retry, None)
-            }
-            (State::Withdrawing { retry, .. }, Event::Cancelled) => {
-                self.give_up(GiveUpReason::Cancelled, retry, None)
-            }
-            (State::Sleeping { .. }, Event::Cancelled) => {
-                let attempts = self.last_attempt;
-                self.give_up(GiveUpReason::Cancelled, attempts, None)
-            }
+            (State::Withdrawing { .. }, Event::Refused) => self.give_up(GiveUpReason::RetryBudget),
+            // Cancelled in any phase but the last: idle, with an attempt in
+            // flight (abandoned; it still counts as started), sleeping or
+            // withdrawing.
+            (State::Finished(_), Event::Cancelled) => return None,
+            (_, Event::Cancelled) => self.give_up(GiveUpReason::Cancelled),
             _ => return None,
         };
         self.last_now = now;
@@ -753,10 +759,7 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
     #[cfg_attr(target_pointer_width = "64", inline)]
     fn begin_attempt(&mut self, number: u32, now: Instant) -> Action {
         // A deadline past the last representable instant is no deadline at all.
-        let mut deadline = self
-            .policy
-            .attempt_timeout()
-            .and_then(|t| now.checked_add(t));
+        let mut deadline = self.policy.attempt_timeout().and_then(|t| later(now, t));
         if self.policy.caps_attempt_to_budget() {
             if let Some(end) = self.budget_end_from_start() {
                 deadline = Some(deadline.map_or(end, |d| d.min(end)));
@@ -780,22 +783,19 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
         }
     }
 
-    /// Ends the call with a give-up. Out of line on 32-bit targets, where
-    /// code size counts most: it is reached from many places, never on the
-    /// path of a retry (inlined on 64-bit ones, where that keeps the retry
-    /// decision's instruction count).
+    /// Ends the call with a give-up, after the last attempt started and with
+    /// the last failure seen: what every give-up reports (an attempt in flight
+    /// or being retried is always the last one started, and a failure is
+    /// noted before its give-up). Out of line on 32-bit targets, where code
+    /// size counts most: it is reached from many places, never on the path of
+    /// a retry (inlined on 64-bit ones, where that keeps the retry decision's
+    /// instruction count).
     #[cfg_attr(not(target_pointer_width = "64"), inline(never))]
-    fn give_up(
-        &mut self,
-        reason: GiveUpReason,
-        attempts: u32,
-        last: Option<FailureKind>,
-    ) -> Action {
-        let last_failure = last.or(self.last_failure);
+    fn give_up(&mut self, reason: GiveUpReason) -> Action {
         self.finish(Action::GiveUp(GiveUp {
             reason,
-            attempts,
-            last_failure,
+            attempts: self.last_attempt,
+            last_failure: self.last_failure,
         }))
     }
 
@@ -814,31 +814,23 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
         timed_out: Option<Duration>,
         now: Instant,
     ) -> Action {
-        let kind = Some(failure.kind());
-        self.last_failure = kind;
-        let final_reason = match timed_out {
-            Some(timeout) => GiveUpReason::TimedOut { timeout },
-            None => GiveUpReason::Exhausted,
-        };
-        if !failure.is_retryable() {
-            let reason = match timed_out {
-                Some(_) => final_reason,
+        self.last_failure = Some(failure.kind());
+        let retryable = failure.is_retryable();
+        if !retryable || self.policy.is_last_attempt(number) {
+            return self.give_up(match timed_out {
+                Some(timeout) => GiveUpReason::TimedOut { timeout },
+                None if retryable => GiveUpReason::Exhausted,
                 None => GiveUpReason::Permanent,
-            };
-            return self.give_up(reason, number, kind);
-        }
-        if self.policy.is_last_attempt(number) {
-            return self.give_up(final_reason, number, kind);
+            });
         }
         let (delay, reason) = self.next_delay(number, failure.hint());
-        let Some(until) = now.checked_add(delay) else {
-            // The sleep would end past the last representable instant.
-            return self.give_up(GiveUpReason::Budget, number, kind);
-        };
-        if self.budget_end_from_start().is_some_and(|end| until >= end) {
-            return self.give_up(GiveUpReason::Budget, number, kind);
-        }
         if self.policy.uses_retry_budget() {
+            // A retry the time budget has no room for is not asked of the
+            // retry budget (`sleep_or_attempt` checks again once granted).
+            let fits = later(now, delay).is_some_and(|until| self.within_budget(until));
+            if !fits {
+                return self.give_up(GiveUpReason::Budget);
+            }
             let after_timeout = timed_out.is_some();
             self.state = State::Withdrawing {
                 retry: number,
@@ -851,13 +843,15 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
                 after_timeout,
             };
         }
-        // `until` is within the budget (checked above, no time has passed).
-        self.sleep_until(number.saturating_add(1), delay, until, reason, now)
+        self.sleep_or_attempt(number.saturating_add(1), delay, reason, now)
     }
 
     /// Sleeps `delay` before attempt `next`, or starts it at once if the delay is
-    /// zero. The caller has checked the delay against the budget.
-    #[cfg_attr(target_pointer_width = "64", inline)]
+    /// zero; gives up if the retry would reach or pass the time budget (time
+    /// may have passed since the delay was chosen, while the retry budget was
+    /// asked). Always inlined on 64-bit targets, where it is on the path of
+    /// every retry decision.
+    #[cfg_attr(target_pointer_width = "64", inline(always))]
     fn sleep_or_attempt(
         &mut self,
         next: u32,
@@ -865,14 +859,9 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
         reason: SleepReason,
         now: Instant,
     ) -> Action {
-        // Time may have passed since the delay was chosen (while the retry budget
-        // was asked): check it against the time budget again, zero delays too.
-        let fits = now
-            .checked_add(delay)
-            .filter(|until| self.budget_end_from_start().is_none_or(|end| *until < end));
+        let fits = later(now, delay).filter(|until| self.within_budget(*until));
         let Some(until) = fits else {
-            let attempts = self.last_attempt;
-            return self.give_up(GiveUpReason::Budget, attempts, None);
+            return self.give_up(GiveUpReason::Budget);
         };
         self.sleep_until(next, delay, until, reason, now)
     }
@@ -909,10 +898,7 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
         self.last_attempt = number.saturating_sub(1);
         let wait = until.map(|u| super::nanos::between(u, now));
         match self.policy.circuit_open() {
-            CircuitOpen::GiveUp => {
-                let attempts = self.last_attempt;
-                self.give_up(GiveUpReason::CircuitOpen { wait }, attempts, None)
-            }
+            CircuitOpen::GiveUp => self.give_up(GiveUpReason::CircuitOpen { wait }),
             CircuitOpen::Wait => {
                 // With no known time, ask again after the curve's first delay; and
                 // never a sleep due at or before now, whatever the breaker says.
@@ -953,7 +939,10 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
             (HintMode::AtLeast { cap }, Some(Hint::RetryAfter(hint))) => {
                 let honoured = hint.min(cap);
                 let curve = policy.capped_delay(step);
-                let base = curve.max(honoured);
+                // The longer of the two (one comparison for the base and the
+                // reason).
+                let hinted = honoured > curve;
+                let base = if hinted { honoured } else { curve };
                 let ceiling = policy.max_delay().max(honoured);
                 let delay = policy.jittered(
                     base,
@@ -964,7 +953,7 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
                     honoured,
                 );
                 self.previous_delay = delay;
-                let reason = if honoured > curve {
+                let reason = if hinted {
                     SleepReason::Hint
                 } else {
                     SleepReason::Curve
@@ -973,4 +962,16 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
             }
         }
     }
+}
+
+/// `now + d`, or `None` past the last representable instant, as
+/// [`Instant::checked_add`] gives it: every sum of an instant and a duration
+/// the machine makes goes through here (and the breaker's end of an open
+/// period), out of line on 32-bit targets (where converting a `Duration` to
+/// nanoseconds is a long run of code, better written once) and inlined on
+/// 64-bit ones.
+#[cfg_attr(not(target_pointer_width = "64"), inline(never))]
+#[cfg_attr(target_pointer_width = "64", inline)]
+pub(crate) fn later(now: Instant, d: Duration) -> Option<Instant> {
+    now.checked_add(d)
 }

@@ -27,6 +27,7 @@ pub use delay_list::DelayList;
 pub use error::PolicyError;
 pub(crate) use jitter::mix64;
 pub use jitter::{jitter_draw, Jitter};
+pub(crate) use machine::later;
 pub use machine::{Action, Event, GiveUp, GiveUpReason, Misuse, Phase, RetryMachine, SleepReason};
 pub use policy::{CircuitOpen, HintMode, Resolution, RetryPolicy, RetryPolicyBuilder};
 pub use sim::{total_sleep, Outcome, Scripted, Simulation, Step, Timeline};

@@ -144,6 +144,86 @@ impl Jitter {
         previous: u64,
         cap: u64,
     ) -> (u64, u64, u64) {
+        // Two forms of the same arithmetic: kind by kind on 64-bit targets
+        // (the fastest there), one shared interval and pick elsewhere (the
+        // smallest code on a 32-bit core). A test holds them equal.
+        if cfg!(target_pointer_width = "64") {
+            self.per_kind(n, draw, initial, previous, cap)
+        } else {
+            self.one_pick(n, draw, initial, previous, cap)
+        }
+    }
+
+    /// [`Jitter::draw_within_nanos`] kind by kind.
+    #[inline(always)]
+    fn per_kind(
+        &self,
+        n: u64,
+        draw: u64,
+        initial: u64,
+        previous: u64,
+        cap: u64,
+    ) -> (u64, u64, u64) {
+        let pick = |width: u64| uniform_inclusive(width, draw);
+        match *self {
+            Jitter::None => (n, n, n),
+            Jitter::Full => (pick(n), 0, n),
+            Jitter::Equal => {
+                let lo = n / 2;
+                // lo + a pick in [0, n - lo] is at most n.
+                (lo.wrapping_add(pick(n.wrapping_sub(lo))), lo, n)
+            }
+            Jitter::Decorrelated => {
+                // [initial, 3 × previous] (just `initial` when that is
+                // below it), capped.
+                let top = previous.saturating_add(previous).saturating_add(previous);
+                let width = top.saturating_sub(initial);
+                // initial + a pick in [0, width] is at most max(top, initial).
+                let value = initial.wrapping_add(pick(width));
+                let hi = initial.wrapping_add(width);
+                (value.min(cap), initial.min(cap), hi.min(cap))
+            }
+            Jitter::Subtract(f) => {
+                // d minus up to f·d: the pick counts down from the top, d.
+                let s = span(n, f);
+                (n.saturating_sub(pick(s)), n.saturating_sub(s), n)
+            }
+            Jitter::Add(f) => {
+                // `[n, n + span)`: the top nanosecond below `n + span` (none
+                // when the span is zero).
+                let s = span(n, f);
+                let width = s.wrapping_sub(u64::from(s != 0));
+                (n.saturating_add(pick(width)), n, n.saturating_add(width))
+            }
+            Jitter::Spread(f) => {
+                // n - s + a pick in [0, 2s], capped.
+                let s = span(n, f);
+                let v = pick(s.saturating_add(s));
+                let value = if v >= s {
+                    n.saturating_add(v.wrapping_sub(s))
+                } else {
+                    n.saturating_sub(s.wrapping_sub(v))
+                };
+                (
+                    value.min(cap),
+                    n.saturating_sub(s).min(cap),
+                    n.saturating_add(s).min(cap),
+                )
+            }
+        }
+    }
+
+    /// [`Jitter::draw_within_nanos`] as one interval and one pick for every
+    /// kind.
+    #[cfg_attr(target_pointer_width = "64", inline)]
+    fn one_pick(
+        &self,
+        n: u64,
+        draw: u64,
+        initial: u64,
+        previous: u64,
+        cap: u64,
+    ) -> (u64, u64, u64) {
         let s = match *self {
             Jitter::Subtract(f) | Jitter::Add(f) | Jitter::Spread(f) => span(n, f),
             _ => 0,
@@ -218,6 +298,10 @@ impl fmt::Display for Jitter {
 #[cfg_attr(not(target_pointer_width = "64"), inline(never))]
 fn span(n: u64, f: f64) -> u64 {
     if cfg!(target_pointer_width = "64") {
+        // A whole fraction of a delay below 2^53 ns: the product is exact.
+        if f.to_bits() == 1.0f64.to_bits() && n < 1 << 53 {
+            return n;
+        }
         let f = if f.is_nan() { 0.0 } else { f.clamp(0.0, 1.0) };
         // `as` drops the fraction and saturates at u64::MAX (reached only by
         // a product rounded up to 2^64).
@@ -575,6 +659,43 @@ mod tests {
                     u128::from(uniform_inclusive(x, draw)),
                     pick(u128::from(x), draw),
                     "{x} {draw}"
+                );
+            }
+        }
+    }
+
+    /// The two forms of the arithmetic (kind by kind on 64-bit targets, one
+    /// pick on 32-bit ones) agree on every input, saturation included.
+    #[test]
+    fn both_forms_agree() {
+        let mut z = 0xf0_u64;
+        let mut next = || {
+            z = mix64(z);
+            z
+        };
+        for i in 0..300_000u32 {
+            let mut wide = |k: u32| match k % 8 {
+                0 => u64::MAX,
+                1 => u64::MAX / 3 + 1,
+                2 => (1 << 53) + 1,
+                _ => next() >> (k % 64),
+            };
+            let (n, initial, previous, cap) = (wide(i), wide(i / 5), wide(i / 9), wide(i / 13));
+            let f = [0.0, 1.0, 0.1, 1.0 / 3.0, 0.999_999_999, 5e-324, 0.5][(i % 7) as usize];
+            let draw = [0, u64::MAX, next()][(i % 3) as usize];
+            for j in [
+                Jitter::None,
+                Jitter::Full,
+                Jitter::Equal,
+                Jitter::Decorrelated,
+                Jitter::Subtract(f),
+                Jitter::Add(f),
+                Jitter::Spread(f),
+            ] {
+                assert_eq!(
+                    j.per_kind(n, draw, initial, previous, cap),
+                    j.one_pick(n, draw, initial, previous, cap),
+                    "{j} {n} {draw} {initial} {previous} {cap}"
                 );
             }
         }

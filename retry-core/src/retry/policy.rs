@@ -401,7 +401,7 @@ impl RetryPolicy {
             // Unjittered, a settled step's delay depends on nothing but the
             // settled curve value: worked out once, by the path every delay
             // takes (reading the settled value just stored).
-            self.steady = from_nanos(self.delay_nanos(step, step, 0, 0));
+            self.steady = from_nanos(self.delay_nanos(step, step, 0, Duration::ZERO));
             self.plan |= STEADY_READY;
         }
         self
@@ -433,7 +433,7 @@ impl RetryPolicy {
         if let Some(d) = self.settled_exact(step) {
             return d;
         }
-        from_nanos(self.delay_nanos(retry, step, seed, sat_nanos(previous)))
+        from_nanos(self.delay_nanos(retry, step, seed, previous))
     }
 
     /// The delay at `step` when the curve has settled there and is
@@ -453,10 +453,15 @@ impl RetryPolicy {
     /// rounded. Kept out of line so that the unjittered settled answer stays a
     /// few instructions wherever it is inlined.
     #[inline(never)]
-    fn delay_nanos(&self, retry: u32, step: u32, seed: u64, previous: u64) -> u64 {
+    fn delay_nanos(&self, retry: u32, step: u32, seed: u64, previous: Duration) -> u64 {
         let (max, min) = (sat_nanos(self.max_delay), sat_nanos(self.min_delay));
         let n = if self.settled(step) {
-            sat_nanos(self.steady)
+            // Stored from a u64 of nanoseconds: it converts back without a
+            // saturation check.
+            self.steady
+                .as_secs()
+                .wrapping_mul(1_000_000_000)
+                .wrapping_add(u64::from(self.steady.subsec_nanos()))
         } else {
             self.backoff.capped_nanos(step, max).max(min).min(max)
         };
@@ -487,7 +492,7 @@ impl RetryPolicy {
             sat_nanos(base),
             retry,
             seed,
-            sat_nanos(previous),
+            previous,
             sat_nanos(cap),
             floor,
         ))
@@ -498,16 +503,24 @@ impl RetryPolicy {
     /// hint paths), inlined on 64-bit ones.
     #[cfg_attr(target_pointer_width = "64", inline(always))]
     #[cfg_attr(not(target_pointer_width = "64"), inline(never))]
-    fn finish(&self, n: u64, retry: u32, seed: u64, previous: u64, cap: u64, floor: u64) -> u64 {
+    fn finish(
+        &self,
+        n: u64,
+        retry: u32,
+        seed: u64,
+        previous: Duration,
+        cap: u64,
+        floor: u64,
+    ) -> u64 {
         // No randomness to draw for unjittered policies, and only decorrelated
         // jitter reads the initial delay.
         let draw = match self.jitter {
             Jitter::None => 0,
             _ => jitter_draw_nanos(seed, retry, n),
         };
-        let initial = match self.jitter {
-            Jitter::Decorrelated => sat_nanos(self.backoff.initial()),
-            _ => 0,
+        let (initial, previous) = match self.jitter {
+            Jitter::Decorrelated => (sat_nanos(self.backoff.initial()), sat_nanos(previous)),
+            _ => (0, 0),
         };
         let (value, lo, hi) = self
             .jitter

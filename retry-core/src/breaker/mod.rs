@@ -588,7 +588,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             reopens: 0,
             consecutive_failures: 0,
             rejected: 0,
-            calls: CountRing::new(),
+            calls: CountRing::EMPTY,
             buckets: BucketRing::new(),
         })
     }
@@ -948,7 +948,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 self.consecutive_failures = streak;
                 let slow = outcome.duration > self.config.slow_call_duration();
                 let _ = self.calls.push(self.count_window, failed, slow);
-                return Recorded::NOTHING;
+                return Recorded::nothing();
             }
         }
         self.record_other(permit, outcome.success, outcome.duration, now)
@@ -1246,7 +1246,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         if size > 0 {
             self.quiet = self.quiet_after(after);
         }
-        Recorded::NOTHING
+        Recorded::nothing()
     }
 
     /// How many outcomes a count window holding `now` may take, with no rate
@@ -1353,11 +1353,11 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         if probes.is_none() && (failed || slow && self.config.slow_call_rate().is_some()) {
             return Recorded {
                 transition: Some(self.open(now, TransitionCause::ProbeFailed)),
-                ..Recorded::NOTHING
+                ..Recorded::nothing()
             };
         }
         let Mode::HalfOpen(p) = &mut self.mode else {
-            return Recorded::NOTHING;
+            return Recorded::nothing();
         };
         p.results.add(failed, slow);
         p.in_flight = p.in_flight.saturating_sub(1);
@@ -1367,13 +1367,13 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 let t = self.close(BreakerState::Closed, now, TransitionCause::ProbesSucceeded);
                 return Recorded {
                     transition: Some(t),
-                    ..Recorded::NOTHING
+                    ..Recorded::nothing()
                 };
             }
-            return Recorded::NOTHING;
+            return Recorded::nothing();
         };
         if results.calls < probes {
-            return Recorded::NOTHING;
+            return Recorded::nothing();
         }
         // The probes' rates, reported when they reach their thresholds (from
         // nothing: before them the period had no outcomes).

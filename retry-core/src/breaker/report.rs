@@ -23,11 +23,19 @@ pub struct Recorded {
 }
 
 impl Recorded {
-    pub(crate) const NOTHING: Recorded = Recorded {
-        transition: None,
-        ignored: None,
-        exceeded: Exceeded::NONE,
-    };
+    /// Nothing to report. A function rather than a constant: a constant of
+    /// this size is copied out of read-only memory (a `memcpy` call on small
+    /// targets), where these fields are a few stores.
+    pub(crate) const fn nothing() -> Recorded {
+        Recorded {
+            transition: None,
+            ignored: None,
+            exceeded: Exceeded {
+                failure_rate: None,
+                slow_call_rate: None,
+            },
+        }
+    }
 
     pub(crate) const fn ignored(reason: Ignored) -> Recorded {
         Recorded {

@@ -532,9 +532,6 @@ pub struct CircuitBreaker<const WORDS: usize = 2, const BUCKETS: usize = 0> {
     reopens: u32,
     mode: Mode,
     consecutive_failures: u32,
-    /// The count window's size when this type holds it, 0 otherwise (no
-    /// window, a time window, or no words): fixed by the config.
-    count_window: u16,
     /// How many more outcomes [`record`](Self::record) may take in closed or
     /// metrics-only, into the count window, before a rate rule could stand at
     /// its threshold, even were every one of them a slow failure: until then
@@ -543,6 +540,12 @@ pub struct CircuitBreaker<const WORDS: usize = 2, const BUCKETS: usize = 0> {
     /// again). A cache of what the rules and the window say, so not part of
     /// equality.
     quiet: u16,
+    /// The count window's size when this type holds it, 0 otherwise (no
+    /// window, a time window, or no words): fixed by the config. Just before
+    /// the 8-aligned `rejected`, so the zeroed run that follows (`rejected`
+    /// and the count ring) is cleared with the same 8-aligned routine as the
+    /// policy's, not a second one.
+    count_window: u16,
     rejected: u64,
     calls: CountRing<WORDS>,
     buckets: BucketRing<BUCKETS>,

@@ -7,7 +7,9 @@ use core::num::NonZeroU64;
 use core::time::Duration;
 
 use super::BreakerError;
-use crate::{jitter_draw, Backoff, DisplayDuration as D, Jitter};
+use crate::retry::jitter_draw_nanos;
+use crate::retry::nanos::{from_nanos, sat_nanos};
+use crate::{Backoff, DisplayDuration as D, Jitter};
 
 /// A rate in basis points (1/100 of a percent): `Rate::from_percent(50)` is 5 000.
 ///
@@ -441,9 +443,16 @@ impl BreakerConfig {
     /// takes the capped curve value of the previous re-open as its "previous".
     #[must_use]
     pub fn open_duration(&self, reopen: u32) -> Duration {
+        from_nanos(self.open_nanos(reopen))
+    }
+
+    /// [`BreakerConfig::open_duration`] in nanoseconds (it saturates at
+    /// `u64::MAX` ns as the retry delays do): the breaker adds it to an
+    /// instant, so it is never made a `Duration` on that path.
+    pub(crate) fn open_nanos(&self, reopen: u32) -> u64 {
         let reopen = reopen.max(1);
-        let cap = self.max_open_duration;
-        let initial = self.open_backoff.initial();
+        let cap = sat_nanos(self.max_open_duration);
+        let initial = sat_nanos(self.open_backoff.initial());
         // The capped curve at `reopen - 1` (the initial delay before the
         // first) and at `reopen`, in one loop so that the curve is written
         // once in the code.
@@ -451,14 +460,16 @@ impl BreakerConfig {
         let mut n = reopen.saturating_sub(1).max(1);
         let previous = loop {
             let previous = base;
-            base = self.open_backoff.delay(n).min(cap);
+            base = self.open_backoff.capped_nanos(n, cap);
             if n >= reopen {
                 break previous;
             }
             n = n.saturating_add(1);
         };
-        let draw = jitter_draw(self.seed, reopen, base);
-        self.open_jitter.apply(base, draw, initial, previous, cap)
+        let draw = jitter_draw_nanos(self.seed, reopen, base);
+        self.open_jitter
+            .draw_within_nanos(base, draw, initial, previous, cap)
+            .0
     }
 
     /// Checks every field; the builder calls this, so a built config is valid.

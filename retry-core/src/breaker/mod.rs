@@ -1403,10 +1403,12 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         self.reopens = self.reopens.saturating_add(1);
         self.epoch = self.epoch.wrapping_add(1);
         self.consecutive_failures = 0;
-        // Saturating, as `Instant::saturating_add`, through the one sum of an
-        // instant and a duration the machines share.
-        let until = crate::retry::later(now, self.config.open_duration(self.reopens))
-            .unwrap_or(Instant::MAX);
+        // Saturating, as `Instant::saturating_add`; the open duration in
+        // nanoseconds, never made a `Duration` here.
+        let until = Instant::from_nanos(
+            now.as_nanos()
+                .saturating_add(self.config.open_nanos(self.reopens)),
+        );
         self.enter(BreakerState::Open, Some(until), now, cause)
     }
 

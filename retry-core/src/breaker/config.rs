@@ -841,6 +841,95 @@ impl BreakerConfigBuilder {
 mod tests {
     use super::*;
 
+    /// The open period as it was computed before it moved to nanoseconds:
+    /// through `Duration`s, with the public curve, draw and jitter.
+    fn open_duration_by_durations(c: &BreakerConfig, reopen: u32) -> Duration {
+        let reopen = reopen.max(1);
+        let cap = c.max_open_duration;
+        let initial = c.open_backoff.initial();
+        let mut base = initial;
+        let mut n = reopen.saturating_sub(1).max(1);
+        let previous = loop {
+            let previous = base;
+            base = c.open_backoff.delay(n).min(cap);
+            if n >= reopen {
+                break previous;
+            }
+            n = n.saturating_add(1);
+        };
+        let draw = crate::jitter_draw(c.seed, reopen, base);
+        c.open_jitter.apply(base, draw, initial, previous, cap)
+    }
+
+    /// `open_nanos` (the breaker's path) and `open_duration` give what the
+    /// `Duration` form gives, for every curve and jitter kind, caps past
+    /// `u64::MAX` ns included, and the end instant saturates as
+    /// `Instant::checked_add` did.
+    #[test]
+    fn the_open_period_in_nanoseconds_is_the_duration_form() {
+        let ms = Duration::from_millis;
+        let curves = [
+            Backoff::None,
+            Backoff::constant(ms(250)),
+            Backoff::linear_by(ms(100), ms(333)),
+            Backoff::exponential(ms(100), 2.0),
+            Backoff::exponential(Duration::from_secs(3), 1.5),
+            Backoff::fibonacci(ms(7)),
+            Backoff::exponential(Duration::MAX, 2.0),
+        ];
+        let jitters = [
+            Jitter::None,
+            Jitter::Full,
+            Jitter::Equal,
+            Jitter::Decorrelated,
+            Jitter::Subtract(0.25),
+            Jitter::Add(0.5),
+        ];
+        let caps = [
+            ms(1),
+            Duration::from_secs(60),
+            Duration::from_nanos(u64::MAX),
+            Duration::MAX,
+        ];
+        let nows = [
+            crate::Instant::ORIGIN,
+            crate::Instant::from_secs(1_000),
+            crate::Instant::MAX,
+        ];
+        let mut checked = 0u32;
+        for curve in curves {
+            for jitter in jitters {
+                for cap in caps {
+                    for seed in [0, 1, 0x9e37_79b9_7f4a_7c15] {
+                        let c = BreakerConfig {
+                            open_backoff: curve,
+                            open_jitter: jitter,
+                            max_open_duration: cap,
+                            seed,
+                            ..BreakerConfig::default()
+                        };
+                        for reopen in [0, 1, 2, 3, 7, 40, 100, u32::MAX] {
+                            let want = open_duration_by_durations(&c, reopen);
+                            assert_eq!(c.open_duration(reopen), want, "{c:?} reopen {reopen}");
+                            let nanos = c.open_nanos(reopen);
+                            assert_eq!(Duration::from_nanos(nanos), want, "{c:?} reopen {reopen}");
+                            for now in nows {
+                                let until = crate::Instant::from_nanos(
+                                    now.as_nanos().saturating_add(nanos),
+                                );
+                                let by_durations =
+                                    now.checked_add(want).unwrap_or(crate::Instant::MAX);
+                                assert_eq!(until, by_durations, "{c:?} reopen {reopen}");
+                            }
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 7 * 6 * 4 * 3 * 8);
+    }
+
     /// `basic` builds its config in place; it must give what the builder
     /// gives for the same settings, errors included, the order in which
     /// fields are refused too.

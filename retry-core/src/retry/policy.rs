@@ -107,13 +107,13 @@ impl Default for HintMode {
 /// # Ok::<(), retry_core::PolicyError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
-#[repr(C)]
+#[cfg_attr(target_pointer_width = "32", repr(C))]
 pub struct RetryPolicy {
-    // The fields in this order (and no other: `repr(C)`) keep a default
-    // policy's zero fields (`min_delay`, `steady`, the false flags) apart,
-    // each run short enough that making or moving a policy is a few stores,
-    // not a call to clear memory, on targets built for size; the size is the
-    // same as in any order (176 bytes on 64-bit targets).
+    // On 32-bit targets the fields are in this order (and no other:
+    // `repr(C)`), which keeps a default policy's zero fields (`min_delay`,
+    // `steady`, the false flags) apart, each run short enough that making or
+    // moving a policy is a few stores, not a call to clear memory, on
+    // targets built for size. 64-bit targets keep the compiler's order.
     budget: Option<Duration>,
     min_delay: Duration,
     attempt_timeout: Option<Duration>,

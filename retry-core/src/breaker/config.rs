@@ -7,7 +7,9 @@ use core::num::NonZeroU64;
 use core::time::Duration;
 
 use super::BreakerError;
-use crate::{jitter_draw, Backoff, DisplayDuration as D, Jitter};
+use crate::retry::jitter_draw_nanos;
+use crate::retry::nanos::{from_nanos, sat_nanos};
+use crate::{Backoff, DisplayDuration as D, Jitter};
 
 /// A rate in basis points (1/100 of a percent): `Rate::from_percent(50)` is 5 000.
 ///
@@ -441,9 +443,16 @@ impl BreakerConfig {
     /// takes the capped curve value of the previous re-open as its "previous".
     #[must_use]
     pub fn open_duration(&self, reopen: u32) -> Duration {
+        from_nanos(self.open_nanos(reopen))
+    }
+
+    /// [`BreakerConfig::open_duration`] in nanoseconds (it saturates at
+    /// `u64::MAX` ns as the retry delays do): the breaker adds it to an
+    /// instant, so it is never made a `Duration` on that path.
+    pub(crate) fn open_nanos(&self, reopen: u32) -> u64 {
         let reopen = reopen.max(1);
-        let cap = self.max_open_duration;
-        let initial = self.open_backoff.initial();
+        let cap = sat_nanos(self.max_open_duration);
+        let initial = sat_nanos(self.open_backoff.initial());
         // The capped curve at `reopen - 1` (the initial delay before the
         // first) and at `reopen`, in one loop so that the curve is written
         // once in the code.
@@ -451,14 +460,16 @@ impl BreakerConfig {
         let mut n = reopen.saturating_sub(1).max(1);
         let previous = loop {
             let previous = base;
-            base = self.open_backoff.delay(n).min(cap);
+            base = self.open_backoff.capped_nanos(n, cap);
             if n >= reopen {
                 break previous;
             }
             n = n.saturating_add(1);
         };
-        let draw = jitter_draw(self.seed, reopen, base);
-        self.open_jitter.apply(base, draw, initial, previous, cap)
+        let draw = jitter_draw_nanos(self.seed, reopen, base);
+        self.open_jitter
+            .draw_within_nanos(base, draw, initial, previous, cap)
+            .0
     }
 
     /// Checks every field; the builder calls this, so a built config is valid.
@@ -829,6 +840,95 @@ impl BreakerConfigBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The open period as it was computed before it moved to nanoseconds:
+    /// through `Duration`s, with the public curve, draw and jitter.
+    fn open_duration_by_durations(c: &BreakerConfig, reopen: u32) -> Duration {
+        let reopen = reopen.max(1);
+        let cap = c.max_open_duration;
+        let initial = c.open_backoff.initial();
+        let mut base = initial;
+        let mut n = reopen.saturating_sub(1).max(1);
+        let previous = loop {
+            let previous = base;
+            base = c.open_backoff.delay(n).min(cap);
+            if n >= reopen {
+                break previous;
+            }
+            n = n.saturating_add(1);
+        };
+        let draw = crate::jitter_draw(c.seed, reopen, base);
+        c.open_jitter.apply(base, draw, initial, previous, cap)
+    }
+
+    /// `open_nanos` (the breaker's path) and `open_duration` give what the
+    /// `Duration` form gives, for every curve and jitter kind, caps past
+    /// `u64::MAX` ns included, and the end instant saturates as
+    /// `Instant::checked_add` did.
+    #[test]
+    fn the_open_period_in_nanoseconds_is_the_duration_form() {
+        let ms = Duration::from_millis;
+        let curves = [
+            Backoff::None,
+            Backoff::constant(ms(250)),
+            Backoff::linear_by(ms(100), ms(333)),
+            Backoff::exponential(ms(100), 2.0),
+            Backoff::exponential(Duration::from_secs(3), 1.5),
+            Backoff::fibonacci(ms(7)),
+            Backoff::exponential(Duration::MAX, 2.0),
+        ];
+        let jitters = [
+            Jitter::None,
+            Jitter::Full,
+            Jitter::Equal,
+            Jitter::Decorrelated,
+            Jitter::Subtract(0.25),
+            Jitter::Add(0.5),
+        ];
+        let caps = [
+            ms(1),
+            Duration::from_secs(60),
+            Duration::from_nanos(u64::MAX),
+            Duration::MAX,
+        ];
+        let nows = [
+            crate::Instant::ORIGIN,
+            crate::Instant::from_secs(1_000),
+            crate::Instant::MAX,
+        ];
+        let mut checked = 0u32;
+        for curve in curves {
+            for jitter in jitters {
+                for cap in caps {
+                    for seed in [0, 1, 0x9e37_79b9_7f4a_7c15] {
+                        let c = BreakerConfig {
+                            open_backoff: curve,
+                            open_jitter: jitter,
+                            max_open_duration: cap,
+                            seed,
+                            ..BreakerConfig::default()
+                        };
+                        for reopen in [0, 1, 2, 3, 7, 40, 100, u32::MAX] {
+                            let want = open_duration_by_durations(&c, reopen);
+                            assert_eq!(c.open_duration(reopen), want, "{c:?} reopen {reopen}");
+                            let nanos = c.open_nanos(reopen);
+                            assert_eq!(Duration::from_nanos(nanos), want, "{c:?} reopen {reopen}");
+                            for now in nows {
+                                let until = crate::Instant::from_nanos(
+                                    now.as_nanos().saturating_add(nanos),
+                                );
+                                let by_durations =
+                                    now.checked_add(want).unwrap_or(crate::Instant::MAX);
+                                assert_eq!(until, by_durations, "{c:?} reopen {reopen}");
+                            }
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 7 * 6 * 4 * 3 * 8);
+    }
 
     /// `basic` builds its config in place; it must give what the builder
     /// gives for the same settings, errors included, the order in which

@@ -532,9 +532,6 @@ pub struct CircuitBreaker<const WORDS: usize = 2, const BUCKETS: usize = 0> {
     reopens: u32,
     mode: Mode,
     consecutive_failures: u32,
-    /// The count window's size when this type holds it, 0 otherwise (no
-    /// window, a time window, or no words): fixed by the config.
-    count_window: u16,
     /// How many more outcomes [`record`](Self::record) may take in closed or
     /// metrics-only, into the count window, before a rate rule could stand at
     /// its threshold, even were every one of them a slow failure: until then
@@ -543,6 +540,12 @@ pub struct CircuitBreaker<const WORDS: usize = 2, const BUCKETS: usize = 0> {
     /// again). A cache of what the rules and the window say, so not part of
     /// equality.
     quiet: u16,
+    /// The count window's size when this type holds it, 0 otherwise (no
+    /// window, a time window, or no words): fixed by the config. Just before
+    /// the 8-aligned `rejected`, so the zeroed run that follows (`rejected`
+    /// and the count ring) is cleared with the same 8-aligned routine as the
+    /// policy's, not a second one.
+    count_window: u16,
     rejected: u64,
     calls: CountRing<WORDS>,
     buckets: BucketRing<BUCKETS>,
@@ -588,7 +591,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             reopens: 0,
             consecutive_failures: 0,
             rejected: 0,
-            calls: CountRing::new(),
+            calls: CountRing::EMPTY,
             buckets: BucketRing::new(),
         })
     }
@@ -948,7 +951,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 self.consecutive_failures = streak;
                 let slow = outcome.duration > self.config.slow_call_duration();
                 let _ = self.calls.push(self.count_window, failed, slow);
-                return Recorded::NOTHING;
+                return Recorded::nothing();
             }
         }
         self.record_other(permit, outcome.success, outcome.duration, now)
@@ -1246,7 +1249,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         if size > 0 {
             self.quiet = self.quiet_after(after);
         }
-        Recorded::NOTHING
+        Recorded::nothing()
     }
 
     /// How many outcomes a count window holding `now` may take, with no rate
@@ -1353,11 +1356,11 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         if probes.is_none() && (failed || slow && self.config.slow_call_rate().is_some()) {
             return Recorded {
                 transition: Some(self.open(now, TransitionCause::ProbeFailed)),
-                ..Recorded::NOTHING
+                ..Recorded::nothing()
             };
         }
         let Mode::HalfOpen(p) = &mut self.mode else {
-            return Recorded::NOTHING;
+            return Recorded::nothing();
         };
         p.results.add(failed, slow);
         p.in_flight = p.in_flight.saturating_sub(1);
@@ -1367,13 +1370,13 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 let t = self.close(BreakerState::Closed, now, TransitionCause::ProbesSucceeded);
                 return Recorded {
                     transition: Some(t),
-                    ..Recorded::NOTHING
+                    ..Recorded::nothing()
                 };
             }
-            return Recorded::NOTHING;
+            return Recorded::nothing();
         };
         if results.calls < probes {
-            return Recorded::NOTHING;
+            return Recorded::nothing();
         }
         // The probes' rates, reported when they reach their thresholds (from
         // nothing: before them the period had no outcomes).
@@ -1400,10 +1403,12 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         self.reopens = self.reopens.saturating_add(1);
         self.epoch = self.epoch.wrapping_add(1);
         self.consecutive_failures = 0;
-        // Saturating, as `Instant::saturating_add`, through the one sum of an
-        // instant and a duration the machines share.
-        let until = crate::retry::later(now, self.config.open_duration(self.reopens))
-            .unwrap_or(Instant::MAX);
+        // Saturating, as `Instant::saturating_add`; the open duration in
+        // nanoseconds, never made a `Duration` here.
+        let until = Instant::from_nanos(
+            now.as_nanos()
+                .saturating_add(self.config.open_nanos(self.reopens)),
+        );
         self.enter(BreakerState::Open, Some(until), now, cause)
     }
 

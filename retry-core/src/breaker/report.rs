@@ -23,11 +23,43 @@ pub struct Recorded {
 }
 
 impl Recorded {
+    /// Nothing to report.
+    #[cfg_attr(not(target_pointer_width = "64"), allow(dead_code))]
     pub(crate) const NOTHING: Recorded = Recorded {
         transition: None,
         ignored: None,
         exceeded: Exceeded::NONE,
     };
+
+    /// [`Recorded::NOTHING`]. On 64-bit targets the constant itself (a few
+    /// wide moves); on 32-bit ones built field by field: there a constant of
+    /// this size is copied out of read-only memory by a `memcpy` call, where
+    /// these fields are a few stores.
+    #[cfg(target_pointer_width = "64")]
+    #[inline(always)]
+    pub(crate) const fn nothing() -> Recorded {
+        Recorded::NOTHING
+    }
+
+    /// [`Recorded::NOTHING`], built field by field (see above).
+    #[cfg(not(target_pointer_width = "64"))]
+    #[inline(always)]
+    pub(crate) const fn nothing() -> Recorded {
+        Recorded::by_fields()
+    }
+
+    /// [`Recorded::NOTHING`] as 32-bit targets build it (tested equal).
+    #[cfg_attr(target_pointer_width = "64", allow(dead_code))]
+    const fn by_fields() -> Recorded {
+        Recorded {
+            transition: None,
+            ignored: None,
+            exceeded: Exceeded {
+                failure_rate: None,
+                slow_call_rate: None,
+            },
+        }
+    }
 
     pub(crate) const fn ignored(reason: Ignored) -> Recorded {
         Recorded {
@@ -231,6 +263,16 @@ impl fmt::Display for BreakerMetrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The field-by-field form 32-bit targets use is the constant.
+    #[test]
+    fn nothing_by_fields_is_the_constant() {
+        assert_eq!(Recorded::by_fields(), Recorded::NOTHING);
+        assert_eq!(Recorded::nothing(), Recorded::NOTHING);
+        assert_eq!(Recorded::by_fields().transition, None);
+        assert_eq!(Recorded::by_fields().ignored, None);
+        assert!(!Recorded::by_fields().exceeded.any());
+    }
 
     #[test]
     fn basis_points_are_the_rounded_down_quotient() {

@@ -95,6 +95,9 @@ impl<const WORDS: usize> CountRing<WORDS> {
     /// The last of its 16-call words (0 when it has none).
     const LAST_WORD: usize = WORDS.saturating_mul(4).saturating_sub(1);
 
+    /// An empty ring, as a constant.
+    pub(crate) const EMPTY: Self = Self::new();
+
     pub(crate) const fn new() -> Self {
         CountRing {
             bits: [[0; 4]; WORDS],

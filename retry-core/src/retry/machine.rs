@@ -966,8 +966,7 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
 
 /// `now + d`, or `None` past the last representable instant, as
 /// [`Instant::checked_add`] gives it: every sum of an instant and a duration
-/// the machine makes goes through here (and the breaker's end of an open
-/// period), out of line on 32-bit targets (where converting a `Duration` to
+/// the machine makes goes through here, out of line on 32-bit targets (where converting a `Duration` to
 /// nanoseconds is a long run of code, better written once) and inlined on
 /// 64-bit ones.
 #[cfg_attr(not(target_pointer_width = "64"), inline(never))]

@@ -107,32 +107,38 @@ impl Default for HintMode {
 /// # Ok::<(), retry_core::PolicyError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(target_pointer_width = "32", repr(C))]
 pub struct RetryPolicy {
-    max_attempts: u32,
-    backoff: Backoff,
-    max_delay: Duration,
-    min_delay: Duration,
-    jitter: Jitter,
-    resolution: Resolution,
-    hints: HintMode,
+    // On 32-bit targets the fields are in this order (and no other:
+    // `repr(C)`), which keeps a default policy's zero fields (`min_delay`,
+    // `steady`, the false flags) apart, each run short enough that making or
+    // moving a policy is a few stores, not a call to clear memory, on
+    // targets built for size. 64-bit targets keep the compiler's order.
     budget: Option<Duration>,
+    min_delay: Duration,
     attempt_timeout: Option<Duration>,
-    cap_attempt_to_budget: bool,
-    retry_timeouts: bool,
-    use_retry_budget: bool,
-    circuit_open: CircuitOpen,
-    idempotent: bool,
-    /// Worked out from the fields above whenever a policy is made
-    /// ([`RetryPolicy::planned`]): from this step on the capped curve no
-    /// longer changes (`u32::MAX` when that is not known).
-    steady_step: u32,
-    /// Worked out with `steady_step`: [`SETTLES`], [`STEADY_READY`].
-    plan: u8,
     /// Worked out with `steady_step`, zero when the curve does not settle.
     /// With [`STEADY_READY`] (an unjittered policy): the whole answer for
     /// every settled step, rounded and bounded, returned as it is. Otherwise
     /// the settled capped curve value, the base of a settled jittered delay.
     steady: Duration,
+    max_delay: Duration,
+    backoff: Backoff,
+    hints: HintMode,
+    jitter: Jitter,
+    max_attempts: u32,
+    /// Worked out from the fields above whenever a policy is made
+    /// ([`RetryPolicy::planned`]): from this step on the capped curve no
+    /// longer changes (`u32::MAX` when that is not known).
+    steady_step: u32,
+    resolution: Resolution,
+    retry_timeouts: bool,
+    circuit_open: CircuitOpen,
+    idempotent: bool,
+    cap_attempt_to_budget: bool,
+    /// Worked out with `steady_step`: [`SETTLES`], [`STEADY_READY`].
+    plan: u8,
+    use_retry_budget: bool,
 }
 
 /// The curve settles (at `steady_step`); without it nothing is assumed.

@@ -50,7 +50,7 @@ fn from_nanos_narrow(n: u64) -> Duration {
     for i in (0..5u32).rev() {
         // The digit is 11 bits: the truncation keeps every bit.
         #[allow(clippy::cast_possible_truncation)]
-        let digit = (m >> (11 * i)) as u32 & 0x7ff;
+        let digit = (m >> i.wrapping_mul(11)) as u32 & 0x7ff;
         let x = (r << 11) | digit;
         q = (q << 11) | u64::from(x / M);
         r = x % M;

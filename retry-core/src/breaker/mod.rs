@@ -1272,6 +1272,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// Whether a rule stands at its threshold, the window holding `window`
     /// (all zero without one): the streak, or a rate once the window holds
     /// `minimum_calls`.
+    #[cfg_attr(not(target_pointer_width = "64"), inline(always))]
     fn stands(&self, window: WindowStats) -> bool {
         let config = &self.config;
         let minimum = config.minimum_calls();
@@ -1293,7 +1294,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// `minimum_calls`). `before` and `after` are what the window held before
     /// and after the outcome (all zero without a window).
     #[cold]
-    #[inline(never)]
+    #[cfg_attr(target_pointer_width = "64", inline(never))]
     fn judge(
         &mut self,
         before: WindowStats,

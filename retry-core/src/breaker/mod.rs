@@ -1349,6 +1349,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// or slow when the slow-call rule is on) re-opens the breaker, and
     /// `success_threshold` good ones close it. Rates verdict: once all the
     /// probes have reported, the verdict on their rates.
+    #[cfg_attr(not(target_pointer_width = "64"), inline(always))]
     fn judge_probe(&mut self, failed: bool, slow: bool, now: Instant) -> Recorded {
         let probes = match self.config.half_open_verdict() {
             HalfOpenVerdict::Consecutive => None,

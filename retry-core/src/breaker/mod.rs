@@ -1272,6 +1272,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// Whether a rule stands at its threshold, the window holding `window`
     /// (all zero without one): the streak, or a rate once the window holds
     /// `minimum_calls`.
+    #[cfg_attr(not(target_pointer_width = "64"), inline(always))]
     fn stands(&self, window: WindowStats) -> bool {
         let config = &self.config;
         let minimum = config.minimum_calls();
@@ -1293,7 +1294,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// `minimum_calls`). `before` and `after` are what the window held before
     /// and after the outcome (all zero without a window).
     #[cold]
-    #[inline(never)]
+    #[cfg_attr(target_pointer_width = "64", inline(never))]
     fn judge(
         &mut self,
         before: WindowStats,
@@ -1348,6 +1349,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// or slow when the slow-call rule is on) re-opens the breaker, and
     /// `success_threshold` good ones close it. Rates verdict: once all the
     /// probes have reported, the verdict on their rates.
+    #[cfg_attr(not(target_pointer_width = "64"), inline(always))]
     fn judge_probe(&mut self, failed: bool, slow: bool, now: Instant) -> Recorded {
         let probes = match self.config.half_open_verdict() {
             HalfOpenVerdict::Consecutive => None,

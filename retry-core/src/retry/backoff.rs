@@ -220,7 +220,8 @@ impl Backoff {
 
 /// `a · k + b`, saturating at `u64::MAX`, in 32-bit halves (a 64-bit
 /// overflow check is a library call on 32-bit targets).
-#[inline]
+#[cfg_attr(target_pointer_width = "64", inline)]
+#[cfg_attr(not(target_pointer_width = "64"), inline(never))]
 fn mul_add(a: u64, k: u32, b: u64) -> u64 {
     let k = u64::from(k);
     // Each half times k fits a u64.

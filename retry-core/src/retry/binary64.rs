@@ -158,7 +158,8 @@ impl Float {
 
     /// The value with its fraction dropped, saturating at `u64::MAX`: what
     /// `x as u64` gives.
-    #[inline]
+    #[cfg_attr(target_pointer_width = "64", inline)]
+    #[cfg_attr(not(target_pointer_width = "64"), inline(always))]
     pub(crate) fn trunc(self) -> u64 {
         if self.e >= 0 {
             // m < 2^53: shifted by 12 or more it is past u64.

@@ -543,6 +543,7 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
     /// has set it (every internal caller runs after that, including the first
     /// attempt, which begins while the phase still reads idle).
     #[cfg_attr(target_pointer_width = "64", inline)]
+    #[cfg_attr(not(target_pointer_width = "64"), inline(always))]
     fn budget_end_from_start(&self) -> Option<Instant> {
         let budget = self.policy.budget()?;
         // `later` saturated: the same instant as `Instant::saturating_add`.

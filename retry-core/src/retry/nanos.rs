@@ -40,20 +40,26 @@ pub(crate) fn from_nanos(n: u64) -> Duration {
 #[inline(never)]
 fn from_nanos_narrow(n: u64) -> Duration {
     // Elsewhere a 64-bit division is a library call (and `Duration::from_nanos`
-    // links a panic path): long division by 10^9 in 32-bit digits. The high
-    // digit is below 2^32, so its quotient and remainder are 32-bit ones; the
-    // running remainder (below 10^9 < 2^30) and the low digit then make a
-    // dividend below 2^62, divided by the reciprocal.
-    // The casts split the value into its words; the truncation is the point.
+    // links a panic path). `10^9 = 2^9 · 1_953_125`: the low nine bits are
+    // kept aside, and the rest (below 2^55) is divided by 1_953_125 (below
+    // 2^21) in five 11-bit digits, high first, each step a 32-bit division
+    // (the running remainder shifted by 11 bits stays below 2^32).
+    const M: u32 = 1_953_125;
+    let m = n >> 9;
+    let (mut q, mut r) = (0u64, 0u32);
+    for i in (0..5u32).rev() {
+        // The digit is 11 bits: the truncation keeps every bit.
+        #[allow(clippy::cast_possible_truncation)]
+        let digit = (m >> i.wrapping_mul(11)) as u32 & 0x7ff;
+        let x = (r << 11) | digit;
+        q = (q << 11) | u64::from(x / M);
+        r = x % M;
+    }
+    // The remainder is below 10^9 (said again with `min`, so that
+    // `Duration::new` is seen not to carry into the seconds).
     #[allow(clippy::cast_possible_truncation)]
-    let (hi, lo) = ((n >> 32) as u32, n as u32);
-    let (q1, r1) = (hi / 1_000_000_000, hi % 1_000_000_000);
-    let (q0, r0) = div_1e9((u64::from(r1) << 32) | u64::from(lo));
-    // The quotient is below 2^32 (the dividend is below 10^9 · 2^32); the
-    // remainder is below 10^9 (said again with `min`, so that `Duration::new`
-    // is seen not to carry into the seconds).
-    let sub = u32::try_from(r0).unwrap_or(0).min(999_999_999);
-    Duration::new((u64::from(q1) << 32) | q0, sub)
+    let sub = ((r << 9) | (n as u32 & 511)).min(999_999_999);
+    Duration::new(q, sub)
 }
 
 /// The time from `earlier` to `later` (zero if `earlier` is later), as
@@ -93,25 +99,6 @@ fn millis_rem_narrow(n: u64) -> u64 {
     // (hi mod M) · WORD < 15625 · 14171 < 2^28, plus lo mod M: no wrap.
     let r = ((hi % M).wrapping_mul(WORD).wrapping_add(lo % M)) % M;
     (u64::from(r) << 6) | (n & 63)
-}
-
-/// `(x / 10^9, x % 10^9)` for any `x`, by the reciprocal:
-/// `M = ⌊(2^64 − 1) / 10^9⌋` gives `⌊x·M / 2^64⌋`, which is the quotient or
-/// one less (its error `x·(2^64/10^9 − M)/2^64` is below `x / 2^64`, under 1),
-/// and one correction step makes it exact.
-#[inline]
-const fn div_1e9(x: u64) -> (u64, u64) {
-    const M: u64 = u64::MAX / NANOS_PER_SEC_64;
-    // The high word of a product below 2^94: the truncation keeps every bit.
-    #[allow(clippy::cast_possible_truncation)]
-    let q = ((x as u128).wrapping_mul(M as u128) >> 64) as u64;
-    // q <= x / 10^9: no wrap; the remainder is below 2 · 10^9.
-    let r = x.wrapping_sub(q.wrapping_mul(NANOS_PER_SEC_64));
-    if r >= NANOS_PER_SEC_64 {
-        (q.wrapping_add(1), r.wrapping_sub(NANOS_PER_SEC_64))
-    } else {
-        (q, r)
-    }
 }
 
 #[cfg(test)]
@@ -186,50 +173,6 @@ mod tests {
         }
     }
 
-    /// The reciprocal division is the division, at every boundary and for
-    /// random values of every width.
-    #[test]
-    #[allow(clippy::arithmetic_side_effects)]
-    fn reciprocal_division_is_division() {
-        let check = |x: u64| assert_eq!(div_1e9(x), (x / 1_000_000_000, x % 1_000_000_000), "{x}");
-        for k in 0..=9_223_372_036u64 / 1_000_000 {
-            let base = k * 1_000_000 * 1_000_000_000;
-            for x in [base, base + 999_999_999, base.saturating_sub(1)] {
-                check(x);
-            }
-        }
-        for x in [
-            0,
-            1,
-            999_999_999,
-            1_000_000_000,
-            (1 << 63) - 1,
-            (1 << 62) + 7,
-            1 << 63,
-            u64::MAX,
-            u64::MAX - 1,
-            u64::MAX / 1_000_000_000 * 1_000_000_000,
-            u64::MAX / 1_000_000_000 * 1_000_000_000 - 1,
-        ] {
-            check(x);
-        }
-        let mut z = 9u64;
-        for i in 0..1_000_000u32 {
-            z = crate::retry::mix64(z);
-            check(z >> (i % 64));
-            check(u64::MAX - (z >> (i % 64)));
-        }
-        // Every multiple of 10^9 (and its neighbours) from 2^63 up.
-        let mut base = (1u64 << 63) / 1_000_000_000 * 1_000_000_000;
-        while let Some(next) = base.checked_add(1_000_000_000_000_000) {
-            for x in [base, base + 999_999_999, base - 1] {
-                check(x);
-            }
-            base = next;
-        }
-    }
-
-    /// The division-free time between two instants is the standard one.
     #[test]
     fn between_is_saturating_duration_since() {
         use crate::Instant;

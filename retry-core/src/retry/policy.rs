@@ -6,7 +6,7 @@ use core::time::Duration;
 
 use super::backoff::Backoff;
 use super::error::PolicyError;
-use super::jitter::{jitter_draw_nanos, Jitter};
+use super::jitter::{jitter_draw_nanos, scaled_pick, Jitter};
 use super::nanos::{from_nanos, millis_rem, sat_nanos};
 
 /// How delays are rounded after jitter (see [the rules](crate::behaviour#jitter)).
@@ -136,7 +136,8 @@ pub struct RetryPolicy {
     circuit_open: CircuitOpen,
     idempotent: bool,
     cap_attempt_to_budget: bool,
-    /// Worked out with `steady_step`: [`SETTLES`], [`STEADY_READY`].
+    /// Worked out with `steady_step`: [`SETTLES`], [`STEADY_READY`],
+    /// [`JITTER_READY`].
     plan: u8,
     use_retry_budget: bool,
 }
@@ -146,6 +147,9 @@ const SETTLES: u8 = 4;
 /// The curve settles and the policy is unjittered: from `steady_step` on,
 /// every delay is the stored `steady`.
 const STEADY_READY: u8 = 64;
+/// The curve settles, the policy is jittered, and a settled delay takes the
+/// short form ([`RetryPolicy::settled_jittered`]).
+const JITTER_READY: u8 = 8;
 
 impl Default for RetryPolicy {
     fn default() -> Self {
@@ -409,8 +413,71 @@ impl RetryPolicy {
             // takes (reading the settled value just stored).
             self.steady = from_nanos(self.delay_nanos(step, step, 0, Duration::ZERO));
             self.plan |= STEADY_READY;
+        } else {
+            self.plan_settled_jitter(steady);
         }
         self
+    }
+
+    /// Marks a jittered policy whose settled delay takes the short form of
+    /// [`RetryPolicy::finish`] for the settled curve value `n`: the kind's
+    /// interval is `base +` a pick in `[0, width]` with nothing saturating
+    /// (see [`Jitter::affine_interval`]), neither the floor nor the cap
+    /// moves its ends, and under millisecond resolution `base` is a whole
+    /// millisecond and the top stays at least a millisecond below `u64::MAX`
+    /// ns (rounding up never saturates). Otherwise nothing is marked and the
+    /// delay is computed in full.
+    fn plan_settled_jitter(&mut self, n: u64) {
+        let (base, width, exact) = self.jitter.affine_interval(n);
+        if !exact {
+            return;
+        }
+        let top = base.wrapping_add(width);
+        let (max, floor) = (sat_nanos(self.max_delay), sat_nanos(self.min_delay));
+        // The interval `finish` clamps to (the draw only moves the value).
+        let (_, lo, hi) = self.jitter.draw_within_nanos(n, 0, 0, 0, max);
+        if lo.max(floor) != base || hi.max(floor) != top {
+            return;
+        }
+        if self.resolution == Resolution::Millis && (millis_rem(base) != 0 || top > u64::MAX - MS) {
+            return;
+        }
+        self.plan |= JITTER_READY;
+    }
+
+    /// The delay at `step` in nanoseconds when the curve has settled there
+    /// and the policy is marked [`JITTER_READY`]: the draw, one pick and,
+    /// under millisecond resolution, the rounding. `None` otherwise.
+    ///
+    /// This is [`RetryPolicy::finish`] with what the mark guarantees: the
+    /// value `base + pick` already lies in `[base, top]`, the bounds there;
+    /// the nearest whole millisecond to it is at least `base` (a whole
+    /// millisecond itself) and is kept at or below the last whole
+    /// millisecond in the interval, as `millis_within` keeps it.
+    #[inline(always)]
+    fn settled_jittered(&self, retry: u32, step: u32, seed: u64) -> Option<u64> {
+        if !(PLAN && self.plan & JITTER_READY != 0 && step >= self.steady_step) {
+            return None;
+        }
+        // Stored from a u64 of nanoseconds: no saturation check.
+        let n = self
+            .steady
+            .as_secs()
+            .wrapping_mul(1_000_000_000)
+            .wrapping_add(u64::from(self.steady.subsec_nanos()));
+        // The same interval as when the mark was made (the same `n`): exact.
+        let (base, width, _) = self.jitter.affine_interval(n);
+        let draw = jitter_draw_nanos(seed, retry, n);
+        // `width < u64::MAX` and `base + width` does not wrap.
+        let v = base.wrapping_add(scaled_pick(draw, width.wrapping_add(1)));
+        Some(match self.resolution {
+            Resolution::Nanos => v,
+            // The nearest whole millisecond, halves up (at least a
+            // millisecond below the top of the range: no wrap).
+            Resolution::Millis => (v.wrapping_add(MS / 2) / MS)
+                .wrapping_mul(MS)
+                .min(floor_millis(base.wrapping_add(width))),
+        })
     }
 
     /// Whether the capped curve has settled by `step`.
@@ -438,6 +505,9 @@ impl RetryPolicy {
     ) -> Duration {
         if let Some(d) = self.settled_exact(step) {
             return d;
+        }
+        if let Some(n) = self.settled_jittered(retry, step, seed) {
+            return from_nanos(n);
         }
         from_nanos(self.delay_nanos(retry, step, seed, previous))
     }
@@ -1181,5 +1251,97 @@ mod delay_path_tests {
             );
         }
         assert!(compared > 60_000, "compared {compared} times");
+    }
+
+    /// A settled jittered delay in its short form (the policies the plan
+    /// marks [`JITTER_READY`]) is the full computation's delay, and the
+    /// machine's path with it: every kind, curve, bound and resolution,
+    /// settled steps from the first to the last, any retry and seed. The
+    /// kinds the short form does not cover are never marked.
+    #[test]
+    fn the_settled_jitter_short_form_is_the_full_computation() {
+        let mut g = Gen(23);
+        let (mut marked, mut compared) = (0u32, 0u32);
+        for _ in 0..40_000 {
+            let d = |g: &mut Gen| match g.below(3) {
+                0 => Duration::from_millis(1 + g.below(10_000)),
+                _ => g.duration(),
+            };
+            let backoff = match g.below(3) {
+                0 => Backoff::constant(d(&mut g)),
+                1 => Backoff::exponential(d(&mut g), [2.0, 1.5, 1.0][g.below(3) as usize]),
+                _ => Backoff::fibonacci(d(&mut g)),
+            };
+            let jitter = match g.below(8) {
+                0 => Jitter::None,
+                1 => Jitter::Decorrelated,
+                2 => Jitter::Subtract(g.fraction()),
+                3 => Jitter::Equal,
+                4 | 5 => Jitter::Add(g.fraction()),
+                6 => Jitter::Spread(g.fraction()),
+                _ => Jitter::Full,
+            };
+            let (a, b) = (d(&mut g), d(&mut g));
+            let min = if g.below(2) == 0 {
+                Duration::ZERO
+            } else {
+                a.min(b)
+            };
+            let resolution = if g.below(3) == 0 {
+                Resolution::Nanos
+            } else {
+                Resolution::Millis
+            };
+            let policy = RetryPolicy::builder()
+                .backoff(backoff)
+                .jitter(jitter)
+                .min_delay(min)
+                .max_delay(a.max(b))
+                .resolution(resolution)
+                .build()
+                .unwrap();
+            if policy.plan & JITTER_READY == 0 {
+                continue;
+            }
+            marked += 1;
+            assert!(
+                matches!(
+                    jitter,
+                    Jitter::Full | Jitter::Equal | Jitter::Add(_) | Jitter::Spread(_)
+                ),
+                "{policy}"
+            );
+            let unplanned = RetryPolicy {
+                plan: 0,
+                steady_step: u32::MAX,
+                steady: Duration::ZERO,
+                ..policy
+            };
+            for k in 0..16u32 {
+                let step = match k {
+                    0 => policy.steady_step,
+                    1 => u32::MAX,
+                    _ => policy.steady_step.saturating_add(g.below(1000) as u32),
+                };
+                let (retry, seed) = (g.next() as u32, g.next());
+                let short = policy.settled_jittered(retry, step, seed);
+                assert!(short.is_some(), "{policy} step {step}");
+                assert_eq!(
+                    short.map(from_nanos),
+                    Some(unplanned.curve_delay(retry, step, seed, Duration::ZERO)),
+                    "{policy} retry {retry} step {step} seed {seed}"
+                );
+                assert_eq!(
+                    policy.curve_delay(retry, step, seed, Duration::ZERO),
+                    unplanned.curve_delay(retry, step, seed, Duration::ZERO),
+                );
+                compared += 1;
+            }
+            // Before the curve settles the short form does not apply.
+            if policy.steady_step > 1 {
+                assert_eq!(policy.settled_jittered(1, 1, 0), None, "{policy}");
+            }
+        }
+        assert!(marked > 8_000 && compared > 100_000, "{marked} {compared}");
     }
 }

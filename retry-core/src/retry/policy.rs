@@ -340,7 +340,7 @@ impl RetryPolicy {
     #[must_use]
     #[inline]
     pub fn delay(&self, retry: u32, seed: u64) -> Duration {
-        if let Some(d) = self.settled_exact(retry) {
+        if let Some(d) = self.settled_answer(retry, retry, seed) {
             return d;
         }
         // Only decorrelated jitter reads the previous delay.
@@ -348,7 +348,7 @@ impl RetryPolicy {
             Jitter::Decorrelated => self.backoff.initial(),
             _ => Duration::ZERO,
         };
-        self.curve_delay(retry, retry, seed, previous)
+        from_nanos(self.delay_nanos(retry, retry, seed, previous))
     }
 
     /// The policy with its plan worked out: the step from which the capped
@@ -445,9 +445,9 @@ impl RetryPolicy {
         self.plan |= JITTER_READY;
     }
 
-    /// The delay at `step` in nanoseconds when the curve has settled there
-    /// and the policy is marked [`JITTER_READY`]: the draw, one pick and,
-    /// under millisecond resolution, the rounding. `None` otherwise.
+    /// The delay in nanoseconds at a step where the curve has settled, for
+    /// a policy marked [`JITTER_READY`]: the draw, one pick and, under
+    /// millisecond resolution, the rounding.
     ///
     /// This is [`RetryPolicy::finish`] with what the mark guarantees: the
     /// value `base + pick` already lies in `[base, top]`, the bounds there;
@@ -455,10 +455,7 @@ impl RetryPolicy {
     /// millisecond itself) and is kept at or below the last whole
     /// millisecond in the interval, as `millis_within` keeps it.
     #[inline(always)]
-    fn settled_jittered(&self, retry: u32, step: u32, seed: u64) -> Option<u64> {
-        if !(PLAN && self.plan & JITTER_READY != 0 && step >= self.steady_step) {
-            return None;
-        }
+    fn settled_jittered(&self, retry: u32, seed: u64) -> u64 {
         // Stored from a u64 of nanoseconds: no saturation check.
         let n = self
             .steady
@@ -470,14 +467,14 @@ impl RetryPolicy {
         let draw = jitter_draw_nanos(seed, retry, n);
         // `width < u64::MAX` and `base + width` does not wrap.
         let v = base.wrapping_add(scaled_pick(draw, width.wrapping_add(1)));
-        Some(match self.resolution {
+        match self.resolution {
             Resolution::Nanos => v,
             // The nearest whole millisecond, halves up (at least a
             // millisecond below the top of the range: no wrap).
             Resolution::Millis => (v.wrapping_add(MS / 2) / MS)
                 .wrapping_mul(MS)
                 .min(floor_millis(base.wrapping_add(width))),
-        })
+        }
     }
 
     /// Whether the capped curve has settled by `step`.
@@ -503,22 +500,25 @@ impl RetryPolicy {
         seed: u64,
         previous: Duration,
     ) -> Duration {
-        if let Some(d) = self.settled_exact(step) {
+        if let Some(d) = self.settled_answer(retry, step, seed) {
             return d;
-        }
-        if let Some(n) = self.settled_jittered(retry, step, seed) {
-            return from_nanos(n);
         }
         from_nanos(self.delay_nanos(retry, step, seed, previous))
     }
 
-    /// The delay at `step` when the curve has settled there and is
-    /// unjittered: the stored value. `None` otherwise, and always where the
-    /// plan is not worked out.
+    /// The delay at `step` when the curve has settled there and the plan
+    /// has the answer ready: the stored value for an unjittered policy
+    /// ([`STEADY_READY`]), the short form for a jittered one
+    /// ([`JITTER_READY`]). `None` otherwise, and always where the plan is
+    /// not worked out.
     #[inline(always)]
-    fn settled_exact(&self, step: u32) -> Option<Duration> {
-        if PLAN && self.plan & STEADY_READY != 0 && step >= self.steady_step {
+    fn settled_answer(&self, retry: u32, step: u32, seed: u64) -> Option<Duration> {
+        if !PLAN || step < self.steady_step {
+            None
+        } else if self.plan & STEADY_READY != 0 {
             Some(self.steady)
+        } else if self.plan & JITTER_READY != 0 {
+            Some(from_nanos(self.settled_jittered(retry, seed)))
         } else {
             None
         }
@@ -526,8 +526,9 @@ impl RetryPolicy {
 
     /// [`RetryPolicy::curve_delay`] in nanoseconds: the bounded curve value
     /// (the settled one from `steady_step` on), jittered, floored and
-    /// rounded. Kept out of line so that the unjittered settled answer stays a
-    /// few instructions wherever it is inlined.
+    /// rounded. Kept out of line so that the settled answers (the stored
+    /// unjittered one, the jittered short form) stay a few instructions
+    /// wherever they are inlined.
     #[inline(never)]
     fn delay_nanos(&self, retry: u32, step: u32, seed: u64, previous: Duration) -> u64 {
         let (max, min) = (sat_nanos(self.max_delay), sat_nanos(self.min_delay));
@@ -1324,10 +1325,14 @@ mod delay_path_tests {
                     _ => policy.steady_step.saturating_add(g.below(1000) as u32),
                 };
                 let (retry, seed) = (g.next() as u32, g.next());
-                let short = policy.settled_jittered(retry, step, seed);
-                assert!(short.is_some(), "{policy} step {step}");
+                let short = policy.settled_answer(retry, step, seed);
                 assert_eq!(
-                    short.map(from_nanos),
+                    short,
+                    Some(from_nanos(policy.settled_jittered(retry, seed))),
+                    "{policy} step {step}"
+                );
+                assert_eq!(
+                    short,
                     Some(unplanned.curve_delay(retry, step, seed, Duration::ZERO)),
                     "{policy} retry {retry} step {step} seed {seed}"
                 );
@@ -1339,7 +1344,7 @@ mod delay_path_tests {
             }
             // Before the curve settles the short form does not apply.
             if policy.steady_step > 1 {
-                assert_eq!(policy.settled_jittered(1, 1, 0), None, "{policy}");
+                assert_eq!(policy.settled_answer(1, 1, 0), None, "{policy}");
             }
         }
         assert!(marked > 8_000 && compared > 100_000, "{marked} {compared}");

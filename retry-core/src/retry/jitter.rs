@@ -254,24 +254,27 @@ impl Jitter {
             Jitter::Add(_) => (n, s.wrapping_sub(u64::from(s != 0)), 0, false),
             Jitter::Spread(_) => (n, s.saturating_add(s), s, false),
         };
-        let v = uniform_inclusive(width, draw);
-        let (value, lo, hi) = if down {
-            (start.saturating_sub(v), start.saturating_sub(width), start)
+        // How far the interval reaches below and above `start`: `width`
+        // below for `Subtract`; `sub` below and `width − sub` above it
+        // otherwise (`n + s` at the top for spread, whose `sub` is its span,
+        // the only one not zero).
+        let (below, above) = if down {
+            (width, 0)
+        } else if sub == 0 {
+            (0, width)
         } else {
-            let value = if v >= sub {
-                start.saturating_add(v.wrapping_sub(sub))
-            } else {
-                start.saturating_sub(sub.wrapping_sub(v))
-            };
-            // The top, `start + width − sub`: `n + s` for spread (`sub` is
-            // its span, the only one not zero), `start + width` otherwise.
-            let above = if sub == 0 { width } else { sub };
-            (
-                value,
-                start.saturating_sub(sub),
-                start.saturating_add(above),
-            )
+            (sub, sub)
         };
+        let pick = uniform_inclusive(width, draw);
+        // `Subtract` takes its pick off `start`; the others add it and take
+        // `sub` off again.
+        let (v, sub) = if down { (0, pick) } else { (pick, sub) };
+        let value = if v >= sub {
+            start.saturating_add(v.wrapping_sub(sub))
+        } else {
+            start.saturating_sub(sub.wrapping_sub(v))
+        };
+        let (lo, hi) = (start.saturating_sub(below), start.saturating_add(above));
         // The kinds that cap cap all three.
         let cap = match *self {
             Jitter::Decorrelated | Jitter::Spread(_) => cap,

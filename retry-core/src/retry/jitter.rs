@@ -254,24 +254,27 @@ impl Jitter {
             Jitter::Add(_) => (n, s.wrapping_sub(u64::from(s != 0)), 0, false),
             Jitter::Spread(_) => (n, s.saturating_add(s), s, false),
         };
-        let v = uniform_inclusive(width, draw);
-        let (value, lo, hi) = if down {
-            (start.saturating_sub(v), start.saturating_sub(width), start)
+        // How far the interval reaches below and above `start`: `width`
+        // below for `Subtract`; `sub` below and `width − sub` above it
+        // otherwise (`n + s` at the top for spread, whose `sub` is its span,
+        // the only one not zero).
+        let (below, above) = if down {
+            (width, 0)
+        } else if sub == 0 {
+            (0, width)
         } else {
-            let value = if v >= sub {
-                start.saturating_add(v.wrapping_sub(sub))
-            } else {
-                start.saturating_sub(sub.wrapping_sub(v))
-            };
-            // The top, `start + width − sub`: `n + s` for spread (`sub` is
-            // its span, the only one not zero), `start + width` otherwise.
-            let above = if sub == 0 { width } else { sub };
-            (
-                value,
-                start.saturating_sub(sub),
-                start.saturating_add(above),
-            )
+            (sub, sub)
         };
+        let pick = uniform_inclusive(width, draw);
+        // `Subtract` takes its pick off `start`; the others add it and take
+        // `sub` off again.
+        let (v, sub) = if down { (0, pick) } else { (pick, sub) };
+        let value = if v >= sub {
+            start.saturating_add(v.wrapping_sub(sub))
+        } else {
+            start.saturating_sub(sub.wrapping_sub(v))
+        };
+        let (lo, hi) = (start.saturating_sub(below), start.saturating_add(above));
         // The kinds that cap cap all three.
         let cap = match *self {
             Jitter::Decorrelated | Jitter::Spread(_) => cap,
@@ -279,6 +282,48 @@ impl Jitter {
         };
         (value.min(cap), lo.min(cap), hi.min(cap))
     }
+}
+
+impl Jitter {
+    /// For a delay `n` that no longer changes from retry to retry: the kinds
+    /// whose value is `base +` a pick in `[0, width]`, as `(base, width,
+    /// exact)`: the interval [`Jitter::draw_within_nanos`] draws from, before
+    /// the cap of the kinds that cap (capping the result afterwards gives the
+    /// same value). Only where `exact` holds is that the kind's arithmetic:
+    /// nothing saturates on the way (the ends and the width are computed
+    /// wrapping) and the width is below `u64::MAX` (its pick has a 64-bit
+    /// multiplier). The other kinds (`None`, `Decorrelated` and `Subtract`,
+    /// which counts down) are never exact.
+    #[inline(always)]
+    pub(crate) fn affine_interval(&self, n: u64) -> (u64, u64, bool) {
+        let (base, width, fits) = match *self {
+            Jitter::Full => (0, n, true),
+            Jitter::Equal => (n / 2, n.wrapping_sub(n / 2), true),
+            Jitter::Add(f) => {
+                let s = span(n, f);
+                (n, s.wrapping_sub(u64::from(s != 0)), true)
+            }
+            // n − s + a pick in [0, 2s], both ends within the range.
+            Jitter::Spread(f) => {
+                let s = span(n, f);
+                let fits = n >= s && n.checked_add(s).is_some() && s.checked_add(s).is_some();
+                (n.wrapping_sub(s), s.wrapping_add(s), fits)
+            }
+            _ => (n, 0, false),
+        };
+        let exact = fits && base.checked_add(width).is_some() && width < u64::MAX;
+        (base, width, exact)
+    }
+}
+
+/// The pick [`uniform_inclusive`] makes in `[0, x]`, given `x + 1` (so `x`
+/// below `u64::MAX`): the high word of `draw · (x + 1)`.
+#[inline(always)]
+pub(crate) fn scaled_pick(draw: u64, x_plus_one: u64) -> u64 {
+    // The high word; the truncation is the point.
+    #[allow(clippy::cast_possible_truncation)]
+    let high = (u128::from(draw).wrapping_mul(u128::from(x_plus_one)) >> 64) as u64;
+    high
 }
 
 impl fmt::Display for Jitter {

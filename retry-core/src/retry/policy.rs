@@ -6,7 +6,7 @@ use core::time::Duration;
 
 use super::backoff::Backoff;
 use super::error::PolicyError;
-use super::jitter::{jitter_draw_nanos, Jitter};
+use super::jitter::{jitter_draw_nanos, scaled_pick, Jitter};
 use super::nanos::{from_nanos, millis_rem, sat_nanos};
 
 /// How delays are rounded after jitter (see [the rules](crate::behaviour#jitter)).
@@ -136,7 +136,8 @@ pub struct RetryPolicy {
     circuit_open: CircuitOpen,
     idempotent: bool,
     cap_attempt_to_budget: bool,
-    /// Worked out with `steady_step`: [`SETTLES`], [`STEADY_READY`].
+    /// Worked out with `steady_step`: [`SETTLES`], [`STEADY_READY`],
+    /// [`JITTER_READY`].
     plan: u8,
     use_retry_budget: bool,
 }
@@ -146,6 +147,9 @@ const SETTLES: u8 = 4;
 /// The curve settles and the policy is unjittered: from `steady_step` on,
 /// every delay is the stored `steady`.
 const STEADY_READY: u8 = 64;
+/// The curve settles, the policy is jittered, and a settled delay takes the
+/// short form ([`RetryPolicy::settled_jittered`]).
+const JITTER_READY: u8 = 8;
 
 impl Default for RetryPolicy {
     fn default() -> Self {
@@ -336,7 +340,7 @@ impl RetryPolicy {
     #[must_use]
     #[inline]
     pub fn delay(&self, retry: u32, seed: u64) -> Duration {
-        if let Some(d) = self.settled_exact(retry) {
+        if let Some(d) = self.settled_answer(retry, retry, seed) {
             return d;
         }
         // Only decorrelated jitter reads the previous delay.
@@ -344,7 +348,7 @@ impl RetryPolicy {
             Jitter::Decorrelated => self.backoff.initial(),
             _ => Duration::ZERO,
         };
-        self.curve_delay(retry, retry, seed, previous)
+        from_nanos(self.delay_nanos(retry, retry, seed, previous))
     }
 
     /// The policy with its plan worked out: the step from which the capped
@@ -409,8 +413,68 @@ impl RetryPolicy {
             // takes (reading the settled value just stored).
             self.steady = from_nanos(self.delay_nanos(step, step, 0, Duration::ZERO));
             self.plan |= STEADY_READY;
+        } else {
+            self.plan_settled_jitter(steady);
         }
         self
+    }
+
+    /// Marks a jittered policy whose settled delay takes the short form of
+    /// [`RetryPolicy::finish`] for the settled curve value `n`: the kind's
+    /// interval is `base +` a pick in `[0, width]` with nothing saturating
+    /// (see [`Jitter::affine_interval`]), neither the floor nor the cap
+    /// moves its ends, and under millisecond resolution `base` is a whole
+    /// millisecond and the top stays at least a millisecond below `u64::MAX`
+    /// ns (rounding up never saturates). Otherwise nothing is marked and the
+    /// delay is computed in full.
+    fn plan_settled_jitter(&mut self, n: u64) {
+        let (base, width, exact) = self.jitter.affine_interval(n);
+        if !exact {
+            return;
+        }
+        let top = base.wrapping_add(width);
+        let (max, floor) = (sat_nanos(self.max_delay), sat_nanos(self.min_delay));
+        // The interval `finish` clamps to (the draw only moves the value).
+        let (_, lo, hi) = self.jitter.draw_within_nanos(n, 0, 0, 0, max);
+        if lo.max(floor) != base || hi.max(floor) != top {
+            return;
+        }
+        if self.resolution == Resolution::Millis && (millis_rem(base) != 0 || top > u64::MAX - MS) {
+            return;
+        }
+        self.plan |= JITTER_READY;
+    }
+
+    /// The delay in nanoseconds at a step where the curve has settled, for
+    /// a policy marked [`JITTER_READY`]: the draw, one pick and, under
+    /// millisecond resolution, the rounding.
+    ///
+    /// This is [`RetryPolicy::finish`] with what the mark guarantees: the
+    /// value `base + pick` already lies in `[base, top]`, the bounds there;
+    /// the nearest whole millisecond to it is at least `base` (a whole
+    /// millisecond itself) and is kept at or below the last whole
+    /// millisecond in the interval, as `millis_within` keeps it.
+    #[inline(always)]
+    fn settled_jittered(&self, retry: u32, seed: u64) -> u64 {
+        // Stored from a u64 of nanoseconds: no saturation check.
+        let n = self
+            .steady
+            .as_secs()
+            .wrapping_mul(1_000_000_000)
+            .wrapping_add(u64::from(self.steady.subsec_nanos()));
+        // The same interval as when the mark was made (the same `n`): exact.
+        let (base, width, _) = self.jitter.affine_interval(n);
+        let draw = jitter_draw_nanos(seed, retry, n);
+        // `width < u64::MAX` and `base + width` does not wrap.
+        let v = base.wrapping_add(scaled_pick(draw, width.wrapping_add(1)));
+        match self.resolution {
+            Resolution::Nanos => v,
+            // The nearest whole millisecond, halves up (at least a
+            // millisecond below the top of the range: no wrap).
+            Resolution::Millis => (v.wrapping_add(MS / 2) / MS)
+                .wrapping_mul(MS)
+                .min(floor_millis(base.wrapping_add(width))),
+        }
     }
 
     /// Whether the capped curve has settled by `step`.
@@ -436,19 +500,25 @@ impl RetryPolicy {
         seed: u64,
         previous: Duration,
     ) -> Duration {
-        if let Some(d) = self.settled_exact(step) {
+        if let Some(d) = self.settled_answer(retry, step, seed) {
             return d;
         }
         from_nanos(self.delay_nanos(retry, step, seed, previous))
     }
 
-    /// The delay at `step` when the curve has settled there and is
-    /// unjittered: the stored value. `None` otherwise, and always where the
-    /// plan is not worked out.
+    /// The delay at `step` when the curve has settled there and the plan
+    /// has the answer ready: the stored value for an unjittered policy
+    /// ([`STEADY_READY`]), the short form for a jittered one
+    /// ([`JITTER_READY`]). `None` otherwise, and always where the plan is
+    /// not worked out.
     #[inline(always)]
-    fn settled_exact(&self, step: u32) -> Option<Duration> {
-        if PLAN && self.plan & STEADY_READY != 0 && step >= self.steady_step {
+    fn settled_answer(&self, retry: u32, step: u32, seed: u64) -> Option<Duration> {
+        if !PLAN || step < self.steady_step {
+            None
+        } else if self.plan & STEADY_READY != 0 {
             Some(self.steady)
+        } else if self.plan & JITTER_READY != 0 {
+            Some(from_nanos(self.settled_jittered(retry, seed)))
         } else {
             None
         }
@@ -456,8 +526,9 @@ impl RetryPolicy {
 
     /// [`RetryPolicy::curve_delay`] in nanoseconds: the bounded curve value
     /// (the settled one from `steady_step` on), jittered, floored and
-    /// rounded. Kept out of line so that the unjittered settled answer stays a
-    /// few instructions wherever it is inlined.
+    /// rounded. Kept out of line so that the settled answers (the stored
+    /// unjittered one, the jittered short form) stay a few instructions
+    /// wherever they are inlined.
     #[inline(never)]
     fn delay_nanos(&self, retry: u32, step: u32, seed: u64, previous: Duration) -> u64 {
         let (max, min) = (sat_nanos(self.max_delay), sat_nanos(self.min_delay));
@@ -1181,5 +1252,101 @@ mod delay_path_tests {
             );
         }
         assert!(compared > 60_000, "compared {compared} times");
+    }
+
+    /// A settled jittered delay in its short form (the policies the plan
+    /// marks [`JITTER_READY`]) is the full computation's delay, and the
+    /// machine's path with it: every kind, curve, bound and resolution,
+    /// settled steps from the first to the last, any retry and seed. The
+    /// kinds the short form does not cover are never marked.
+    #[test]
+    fn the_settled_jitter_short_form_is_the_full_computation() {
+        let mut g = Gen(23);
+        let (mut marked, mut compared) = (0u32, 0u32);
+        for _ in 0..40_000 {
+            let d = |g: &mut Gen| match g.below(3) {
+                0 => Duration::from_millis(1 + g.below(10_000)),
+                _ => g.duration(),
+            };
+            let backoff = match g.below(3) {
+                0 => Backoff::constant(d(&mut g)),
+                1 => Backoff::exponential(d(&mut g), [2.0, 1.5, 1.0][g.below(3) as usize]),
+                _ => Backoff::fibonacci(d(&mut g)),
+            };
+            let jitter = match g.below(8) {
+                0 => Jitter::None,
+                1 => Jitter::Decorrelated,
+                2 => Jitter::Subtract(g.fraction()),
+                3 => Jitter::Equal,
+                4 | 5 => Jitter::Add(g.fraction()),
+                6 => Jitter::Spread(g.fraction()),
+                _ => Jitter::Full,
+            };
+            let (a, b) = (d(&mut g), d(&mut g));
+            let min = if g.below(2) == 0 {
+                Duration::ZERO
+            } else {
+                a.min(b)
+            };
+            let resolution = if g.below(3) == 0 {
+                Resolution::Nanos
+            } else {
+                Resolution::Millis
+            };
+            let policy = RetryPolicy::builder()
+                .backoff(backoff)
+                .jitter(jitter)
+                .min_delay(min)
+                .max_delay(a.max(b))
+                .resolution(resolution)
+                .build()
+                .unwrap();
+            if policy.plan & JITTER_READY == 0 {
+                continue;
+            }
+            marked += 1;
+            assert!(
+                matches!(
+                    jitter,
+                    Jitter::Full | Jitter::Equal | Jitter::Add(_) | Jitter::Spread(_)
+                ),
+                "{policy}"
+            );
+            let unplanned = RetryPolicy {
+                plan: 0,
+                steady_step: u32::MAX,
+                steady: Duration::ZERO,
+                ..policy
+            };
+            for k in 0..16u32 {
+                let step = match k {
+                    0 => policy.steady_step,
+                    1 => u32::MAX,
+                    _ => policy.steady_step.saturating_add(g.below(1000) as u32),
+                };
+                let (retry, seed) = (g.next() as u32, g.next());
+                let short = policy.settled_answer(retry, step, seed);
+                assert_eq!(
+                    short,
+                    Some(from_nanos(policy.settled_jittered(retry, seed))),
+                    "{policy} step {step}"
+                );
+                assert_eq!(
+                    short,
+                    Some(unplanned.curve_delay(retry, step, seed, Duration::ZERO)),
+                    "{policy} retry {retry} step {step} seed {seed}"
+                );
+                assert_eq!(
+                    policy.curve_delay(retry, step, seed, Duration::ZERO),
+                    unplanned.curve_delay(retry, step, seed, Duration::ZERO),
+                );
+                compared += 1;
+            }
+            // Before the curve settles the short form does not apply.
+            if policy.steady_step > 1 {
+                assert_eq!(policy.settled_answer(1, 1, 0), None, "{policy}");
+            }
+        }
+        assert!(marked > 8_000 && compared > 100_000, "{marked} {compared}");
     }
 }

@@ -182,10 +182,22 @@ fn the_opening_failure_by_hand() {
     let permanent = Failure::permanent().with_kind(FailureKind::Connection);
     let cases = [
         (&once, Event::Failed(status), Some(GiveUpReason::Exhausted)),
-        (&once, Event::Failed(permanent), Some(GiveUpReason::Permanent)),
+        (
+            &once,
+            Event::Failed(permanent),
+            Some(GiveUpReason::Permanent),
+        ),
         (&timed, Event::Failed(status), Some(GiveUpReason::Exhausted)),
-        (&four, Event::Failed(permanent), Some(GiveUpReason::Permanent)),
-        (&unlimited, Event::Failed(permanent), Some(GiveUpReason::Permanent)),
+        (
+            &four,
+            Event::Failed(permanent),
+            Some(GiveUpReason::Permanent),
+        ),
+        (
+            &unlimited,
+            Event::Failed(permanent),
+            Some(GiveUpReason::Permanent),
+        ),
         (&four, Event::Failed(status), None),
         (&unlimited, Event::Failed(status), None),
         (&once, Event::TimedOut, None),

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use retry_core::{Event, RetryError, RetryPolicy, Success};
-use retry_shared::{Breaker, Driver, Input, PermitGuard, QuickOpening, Ran, Settings, Sleep, Step};
+use retry_shared::{
+    Breaker, Driver, Input, PermitGuard, QuickFailure, QuickOpening, Ran, Settings, Sleep, Step,
+};
 
 use crate::cancel::CancelToken;
 use crate::clock::{Clock, Sleeper, Slept, SystemClock, ThreadSleeper};
@@ -219,12 +221,16 @@ impl<E> Retry<E> {
                 let end = match self.settings.shared_breaker() {
                     Some(shared) => quick_attempt(
                         quick,
+                        &self.settings,
+                        clock,
                         PermitGuard::request(shared, clock, None, None).map(Some),
                         PermitGuard::into_dyn,
                         &mut op,
                     ),
                     None => quick_attempt(
                         quick,
+                        &self.settings,
+                        clock,
                         quick.admit(&self.settings, &clock),
                         |guard| guard,
                         &mut op,
@@ -232,19 +238,12 @@ impl<E> Retry<E> {
                 };
                 match end {
                     QuickEnd::Done(success) => return Ok(success),
+                    QuickEnd::GaveUp(error) => return Err(error),
                     QuickEnd::Refused(until) => {
                         Driver::after_quick_refusal(&self.settings, clock, cancelled, until)
                     }
-                    QuickEnd::Failed(error, permit) => {
-                        let mut driver = Driver::after_quick_opening(
-                            &self.settings,
-                            clock,
-                            cancelled,
-                            None,
-                            permit,
-                        );
-                        let step = driver.poll(Input::Ended(Ran::Returned(Err(error))));
-                        (driver, step)
+                    QuickEnd::Failed(failed) => {
+                        Driver::after_quick_failure(&self.settings, clock, cancelled, failed)
                     }
                 }
             }
@@ -297,16 +296,22 @@ impl<E> Retry<E> {
 enum QuickEnd<'s, T, E> {
     /// It succeeded: the call's result.
     Done(Success<T>),
+    /// It failed and the core gave up at once: the call's error.
+    GaveUp(RetryError<E>),
     /// The breaker refused it (with when it admits again, if it can tell).
     Refused(Option<Instant>),
-    /// It returned an error; the driver takes the call over, with the permit.
-    Failed(E, Option<PermitGuard<&'s dyn Breaker, CallClock<'s>>>),
+    /// It returned an error the call goes on after; the driver takes the call
+    /// over, with the permit.
+    Failed(QuickFailure<E, PermitGuard<&'s dyn Breaker, CallClock<'s>>>),
 }
 
 /// Runs the quick opening's first attempt, `admitted` by the call's breaker (or
-/// with none); `erase` turns its permit guard into the driver's kind.
+/// with none), and settles a failure the core gives up on at once; `erase`
+/// turns its permit guard into the driver's kind.
 fn quick_attempt<'s, B, T, E, F>(
     quick: QuickOpening,
+    settings: &Settings<E>,
+    clock: CallClock<'s>,
     admitted: Result<Option<PermitGuard<B, CallClock<'s>>>, Option<Instant>>,
     erase: impl FnOnce(PermitGuard<B, CallClock<'s>>) -> PermitGuard<&'s dyn Breaker, CallClock<'s>>,
     op: &mut F,
@@ -334,7 +339,11 @@ where
             }
             QuickEnd::Done(quick.success(value, None))
         }
-        Err(error) => QuickEnd::Failed(error, permit.map(erase)),
+        // A blocking attempt never waits: the failure is the call's origin.
+        Err(error) => match quick.failure(settings, &clock, error, None, permit) {
+            Ok(error) => QuickEnd::GaveUp(error),
+            Err(failed) => QuickEnd::Failed(failed.map_permit(erase)),
+        },
     }
 }
 

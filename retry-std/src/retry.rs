@@ -340,9 +340,9 @@ where
             QuickEnd::Done(quick.success(value, None))
         }
         // A blocking attempt never waits: the failure is the call's origin.
-        Err(error) => match quick.failure(settings, &clock, error, None, permit) {
+        Err(error) => match quick.failure(settings, &clock, error, None, permit.map(erase)) {
             Ok(error) => QuickEnd::GaveUp(error),
-            Err(failed) => QuickEnd::Failed(failed.map_permit(erase)),
+            Err(failed) => QuickEnd::Failed(failed),
         },
     }
 }

@@ -177,7 +177,10 @@ struct Unannounced {
 ///   [`Success::elapsed`] after a retry) leaves out what ran before the origin:
 ///   in an async adapter the first attempt's stretch up to its first wait (the
 ///   time of one poll), in a blocking one the whole first attempt. Ask for the
-///   elapsed time to have it whole.
+///   elapsed time to have it whole. An adapter's quick opening
+///   ([`QuickOpening::failure`]) skips the one reading whose answer it knows:
+///   a first attempt that fails without waiting, in a call the core ends on
+///   that failure, would read its origin only to report a zero elapsed time.
 ///
 /// A breaker that does not time calls reads its own time through the
 /// [`PermitGuard`] only when a decision needs it (given the driver's reading

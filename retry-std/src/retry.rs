@@ -199,55 +199,85 @@ impl<E> Retry<E> {
         F: FnMut(&AttemptContext) -> Result<T, E>,
     {
         // A call that needs nothing of the driver until its first attempt ends
-        // runs that attempt itself (the core's opening); only a failure builds
-        // the driver, which takes the call over from there.
-        let quick = if self.cancel.is_none() {
-            self.settings.quick_opening()
-        } else {
-            None
-        };
-        let cancel = self.cancel.clone().unwrap_or(CancelToken::never());
+        // runs that attempt itself (the core's opening), and ends there unless
+        // the breaker refuses it or it fails in a way the call goes on after:
+        // only then is a driver built, which takes the call over.
         let clock = CallClock(self.clock.as_deref());
+        if let (None, Some(quick)) = (&self.cancel, self.settings.quick_opening()) {
+            // A shared breaker of the default shape is called directly
+            // (its closed path inlined); any other through `dyn Breaker`.
+            let end = match self.settings.shared_breaker() {
+                Some(shared) => quick_attempt(
+                    quick,
+                    &self.settings,
+                    clock,
+                    PermitGuard::request(shared, clock, None, None).map(Some),
+                    PermitGuard::into_dyn,
+                    &mut op,
+                ),
+                None => quick_attempt(
+                    quick,
+                    &self.settings,
+                    clock,
+                    quick.admit(&self.settings, &clock),
+                    |guard| guard,
+                    &mut op,
+                ),
+            };
+            return match end {
+                QuickEnd::Done(success) => Ok(success),
+                QuickEnd::GaveUp(error) => Err(error),
+                QuickEnd::Refused(until) => self.take_over(clock, Err(until), op),
+                QuickEnd::Failed(failed) => self.take_over(clock, Ok(failed), op),
+            };
+        }
+        let cancel = self.cancel.clone().unwrap_or(CancelToken::never());
         let cancelled = || cancel.is_cancelled();
-        let (mut driver, mut step) = match quick {
-            None => {
-                let mut driver = Driver::new(&self.settings, clock, cancelled);
-                let step = driver.poll(Input::Start);
-                (driver, step)
-            }
-            Some(quick) => {
-                // A shared breaker of the default shape is called directly
-                // (its closed path inlined); any other through `dyn Breaker`.
-                let end = match self.settings.shared_breaker() {
-                    Some(shared) => quick_attempt(
-                        quick,
-                        &self.settings,
-                        clock,
-                        PermitGuard::request(shared, clock, None, None).map(Some),
-                        PermitGuard::into_dyn,
-                        &mut op,
-                    ),
-                    None => quick_attempt(
-                        quick,
-                        &self.settings,
-                        clock,
-                        quick.admit(&self.settings, &clock),
-                        |guard| guard,
-                        &mut op,
-                    ),
-                };
-                match end {
-                    QuickEnd::Done(success) => return Ok(success),
-                    QuickEnd::GaveUp(error) => return Err(error),
-                    QuickEnd::Refused(until) => {
-                        Driver::after_quick_refusal(&self.settings, clock, cancelled, until)
-                    }
-                    QuickEnd::Failed(failed) => {
-                        Driver::after_quick_failure(&self.settings, clock, cancelled, failed)
-                    }
-                }
-            }
+        let mut driver = Driver::new(&self.settings, clock, cancelled);
+        let step = driver.poll(Input::Start);
+        self.drive(driver, step, clock, &cancel, op)
+    }
+
+    /// The rest of a call whose quick opening did not end it: its first
+    /// attempt `failed` (or the breaker refused it until `Err`'s time, if
+    /// known). Out of line: the quick opening is the path most calls take. A
+    /// call with a quick opening has no cancel token.
+    #[inline(never)]
+    #[allow(clippy::type_complexity)]
+    fn take_over<'s, T, F>(
+        &'s self,
+        clock: CallClock<'s>,
+        failed: Result<
+            QuickFailure<E, PermitGuard<&'s dyn Breaker, CallClock<'s>>>,
+            Option<Instant>,
+        >,
+        op: F,
+    ) -> Result<Success<T>, RetryError<E>>
+    where
+        F: FnMut(&AttemptContext) -> Result<T, E>,
+    {
+        let never = || false;
+        let (driver, step) = match failed {
+            Ok(failed) => Driver::after_quick_failure(&self.settings, clock, never, failed),
+            Err(until) => Driver::after_quick_refusal(&self.settings, clock, never, until),
         };
+        self.drive(driver, step, clock, &CancelToken::never(), op)
+    }
+
+    /// Carries a call out from `step` with `driver`: runs the attempts and
+    /// sleeps it asks for, until it finishes.
+    fn drive<T, F, K>(
+        &self,
+        mut driver: Driver<'_, T, E, CallClock<'_>, K>,
+        mut step: Step<T, E>,
+        clock: CallClock<'_>,
+        cancel: &CancelToken,
+        mut op: F,
+    ) -> Result<Success<T>, RetryError<E>>
+    where
+        F: FnMut(&AttemptContext) -> Result<T, E>,
+        K: Fn() -> bool,
+    {
         // (Read when a later attempt ends; neither a start, a refusal nor a
         // failed first attempt reads it.)
         driver.keep_late_successes();
@@ -264,7 +294,7 @@ impl<E> Retry<E> {
                     // hands the breaker's permit back as an abandoned attempt.
                     Input::Ended(Ran::Returned(op(&context)))
                 }
-                Step::Sleep(sleep) => Input::Slept(self.sleep(clock, sleep, &cancel)),
+                Step::Sleep(sleep) => Input::Slept(self.sleep(clock, sleep, cancel)),
                 Step::Finished(result) => return result,
             };
             step = driver.poll(input);
@@ -334,12 +364,16 @@ where
     // permit back as an abandoned attempt.
     match op(&context) {
         Ok(value) => {
+            // A blocking attempt never waits: the call has read no clock, and
+            // needs none to hand the permit back (the breaker reads the time
+            // itself if it needs it).
             if let Some(permit) = permit {
                 permit.finish(Event::Succeeded, None);
             }
             QuickEnd::Done(quick.success(value, None))
         }
-        // A blocking attempt never waits: the failure is the call's origin.
+        // The permit goes back through `dyn Breaker` (the failure's path stays
+        // apart from the success's).
         Err(error) => match quick.failure(settings, &clock, error, None, permit.map(erase)) {
             Ok(error) => QuickEnd::GaveUp(error),
             Err(failed) => QuickEnd::Failed(failed),

@@ -389,10 +389,7 @@ impl QuickOpening {
         };
         // The end of an attempt that waited is read, as the driver reads it;
         // one that did not wait is the call's origin.
-        let now = match waited {
-            Some(_) => Some(clock.now()),
-            None => None,
-        };
+        let now = waited.map(|_| clock.now());
         if let Some(permit) = permit {
             permit.finish(event, now);
         }

@@ -432,8 +432,45 @@ pub(crate) struct Probing {
     /// The probes that reported. Under the consecutive verdict every one was
     /// good (a bad one ends the period), so their count is the streak.
     pub(crate) results: WindowStats,
+    /// When the breaker decides on its own, if `timed` (the origin
+    /// otherwise, so that equal periods compare equal): an instant and a flag
+    /// rather than an `Option`, whose 64-bit tag would become the tag of
+    /// every [`Mode`], compared in two halves on 32-bit targets. The flag's
+    /// spare values tell the modes apart instead, in one byte.
+    deadline_at: Instant,
+    timed: bool,
+}
+
+impl Probing {
+    /// A half-open period with these probe counts and this maximum-wait
+    /// deadline.
+    pub(crate) const fn new(
+        in_flight: u32,
+        admitted: u32,
+        results: WindowStats,
+        deadline: Option<Instant>,
+    ) -> Probing {
+        let (deadline_at, timed) = match deadline {
+            Some(at) => (at, true),
+            None => (Instant::ORIGIN, false),
+        };
+        Probing {
+            in_flight,
+            admitted,
+            results,
+            deadline_at,
+            timed,
+        }
+    }
+
     /// When the breaker decides on its own, if it has a maximum wait.
-    pub(crate) deadline: Option<Instant>,
+    pub(crate) const fn deadline(&self) -> Option<Instant> {
+        if self.timed {
+            Some(self.deadline_at)
+        } else {
+            None
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -691,7 +728,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     #[must_use]
     pub const fn half_open_until(&self) -> Option<Instant> {
         match self.mode {
-            Mode::HalfOpen(p) => p.deadline,
+            Mode::HalfOpen(p) => p.deadline(),
             _ => None,
         }
     }
@@ -871,7 +908,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             Mode::Open { until } if now >= until => {
                 Some(self.half_open(now, TransitionCause::OpenElapsed))
             }
-            Mode::HalfOpen(p) if p.deadline.is_some_and(|deadline| now >= deadline) => {
+            Mode::HalfOpen(p) if p.timed && now >= p.deadline_at => {
                 let cause = TransitionCause::HalfOpenTimeout;
                 Some(match self.config.half_open_timeout() {
                     HalfOpenTimeout::Reopen => self.open(now, cause),
@@ -900,7 +937,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                     probe = true;
                     (None, None)
                 } else {
-                    (p.deadline, Some(RejectReason::ProbesBusy))
+                    (p.deadline(), Some(RejectReason::ProbesBusy))
                 }
             }
         };
@@ -1183,12 +1220,9 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             BreakerState::Open => Mode::Open {
                 until: until.unwrap_or(now),
             },
-            BreakerState::HalfOpen => Mode::HalfOpen(Probing {
-                in_flight: 0,
-                admitted: 0,
-                results: WindowStats::default(),
-                deadline: until,
-            }),
+            BreakerState::HalfOpen => {
+                Mode::HalfOpen(Probing::new(0, 0, WindowStats::default(), until))
+            }
             BreakerState::ForcedOpen => Mode::ForcedOpen,
             BreakerState::Disabled => Mode::Disabled,
             BreakerState::MetricsOnly => Mode::MetricsOnly,

@@ -909,11 +909,8 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 Some(self.half_open(now, TransitionCause::OpenElapsed))
             }
             Mode::HalfOpen(p) if p.timed && now >= p.deadline_at => {
-                let cause = TransitionCause::HalfOpenTimeout;
-                Some(match self.config.half_open_timeout() {
-                    HalfOpenTimeout::Reopen => self.open(now, cause),
-                    HalfOpenTimeout::Close => self.close(BreakerState::Closed, now, cause),
-                })
+                let reopen = self.config.half_open_timeout() == HalfOpenTimeout::Reopen;
+                Some(self.settle(reopen, now, TransitionCause::HalfOpenTimeout))
             }
             _ => None,
         };
@@ -1007,17 +1004,24 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         // Whether the call failed and whether it was slow, worked out once.
         let (failed, slow) = (!success, duration > self.config.slow_call_duration());
         let late = permit.epoch != self.epoch;
-        let ignored = match self.mode {
-            Mode::Closed | Mode::MetricsOnly => return self.record_closed(late, failed, slow, now),
-            Mode::HalfOpen(_) if !late && permit.probe => {
-                return self.judge_probe(failed, slow, now)
+        let (verdict, exceeded) = match self.mode {
+            Mode::Closed | Mode::MetricsOnly => self.record_closed(late, failed, slow, now),
+            Mode::HalfOpen(_) if !late && permit.probe => self.judge_probe(failed, slow),
+            mode => {
+                let ignored = match mode {
+                    Mode::HalfOpen(_) => Ignored::Late,
+                    Mode::Open { .. } => Ignored::Open,
+                    Mode::ForcedOpen => Ignored::ForcedOpen,
+                    _ => Ignored::Disabled,
+                };
+                return Recorded::ignored(ignored);
             }
-            Mode::HalfOpen(_) => Ignored::Late,
-            Mode::Open { .. } => Ignored::Open,
-            Mode::ForcedOpen => Ignored::ForcedOpen,
-            Mode::Disabled => Ignored::Disabled,
         };
-        Recorded::ignored(ignored)
+        Recorded {
+            transition: verdict.map(|(reopen, cause)| self.settle(reopen, now, cause)),
+            ignored: None,
+            exceeded,
+        }
     }
 
     /// Hands back `permit` for a call that never ran (cancelled before it
@@ -1252,7 +1256,14 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// threshold after it, nothing crossed a threshold and nothing trips: the
     /// common case, which ends here, with how many outcomes may come before a
     /// rule could stand (`quiet`); otherwise [`judge`](Self::judge) decides.
-    fn record_closed(&mut self, late: bool, failed: bool, slow: bool, now: Instant) -> Recorded {
+    /// Returns the verdict and the rates reached, as `judge` does.
+    fn record_closed(
+        &mut self,
+        late: bool,
+        failed: bool,
+        slow: bool,
+        now: Instant,
+    ) -> (Verdict, Exceeded) {
         if !late {
             self.consecutive_failures = if failed {
                 self.consecutive_failures.saturating_add(1)
@@ -1278,12 +1289,12 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             // Judged in full until a rule no longer stands (`record` comes
             // here with `quiet` still set when the streak rule stands).
             self.quiet = 0;
-            return self.judge(before, after, late, now);
+            return self.judge(before, after, late);
         }
         if size > 0 {
             self.quiet = self.quiet_after(after);
         }
-        Recorded::nothing()
+        (None, Exceeded::NONE)
     }
 
     /// How many outcomes a count window holding `now` may take, with no rate
@@ -1329,13 +1340,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// and after the outcome (all zero without a window).
     #[cold]
     #[cfg_attr(target_pointer_width = "64", inline(never))]
-    fn judge(
-        &mut self,
-        before: WindowStats,
-        after: WindowStats,
-        late: bool,
-        now: Instant,
-    ) -> Recorded {
+    fn judge(&self, before: WindowStats, after: WindowStats, late: bool) -> (Verdict, Exceeded) {
         let config = &self.config;
         let minimum = config.minimum_calls();
         let (f, s) = (config.failure_rate(), config.slow_call_rate());
@@ -1359,24 +1364,21 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             failure_rate,
             slow_call_rate,
         };
+        // Metrics-only records and reports without judging; a late outcome
+        // never trips.
+        if late || !matches!(self.mode, Mode::Closed) {
+            return (None, exceeded);
+        }
         let cause = if config.streak_trips(self.consecutive_failures) {
             TransitionCause::ConsecutiveFailures
         } else if failing {
             TransitionCause::FailureRate
-        } else {
+        } else if slowing {
             TransitionCause::SlowCallRate
+        } else {
+            return (None, exceeded);
         };
-        // Metrics-only records and reports without judging; a late outcome
-        // never trips. Some rule stands, so a cause was found.
-        let trips = !late
-            && matches!(self.mode, Mode::Closed)
-            && (failing || slowing || cause == TransitionCause::ConsecutiveFailures);
-        let transition = trips.then(|| self.open(now, cause));
-        Recorded {
-            transition,
-            ignored: None,
-            exceeded,
-        }
+        (Some((true, cause)), exceeded)
     }
 
     /// A probe's outcome, half-open. Consecutive verdict: a bad probe (failed,
@@ -1384,54 +1386,55 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// `success_threshold` good ones close it. Rates verdict: once all the
     /// probes have reported, the verdict on their rates.
     #[cfg_attr(not(target_pointer_width = "64"), inline(always))]
-    fn judge_probe(&mut self, failed: bool, slow: bool, now: Instant) -> Recorded {
-        let probes = match self.config.half_open_verdict() {
-            HalfOpenVerdict::Consecutive => None,
-            HalfOpenVerdict::Rates { probes } => Some(probes),
-        };
-        if probes.is_none() && (failed || slow && self.config.slow_call_rate().is_some()) {
-            return Recorded {
-                transition: Some(self.open(now, TransitionCause::ProbeFailed)),
-                ..Recorded::nothing()
-            };
+    fn judge_probe(&mut self, failed: bool, slow: bool) -> (Verdict, Exceeded) {
+        let probes = self.config.half_open_verdict();
+        let bad = failed || slow && self.config.slow_call_rate().is_some();
+        if probes == HalfOpenVerdict::Consecutive && bad {
+            return (Some((true, TransitionCause::ProbeFailed)), Exceeded::NONE);
         }
         let Mode::HalfOpen(p) = &mut self.mode else {
-            return Recorded::nothing();
+            return (None, Exceeded::NONE);
         };
         p.results.add(failed, slow);
         p.in_flight = p.in_flight.saturating_sub(1);
         let results = p.results;
-        let Some(probes) = probes else {
-            if results.calls >= self.config.success_threshold() {
-                let t = self.close(BreakerState::Closed, now, TransitionCause::ProbesSucceeded);
-                return Recorded {
-                    transition: Some(t),
-                    ..Recorded::nothing()
-                };
-            }
-            return Recorded::nothing();
-        };
-        if results.calls < probes {
-            return Recorded::nothing();
-        }
-        // The probes' rates, reported when they reach their thresholds (from
-        // nothing: before them the period had no outcomes).
         let (calls, f, s) = (results.calls, results.failures, results.slow);
-        let exceeded = Exceeded {
-            failure_rate: crossed(self.config.failure_rate(), 0, 0, f, calls, 1).1,
-            slow_call_rate: crossed(self.config.slow_call_rate(), 0, 0, s, calls, 1).1,
+        let (enough, exceeded) = match probes {
+            HalfOpenVerdict::Consecutive => (self.config.success_threshold(), Exceeded::NONE),
+            // The probes' rates, reported when they reach their thresholds
+            // (from nothing: before them the period had no outcomes), once
+            // every probe has reported.
+            HalfOpenVerdict::Rates { probes } if calls >= probes => (
+                probes,
+                Exceeded {
+                    failure_rate: crossed(self.config.failure_rate(), 0, 0, f, calls, 1).1,
+                    slow_call_rate: crossed(self.config.slow_call_rate(), 0, 0, s, calls, 1).1,
+                },
+            ),
+            HalfOpenVerdict::Rates { probes } => (probes, Exceeded::NONE),
         };
-        let transition = if exceeded.failure_rate.is_some() {
-            self.open(now, TransitionCause::FailureRate)
+        if calls < enough {
+            return (None, exceeded);
+        }
+        let verdict = if exceeded.failure_rate.is_some() {
+            (true, TransitionCause::FailureRate)
         } else if exceeded.slow_call_rate.is_some() {
-            self.open(now, TransitionCause::SlowCallRate)
+            (true, TransitionCause::SlowCallRate)
         } else {
-            self.close(BreakerState::Closed, now, TransitionCause::ProbesSucceeded)
+            (false, TransitionCause::ProbesSucceeded)
         };
-        Recorded {
-            transition: Some(transition),
-            ignored: None,
-            exceeded,
+        (Some(verdict), exceeded)
+    }
+
+    /// Carries out a verdict the breaker reached on its own: re-opens it
+    /// (`reopen`), or closes it with a clean window. The one place both
+    /// verdicts are made, for the outcomes and the half-open maximum wait.
+    #[inline(never)]
+    fn settle(&mut self, reopen: bool, now: Instant, cause: TransitionCause) -> Transition {
+        if reopen {
+            self.open(now, cause)
+        } else {
+            self.close(BreakerState::Closed, now, cause)
         }
     }
 
@@ -1457,6 +1460,10 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         self.enter(to, None, now, cause)
     }
 }
+
+/// What the rules decided about an outcome: nothing, or a move the breaker
+/// makes on its own (re-open if `true`, close otherwise) and why.
+type Verdict = Option<(bool, TransitionCause)>;
 
 /// Whether `count` out of `calls` reaches `rate`, judged from `minimum` calls on.
 #[inline]

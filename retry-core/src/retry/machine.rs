@@ -206,6 +206,12 @@ impl fmt::Display for SleepReason {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 #[non_exhaustive]
+// A one-byte tag (the size is the same 24 bytes): left to itself the
+// compiler widens the tag to the 8 bytes before the `Duration`s, and
+// `GiveUp`, `Action` and the machine's state all keep their own tags in its
+// spare values, so every match on them would compare 64-bit numbers, in
+// two halves on 32-bit targets.
+#[repr(u8)]
 pub enum GiveUpReason {
     /// Every permitted attempt failed.
     Exhausted,

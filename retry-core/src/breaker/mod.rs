@@ -970,8 +970,9 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         // The closed path while no rule can stand, small enough to inline at
         // every call site: the streak and the count window take the outcome,
         // and nothing is judged (`quiet` is zero in every other state).
+        let failed = !outcome.success;
+        let slow = || outcome.duration > self.config.slow_call_duration();
         if let Some(quiet) = self.quiet.checked_sub(1) {
-            let failed = !outcome.success;
             let streak = if permit.epoch != self.epoch {
                 self.consecutive_failures
             } else if failed {
@@ -983,26 +984,18 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             if !self.config.streak_trips(streak) {
                 self.quiet = quiet;
                 self.consecutive_failures = streak;
-                let slow = outcome.duration > self.config.slow_call_duration();
-                let _ = self.calls.push(self.count_window, failed, slow);
+                let _ = self.calls.push(self.count_window, failed, slow());
                 return Recorded::nothing();
             }
         }
-        self.record_other(permit, outcome.success, outcome.duration, now)
+        self.record_other(permit, failed, slow(), now)
     }
 
     /// [`record`](Self::record) in any state, when the closed path cannot
-    /// skip the rules.
+    /// skip the rules, with whether the call failed and whether it was slow
+    /// (as `record` worked them out: the outcome itself is not passed on).
     #[inline(never)]
-    fn record_other(
-        &mut self,
-        permit: Permit,
-        success: bool,
-        duration: Duration,
-        now: Instant,
-    ) -> Recorded {
-        // Whether the call failed and whether it was slow, worked out once.
-        let (failed, slow) = (!success, duration > self.config.slow_call_duration());
+    fn record_other(&mut self, permit: Permit, failed: bool, slow: bool, now: Instant) -> Recorded {
         let late = permit.epoch != self.epoch;
         let (verdict, exceeded) = match self.mode {
             Mode::Closed | Mode::MetricsOnly => self.record_closed(late, failed, slow, now),

@@ -674,10 +674,9 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
                 let (failure, timed_out) = match event {
                     Event::Failed(failure) => (failure, None),
                     _ => {
-                        let timeout = match deadline {
-                            Some(d) => super::nanos::between(d, started),
-                            None => super::nanos::between(now, started),
-                        };
+                        // The attempt's timeout, or (with none) how long
+                        // it ran.
+                        let timeout = super::nanos::between(deadline.unwrap_or(now), started);
                         let failure = if self.policy.retries_timeouts() {
                             Failure::retryable()
                         } else {

@@ -1089,7 +1089,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             ManualState::OpenFor(d) if d.is_zero() => {
                 return Err(BreakerError::ZeroDuration { field: "open_for" })
             }
-            ManualState::OpenFor(d) => Some(now.saturating_add(d)),
+            ManualState::OpenFor(d) => now.saturating_add(d),
             ManualState::OpenUntil(until) if until <= now => {
                 return Err(BreakerError::NotAfterNow {
                     field: "open_until",
@@ -1097,23 +1097,23 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                     now,
                 })
             }
-            ManualState::OpenUntil(until) => Some(until),
-            _ => None,
+            ManualState::OpenUntil(until) => until,
+            _ => now,
         };
         let cause = TransitionCause::Manual;
         self.reopens = 0;
         Ok(match target {
             ManualState::Closed => self.close(BreakerState::Closed, now, cause),
             ManualState::MetricsOnly => self.close(BreakerState::MetricsOnly, now, cause),
-            ManualState::Disabled => self.enter(BreakerState::Disabled, None, now, cause),
+            ManualState::Disabled => self.enter(BreakerState::Disabled, now, false, now, cause),
             ManualState::ForcedOpen => {
                 self.epoch = self.epoch.wrapping_add(1);
-                self.enter(BreakerState::ForcedOpen, None, now, cause)
+                self.enter(BreakerState::ForcedOpen, now, false, now, cause)
             }
             ManualState::OpenFor(_) | ManualState::OpenUntil(_) => {
                 self.epoch = self.epoch.wrapping_add(1);
                 self.consecutive_failures = 0;
-                self.enter(BreakerState::Open, open_until, now, cause)
+                self.enter(BreakerState::Open, open_until, true, now, cause)
             }
             ManualState::HalfOpen => {
                 self.epoch = self.epoch.wrapping_add(1);
@@ -1199,27 +1199,30 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         }
     }
 
-    /// Moves to `to` at `now`, entering it afresh: open until `until` (`now`
-    /// if none is given), half-open with no probes out and `until` as its
-    /// deadline; `until` means nothing for the other states. The one place a
-    /// state is built, so each is written once in the code.
+    /// Moves to `to` at `now`, entering it afresh: open until `until`,
+    /// half-open with no probes out and `until` as its deadline if `timed`;
+    /// `until` means nothing for the other states. The one place a state is
+    /// built, so each is written once in the code. (An instant and a flag,
+    /// not an `Option`: on 32-bit targets that is a 64-bit tag on the stack.)
     #[inline(never)]
     fn enter(
         &mut self,
         to: BreakerState,
-        until: Option<Instant>,
+        until: Instant,
+        timed: bool,
         now: Instant,
         cause: TransitionCause,
     ) -> Transition {
         let from = self.state();
         self.mode = match to {
             BreakerState::Closed => Mode::Closed,
-            BreakerState::Open => Mode::Open {
-                until: until.unwrap_or(now),
-            },
-            BreakerState::HalfOpen => {
-                Mode::HalfOpen(Probing::new(0, 0, WindowStats::default(), until))
-            }
+            BreakerState::Open => Mode::Open { until },
+            BreakerState::HalfOpen => Mode::HalfOpen(Probing::new(
+                0,
+                0,
+                WindowStats::default(),
+                timed.then_some(until),
+            )),
             BreakerState::ForcedOpen => Mode::ForcedOpen,
             BreakerState::Disabled => Mode::Disabled,
             BreakerState::MetricsOnly => Mode::MetricsOnly,
@@ -1239,9 +1242,15 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         let deadline = self
             .config
             .max_half_open_wait_nanos()
-            .and_then(|wait| now.as_nanos().checked_add(wait))
-            .map(Instant::from_nanos);
-        self.enter(BreakerState::HalfOpen, deadline, now, cause)
+            .and_then(|wait| now.as_nanos().checked_add(wait));
+        let until = Instant::from_nanos(deadline.unwrap_or(0));
+        self.enter(
+            BreakerState::HalfOpen,
+            until,
+            deadline.is_some(),
+            now,
+            cause,
+        )
     }
 
     /// [`record`](Self::record) closed or metrics-only: the outcome enters the
@@ -1441,7 +1450,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             now.as_nanos()
                 .saturating_add(self.config.open_nanos(self.reopens)),
         );
-        self.enter(BreakerState::Open, Some(until), now, cause)
+        self.enter(BreakerState::Open, until, true, now, cause)
     }
 
     /// Enters closed or metrics-only with a clean window.
@@ -1450,7 +1459,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         self.consecutive_failures = 0;
         self.calls.clear();
         self.buckets = BucketRing::new();
-        self.enter(to, None, now, cause)
+        self.enter(to, now, false, now, cause)
     }
 }
 

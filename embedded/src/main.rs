@@ -29,10 +29,12 @@ fn call(policy: &RetryPolicy, breaker: &mut CircuitBreaker, outcomes: u32, seed:
             Action::Attempt { number, .. } => match breaker.request(now) {
                 Admission::Admitted { permit, .. } => {
                     let ok = outcomes & (1 << (number % 32)) != 0;
-                    // The step is opaque as a value: converting an opaque
-                    // count of milliseconds would link the harness's own
-                    // 64-bit division.
-                    now = now + black_box(Duration::from_millis(5));
+                    // The attempt took 5 ms. Time comes in as firmware gets
+                    // it, from its timer (here a 64-bit count of nanoseconds
+                    // that wraps as hardware counters do, opaque to the
+                    // optimizer), not by adding a `Duration` to an `Instant`.
+                    let ticks = now.as_nanos().wrapping_add(5_000_000);
+                    now = Instant::from_nanos(black_box(ticks));
                     let outcome = CallOutcome {
                         success: ok,
                         duration: Duration::from_millis(5),

@@ -432,8 +432,45 @@ pub(crate) struct Probing {
     /// The probes that reported. Under the consecutive verdict every one was
     /// good (a bad one ends the period), so their count is the streak.
     pub(crate) results: WindowStats,
+    /// When the breaker decides on its own, if `timed` (the origin
+    /// otherwise, so that equal periods compare equal): an instant and a flag
+    /// rather than an `Option`, whose 64-bit tag would become the tag of
+    /// every [`Mode`], compared in two halves on 32-bit targets. The flag's
+    /// spare values tell the modes apart instead, in one byte.
+    deadline_at: Instant,
+    timed: bool,
+}
+
+impl Probing {
+    /// A half-open period with these probe counts and this maximum-wait
+    /// deadline.
+    pub(crate) const fn new(
+        in_flight: u32,
+        admitted: u32,
+        results: WindowStats,
+        deadline: Option<Instant>,
+    ) -> Probing {
+        let (deadline_at, timed) = match deadline {
+            Some(at) => (at, true),
+            None => (Instant::ORIGIN, false),
+        };
+        Probing {
+            in_flight,
+            admitted,
+            results,
+            deadline_at,
+            timed,
+        }
+    }
+
     /// When the breaker decides on its own, if it has a maximum wait.
-    pub(crate) deadline: Option<Instant>,
+    pub(crate) const fn deadline(&self) -> Option<Instant> {
+        if self.timed {
+            Some(self.deadline_at)
+        } else {
+            None
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -691,7 +728,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     #[must_use]
     pub const fn half_open_until(&self) -> Option<Instant> {
         match self.mode {
-            Mode::HalfOpen(p) => p.deadline,
+            Mode::HalfOpen(p) => p.deadline(),
             _ => None,
         }
     }
@@ -871,12 +908,9 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             Mode::Open { until } if now >= until => {
                 Some(self.half_open(now, TransitionCause::OpenElapsed))
             }
-            Mode::HalfOpen(p) if p.deadline.is_some_and(|deadline| now >= deadline) => {
-                let cause = TransitionCause::HalfOpenTimeout;
-                Some(match self.config.half_open_timeout() {
-                    HalfOpenTimeout::Reopen => self.open(now, cause),
-                    HalfOpenTimeout::Close => self.close(BreakerState::Closed, now, cause),
-                })
+            Mode::HalfOpen(p) if p.timed && now >= p.deadline_at => {
+                let reopen = self.config.half_open_timeout() == HalfOpenTimeout::Reopen;
+                Some(self.settle(reopen, now, TransitionCause::HalfOpenTimeout))
             }
             _ => None,
         };
@@ -900,7 +934,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                     probe = true;
                     (None, None)
                 } else {
-                    (p.deadline, Some(RejectReason::ProbesBusy))
+                    (p.deadline(), Some(RejectReason::ProbesBusy))
                 }
             }
         };
@@ -936,8 +970,9 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         // The closed path while no rule can stand, small enough to inline at
         // every call site: the streak and the count window take the outcome,
         // and nothing is judged (`quiet` is zero in every other state).
+        let failed = !outcome.success;
+        let slow = || outcome.duration > self.config.slow_call_duration();
         if let Some(quiet) = self.quiet.checked_sub(1) {
-            let failed = !outcome.success;
             let streak = if permit.epoch != self.epoch {
                 self.consecutive_failures
             } else if failed {
@@ -949,38 +984,37 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             if !self.config.streak_trips(streak) {
                 self.quiet = quiet;
                 self.consecutive_failures = streak;
-                let slow = outcome.duration > self.config.slow_call_duration();
-                let _ = self.calls.push(self.count_window, failed, slow);
+                let _ = self.calls.push(self.count_window, failed, slow());
                 return Recorded::nothing();
             }
         }
-        self.record_other(permit, outcome.success, outcome.duration, now)
+        self.record_other(permit, failed, slow(), now)
     }
 
     /// [`record`](Self::record) in any state, when the closed path cannot
-    /// skip the rules.
+    /// skip the rules, with whether the call failed and whether it was slow
+    /// (as `record` worked them out: the outcome itself is not passed on).
     #[inline(never)]
-    fn record_other(
-        &mut self,
-        permit: Permit,
-        success: bool,
-        duration: Duration,
-        now: Instant,
-    ) -> Recorded {
-        // Whether the call failed and whether it was slow, worked out once.
-        let (failed, slow) = (!success, duration > self.config.slow_call_duration());
+    fn record_other(&mut self, permit: Permit, failed: bool, slow: bool, now: Instant) -> Recorded {
         let late = permit.epoch != self.epoch;
-        let ignored = match self.mode {
-            Mode::Closed | Mode::MetricsOnly => return self.record_closed(late, failed, slow, now),
-            Mode::HalfOpen(_) if !late && permit.probe => {
-                return self.judge_probe(failed, slow, now)
+        let (verdict, exceeded) = match self.mode {
+            Mode::Closed | Mode::MetricsOnly => self.record_closed(late, failed, slow, now),
+            Mode::HalfOpen(_) if !late && permit.probe => self.judge_probe(failed, slow),
+            mode => {
+                let ignored = match mode {
+                    Mode::HalfOpen(_) => Ignored::Late,
+                    Mode::Open { .. } => Ignored::Open,
+                    Mode::ForcedOpen => Ignored::ForcedOpen,
+                    _ => Ignored::Disabled,
+                };
+                return Recorded::ignored(ignored);
             }
-            Mode::HalfOpen(_) => Ignored::Late,
-            Mode::Open { .. } => Ignored::Open,
-            Mode::ForcedOpen => Ignored::ForcedOpen,
-            Mode::Disabled => Ignored::Disabled,
         };
-        Recorded::ignored(ignored)
+        Recorded {
+            transition: verdict.map(|(reopen, cause)| self.settle(reopen, now, cause)),
+            ignored: None,
+            exceeded,
+        }
     }
 
     /// Hands back `permit` for a call that never ran (cancelled before it
@@ -1055,7 +1089,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             ManualState::OpenFor(d) if d.is_zero() => {
                 return Err(BreakerError::ZeroDuration { field: "open_for" })
             }
-            ManualState::OpenFor(d) => Some(now.saturating_add(d)),
+            ManualState::OpenFor(d) => now.saturating_add(d),
             ManualState::OpenUntil(until) if until <= now => {
                 return Err(BreakerError::NotAfterNow {
                     field: "open_until",
@@ -1063,23 +1097,23 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                     now,
                 })
             }
-            ManualState::OpenUntil(until) => Some(until),
-            _ => None,
+            ManualState::OpenUntil(until) => until,
+            _ => now,
         };
         let cause = TransitionCause::Manual;
         self.reopens = 0;
         Ok(match target {
             ManualState::Closed => self.close(BreakerState::Closed, now, cause),
             ManualState::MetricsOnly => self.close(BreakerState::MetricsOnly, now, cause),
-            ManualState::Disabled => self.enter(BreakerState::Disabled, None, now, cause),
+            ManualState::Disabled => self.enter(BreakerState::Disabled, now, false, now, cause),
             ManualState::ForcedOpen => {
                 self.epoch = self.epoch.wrapping_add(1);
-                self.enter(BreakerState::ForcedOpen, None, now, cause)
+                self.enter(BreakerState::ForcedOpen, now, false, now, cause)
             }
             ManualState::OpenFor(_) | ManualState::OpenUntil(_) => {
                 self.epoch = self.epoch.wrapping_add(1);
                 self.consecutive_failures = 0;
-                self.enter(BreakerState::Open, open_until, now, cause)
+                self.enter(BreakerState::Open, open_until, true, now, cause)
             }
             ManualState::HalfOpen => {
                 self.epoch = self.epoch.wrapping_add(1);
@@ -1165,30 +1199,30 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         }
     }
 
-    /// Moves to `to` at `now`, entering it afresh: open until `until` (`now`
-    /// if none is given), half-open with no probes out and `until` as its
-    /// deadline; `until` means nothing for the other states. The one place a
-    /// state is built, so each is written once in the code.
+    /// Moves to `to` at `now`, entering it afresh: open until `until`,
+    /// half-open with no probes out and `until` as its deadline if `timed`;
+    /// `until` means nothing for the other states. The one place a state is
+    /// built, so each is written once in the code. (An instant and a flag,
+    /// not an `Option`: on 32-bit targets that is a 64-bit tag on the stack.)
     #[inline(never)]
     fn enter(
         &mut self,
         to: BreakerState,
-        until: Option<Instant>,
+        until: Instant,
+        timed: bool,
         now: Instant,
         cause: TransitionCause,
     ) -> Transition {
         let from = self.state();
         self.mode = match to {
             BreakerState::Closed => Mode::Closed,
-            BreakerState::Open => Mode::Open {
-                until: until.unwrap_or(now),
-            },
-            BreakerState::HalfOpen => Mode::HalfOpen(Probing {
-                in_flight: 0,
-                admitted: 0,
-                results: WindowStats::default(),
-                deadline: until,
-            }),
+            BreakerState::Open => Mode::Open { until },
+            BreakerState::HalfOpen => Mode::HalfOpen(Probing::new(
+                0,
+                0,
+                WindowStats::default(),
+                timed.then_some(until),
+            )),
             BreakerState::ForcedOpen => Mode::ForcedOpen,
             BreakerState::Disabled => Mode::Disabled,
             BreakerState::MetricsOnly => Mode::MetricsOnly,
@@ -1208,9 +1242,15 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         let deadline = self
             .config
             .max_half_open_wait_nanos()
-            .and_then(|wait| now.as_nanos().checked_add(wait))
-            .map(Instant::from_nanos);
-        self.enter(BreakerState::HalfOpen, deadline, now, cause)
+            .and_then(|wait| now.as_nanos().checked_add(wait));
+        let until = Instant::from_nanos(deadline.unwrap_or(0));
+        self.enter(
+            BreakerState::HalfOpen,
+            until,
+            deadline.is_some(),
+            now,
+            cause,
+        )
     }
 
     /// [`record`](Self::record) closed or metrics-only: the outcome enters the
@@ -1218,7 +1258,14 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// threshold after it, nothing crossed a threshold and nothing trips: the
     /// common case, which ends here, with how many outcomes may come before a
     /// rule could stand (`quiet`); otherwise [`judge`](Self::judge) decides.
-    fn record_closed(&mut self, late: bool, failed: bool, slow: bool, now: Instant) -> Recorded {
+    /// Returns the verdict and the rates reached, as `judge` does.
+    fn record_closed(
+        &mut self,
+        late: bool,
+        failed: bool,
+        slow: bool,
+        now: Instant,
+    ) -> (Verdict, Exceeded) {
         if !late {
             self.consecutive_failures = if failed {
                 self.consecutive_failures.saturating_add(1)
@@ -1244,12 +1291,12 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             // Judged in full until a rule no longer stands (`record` comes
             // here with `quiet` still set when the streak rule stands).
             self.quiet = 0;
-            return self.judge(before, after, late, now);
+            return self.judge(before, after, late);
         }
         if size > 0 {
             self.quiet = self.quiet_after(after);
         }
-        Recorded::nothing()
+        (None, Exceeded::NONE)
     }
 
     /// How many outcomes a count window holding `now` may take, with no rate
@@ -1295,13 +1342,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// and after the outcome (all zero without a window).
     #[cold]
     #[cfg_attr(target_pointer_width = "64", inline(never))]
-    fn judge(
-        &mut self,
-        before: WindowStats,
-        after: WindowStats,
-        late: bool,
-        now: Instant,
-    ) -> Recorded {
+    fn judge(&self, before: WindowStats, after: WindowStats, late: bool) -> (Verdict, Exceeded) {
         let config = &self.config;
         let minimum = config.minimum_calls();
         let (f, s) = (config.failure_rate(), config.slow_call_rate());
@@ -1325,24 +1366,21 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             failure_rate,
             slow_call_rate,
         };
+        // Metrics-only records and reports without judging; a late outcome
+        // never trips.
+        if late || !matches!(self.mode, Mode::Closed) {
+            return (None, exceeded);
+        }
         let cause = if config.streak_trips(self.consecutive_failures) {
             TransitionCause::ConsecutiveFailures
         } else if failing {
             TransitionCause::FailureRate
-        } else {
+        } else if slowing {
             TransitionCause::SlowCallRate
+        } else {
+            return (None, exceeded);
         };
-        // Metrics-only records and reports without judging; a late outcome
-        // never trips. Some rule stands, so a cause was found.
-        let trips = !late
-            && matches!(self.mode, Mode::Closed)
-            && (failing || slowing || cause == TransitionCause::ConsecutiveFailures);
-        let transition = trips.then(|| self.open(now, cause));
-        Recorded {
-            transition,
-            ignored: None,
-            exceeded,
-        }
+        (Some((true, cause)), exceeded)
     }
 
     /// A probe's outcome, half-open. Consecutive verdict: a bad probe (failed,
@@ -1350,54 +1388,55 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// `success_threshold` good ones close it. Rates verdict: once all the
     /// probes have reported, the verdict on their rates.
     #[cfg_attr(not(target_pointer_width = "64"), inline(always))]
-    fn judge_probe(&mut self, failed: bool, slow: bool, now: Instant) -> Recorded {
-        let probes = match self.config.half_open_verdict() {
-            HalfOpenVerdict::Consecutive => None,
-            HalfOpenVerdict::Rates { probes } => Some(probes),
-        };
-        if probes.is_none() && (failed || slow && self.config.slow_call_rate().is_some()) {
-            return Recorded {
-                transition: Some(self.open(now, TransitionCause::ProbeFailed)),
-                ..Recorded::nothing()
-            };
+    fn judge_probe(&mut self, failed: bool, slow: bool) -> (Verdict, Exceeded) {
+        let probes = self.config.half_open_verdict();
+        let bad = failed || slow && self.config.slow_call_rate().is_some();
+        if probes == HalfOpenVerdict::Consecutive && bad {
+            return (Some((true, TransitionCause::ProbeFailed)), Exceeded::NONE);
         }
         let Mode::HalfOpen(p) = &mut self.mode else {
-            return Recorded::nothing();
+            return (None, Exceeded::NONE);
         };
         p.results.add(failed, slow);
         p.in_flight = p.in_flight.saturating_sub(1);
         let results = p.results;
-        let Some(probes) = probes else {
-            if results.calls >= self.config.success_threshold() {
-                let t = self.close(BreakerState::Closed, now, TransitionCause::ProbesSucceeded);
-                return Recorded {
-                    transition: Some(t),
-                    ..Recorded::nothing()
-                };
-            }
-            return Recorded::nothing();
-        };
-        if results.calls < probes {
-            return Recorded::nothing();
-        }
-        // The probes' rates, reported when they reach their thresholds (from
-        // nothing: before them the period had no outcomes).
         let (calls, f, s) = (results.calls, results.failures, results.slow);
-        let exceeded = Exceeded {
-            failure_rate: crossed(self.config.failure_rate(), 0, 0, f, calls, 1).1,
-            slow_call_rate: crossed(self.config.slow_call_rate(), 0, 0, s, calls, 1).1,
+        let (enough, exceeded) = match probes {
+            HalfOpenVerdict::Consecutive => (self.config.success_threshold(), Exceeded::NONE),
+            // The probes' rates, reported when they reach their thresholds
+            // (from nothing: before them the period had no outcomes), once
+            // every probe has reported.
+            HalfOpenVerdict::Rates { probes } if calls >= probes => (
+                probes,
+                Exceeded {
+                    failure_rate: crossed(self.config.failure_rate(), 0, 0, f, calls, 1).1,
+                    slow_call_rate: crossed(self.config.slow_call_rate(), 0, 0, s, calls, 1).1,
+                },
+            ),
+            HalfOpenVerdict::Rates { probes } => (probes, Exceeded::NONE),
         };
-        let transition = if exceeded.failure_rate.is_some() {
-            self.open(now, TransitionCause::FailureRate)
+        if calls < enough {
+            return (None, exceeded);
+        }
+        let verdict = if exceeded.failure_rate.is_some() {
+            (true, TransitionCause::FailureRate)
         } else if exceeded.slow_call_rate.is_some() {
-            self.open(now, TransitionCause::SlowCallRate)
+            (true, TransitionCause::SlowCallRate)
         } else {
-            self.close(BreakerState::Closed, now, TransitionCause::ProbesSucceeded)
+            (false, TransitionCause::ProbesSucceeded)
         };
-        Recorded {
-            transition: Some(transition),
-            ignored: None,
-            exceeded,
+        (Some(verdict), exceeded)
+    }
+
+    /// Carries out a verdict the breaker reached on its own: re-opens it
+    /// (`reopen`), or closes it with a clean window. The one place both
+    /// verdicts are made, for the outcomes and the half-open maximum wait.
+    #[inline(never)]
+    fn settle(&mut self, reopen: bool, now: Instant, cause: TransitionCause) -> Transition {
+        if reopen {
+            self.open(now, cause)
+        } else {
+            self.close(BreakerState::Closed, now, cause)
         }
     }
 
@@ -1411,7 +1450,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             now.as_nanos()
                 .saturating_add(self.config.open_nanos(self.reopens)),
         );
-        self.enter(BreakerState::Open, Some(until), now, cause)
+        self.enter(BreakerState::Open, until, true, now, cause)
     }
 
     /// Enters closed or metrics-only with a clean window.
@@ -1420,9 +1459,13 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         self.consecutive_failures = 0;
         self.calls.clear();
         self.buckets = BucketRing::new();
-        self.enter(to, None, now, cause)
+        self.enter(to, now, false, now, cause)
     }
 }
+
+/// What the rules decided about an outcome: nothing, or a move the breaker
+/// makes on its own (re-open if `true`, close otherwise) and why.
+type Verdict = Option<(bool, TransitionCause)>;
 
 /// Whether `count` out of `calls` reaches `rate`, judged from `minimum` calls on.
 #[inline]

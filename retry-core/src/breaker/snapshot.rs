@@ -264,7 +264,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 in_flight: p.in_flight,
                 admitted: p.admitted,
                 reported: p.results.into(),
-                deadline: p.deadline,
+                deadline: p.deadline(),
             },
             Mode::ForcedOpen => StateRecord::ForcedOpen,
             Mode::Disabled => StateRecord::Disabled,
@@ -402,12 +402,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                     "state.deadline",
                     "a half-open deadline without a maximum wait in the config",
                 )?;
-                Mode::HalfOpen(Probing {
-                    in_flight,
-                    admitted,
-                    results,
-                    deadline,
-                })
+                Mode::HalfOpen(Probing::new(in_flight, admitted, results, deadline))
             }
         };
         let open_or_probing = matches!(breaker.mode, Mode::Open { .. } | Mode::HalfOpen(_));

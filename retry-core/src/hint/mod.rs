@@ -22,6 +22,11 @@ pub use text::{HintProblem, HintProblemKind, HintRead};
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+// A one-byte tag (the size is the same 24 bytes): left to itself the
+// compiler widens it to the 8 bytes before the `Duration`, and `Failure` and
+// `Event` keep their own tags in its spare values, so every match on an event
+// would compare 64-bit numbers, in two halves on 32-bit targets.
+#[repr(u8)]
 pub enum Hint {
     /// A Retry-After style delay, combined with the curve as the policy's
     /// [`HintMode`](crate::HintMode) says.

@@ -206,6 +206,12 @@ impl fmt::Display for SleepReason {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 #[non_exhaustive]
+// A one-byte tag (the size is the same 24 bytes): left to itself the
+// compiler widens the tag to the 8 bytes before the `Duration`s, and
+// `GiveUp`, `Action` and the machine's state all keep their own tags in its
+// spare values, so every match on them would compare 64-bit numbers, in
+// two halves on 32-bit targets.
+#[repr(u8)]
 pub enum GiveUpReason {
     /// Every permitted attempt failed.
     Exhausted,
@@ -653,25 +659,33 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
             }
             _ => {}
         }
-        // Matched in place (the state and the event are not copied out), the
-        // two transitions every retry takes first: a failed attempt (or one
-        // that timed out), and the wake from its sleep.
-        let action = match (&self.state, &event) {
-            (
-                &State::Attempting {
+        // The event first, then the one phase it fits (matched in place: the
+        // state and the event are not copied out).
+        let action = match event {
+            Event::Failed(_)
+            | Event::TimedOut
+            | Event::Succeeded
+            | Event::Rejected { .. } => 'attempt: {
+                let State::Attempting {
                     number,
                     started,
                     deadline,
-                },
-                Event::Failed(_) | Event::TimedOut,
-            ) => {
+                } = self.state
+                else {
+                    return None;
+                };
                 let (failure, timed_out) = match event {
+                    Event::Succeeded => {
+                        break 'attempt self.finish(Action::Done { attempts: number })
+                    }
+                    Event::Rejected { until } => {
+                        break 'attempt self.after_rejection(number, until, now)
+                    }
                     Event::Failed(failure) => (failure, None),
                     _ => {
-                        let timeout = match deadline {
-                            Some(d) => super::nanos::between(d, started),
-                            None => super::nanos::between(now, started),
-                        };
+                        // The attempt's timeout, or (with none) how long
+                        // it ran.
+                        let timeout = super::nanos::between(deadline.unwrap_or(now), started);
                         let failure = if self.policy.retries_timeouts() {
                             Failure::retryable()
                         } else {
@@ -682,46 +696,56 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
                 };
                 self.after_failure(number, failure, timed_out, now)
             }
-            (State::Sleeping { until, .. }, Event::Woke) => {
-                if now < *until {
-                    // Woken early: the same sleep again.
-                    self.answer_again()
-                } else if !self.within_budget(now) {
-                    // Woken so late that the budget is spent: no retry may start.
-                    self.give_up(GiveUpReason::Budget)
-                } else {
-                    // After a circuit-open wait this is the rejected attempt again:
-                    // the rejection already took it off the count.
-                    let next = self.last_attempt.saturating_add(1);
-                    self.begin_attempt(next, now)
-                }
+            Event::Woke | Event::Start => 'next: {
+                let next = match self.state {
+                    State::Sleeping { until, .. } if matches!(event, Event::Woke) => {
+                        if now < until {
+                            // Woken early: the same sleep again.
+                            break 'next self.answer_again();
+                        }
+                        if !self.within_budget(now) {
+                            // Woken so late that the budget is spent: no
+                            // retry may start.
+                            break 'next self.give_up(GiveUpReason::Budget);
+                        }
+                        // After a circuit-open wait this is the rejected
+                        // attempt again: the rejection already took it off
+                        // the count.
+                        self.last_attempt.saturating_add(1)
+                    }
+                    State::Idle if matches!(event, Event::Start) => {
+                        self.start = now;
+                        1
+                    }
+                    _ => return None,
+                };
+                self.begin_attempt(next, now)
             }
-            (State::Idle, Event::Start) => {
-                self.start = now;
-                self.begin_attempt(1, now)
-            }
-            (&State::Attempting { number, .. }, Event::Succeeded) => {
-                self.finish(Action::Done { attempts: number })
-            }
-            (&State::Attempting { number, .. }, &Event::Rejected { until }) => {
-                self.after_rejection(number, until, now)
-            }
-            (
-                &State::Withdrawing {
+            Event::Granted => {
+                let State::Withdrawing {
                     retry,
                     delay,
                     reason,
                     ..
-                },
-                Event::Granted,
-            ) => self.sleep_or_attempt(retry.saturating_add(1), delay, reason, now),
-            (State::Withdrawing { .. }, Event::Refused) => self.give_up(GiveUpReason::RetryBudget),
+                } = self.state
+                else {
+                    return None;
+                };
+                self.sleep_or_attempt(retry.saturating_add(1), delay, reason, now)
+            }
+            Event::Refused => {
+                let State::Withdrawing { .. } = self.state else {
+                    return None;
+                };
+                self.give_up(GiveUpReason::RetryBudget)
+            }
             // Cancelled in any phase but the last: idle, with an attempt in
             // flight (abandoned; it still counts as started), sleeping or
             // withdrawing.
-            (State::Finished(_), Event::Cancelled) => return None,
-            (_, Event::Cancelled) => self.give_up(GiveUpReason::Cancelled),
-            _ => return None,
+            Event::Cancelled => match self.state {
+                State::Finished(_) => return None,
+                _ => self.give_up(GiveUpReason::Cancelled),
+            },
         };
         self.last_now = now;
         Some(action)

@@ -5,7 +5,7 @@ use core::fmt;
 use core::ops::Deref;
 use core::time::Duration;
 
-use super::nanos::sat_nanos;
+use super::nanos::{from_nanos, sat_nanos};
 use super::policy::{bounded, CircuitOpen, HintMode, RetryPolicy};
 use crate::classify::{Failure, FailureKind};
 use crate::hint::Hint;
@@ -922,15 +922,19 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
     fn after_rejection(&mut self, number: u32, until: Option<Instant>, now: Instant) -> Action {
         // The rejected attempt never ran: it does not count.
         self.last_attempt = number.saturating_sub(1);
-        let wait = until.map(|u| super::nanos::between(u, now));
+        // The wait in nanoseconds (`Instant::saturating_duration_since`).
+        let wait = until.map(|u| u.as_nanos().saturating_sub(now.as_nanos()));
         match self.policy.circuit_open() {
-            CircuitOpen::GiveUp => self.give_up(GiveUpReason::CircuitOpen { wait }),
+            CircuitOpen::GiveUp => self.give_up(GiveUpReason::CircuitOpen {
+                wait: wait.map(from_nanos),
+            }),
             CircuitOpen::Wait => {
                 // With no known time, ask again after the curve's first delay; and
                 // never a sleep due at or before now, whatever the breaker says.
-                let delay = wait
-                    .unwrap_or_else(|| self.policy.capped_delay(1))
-                    .max(Duration::from_millis(1));
+                let delay = from_nanos(
+                    wait.unwrap_or_else(|| self.policy.capped_nanos(1))
+                        .max(1_000_000),
+                );
                 self.sleep_or_attempt(number, delay, SleepReason::CircuitOpen, now)
             }
         }

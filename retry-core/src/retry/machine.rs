@@ -5,6 +5,7 @@ use core::fmt;
 use core::ops::Deref;
 use core::time::Duration;
 
+use super::nanos::{from_nanos, sat_nanos};
 use super::policy::{bounded, CircuitOpen, HintMode, RetryPolicy};
 use crate::classify::{Failure, FailureKind};
 use crate::hint::Hint;
@@ -921,15 +922,19 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
     fn after_rejection(&mut self, number: u32, until: Option<Instant>, now: Instant) -> Action {
         // The rejected attempt never ran: it does not count.
         self.last_attempt = number.saturating_sub(1);
-        let wait = until.map(|u| super::nanos::between(u, now));
+        // The wait in nanoseconds (`Instant::saturating_duration_since`).
+        let wait = until.map(|u| u.as_nanos().saturating_sub(now.as_nanos()));
         match self.policy.circuit_open() {
-            CircuitOpen::GiveUp => self.give_up(GiveUpReason::CircuitOpen { wait }),
+            CircuitOpen::GiveUp => self.give_up(GiveUpReason::CircuitOpen {
+                wait: wait.map(from_nanos),
+            }),
             CircuitOpen::Wait => {
                 // With no known time, ask again after the curve's first delay; and
                 // never a sleep due at or before now, whatever the breaker says.
-                let delay = wait
-                    .unwrap_or_else(|| self.policy.capped_delay(1))
-                    .max(Duration::from_millis(1));
+                let delay = from_nanos(
+                    wait.unwrap_or_else(|| self.policy.capped_nanos(1))
+                        .max(1_000_000),
+                );
                 self.sleep_or_attempt(number, delay, SleepReason::CircuitOpen, now)
             }
         }
@@ -963,20 +968,13 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
             }
             (HintMode::AtLeast { cap }, Some(Hint::RetryAfter(hint))) => {
                 let honoured = hint.min(cap);
-                let curve = policy.capped_delay(step);
-                // The longer of the two (one comparison for the base and the
-                // reason).
-                let hinted = honoured > curve;
-                let base = if hinted { honoured } else { curve };
-                let ceiling = policy.max_delay().max(honoured);
-                let delay = policy.jittered(
-                    base,
-                    retry,
-                    self.seed,
-                    self.previous_delay,
-                    ceiling,
-                    honoured,
-                );
+                // In nanoseconds (saturating, which keeps every order but
+                // ties at the top): the hint, the capped curve value.
+                let (h, curve) = (sat_nanos(honoured), policy.capped_nanos(step));
+                let hinted = longer_than(honoured, h, curve);
+                // The longer of the two as the base; the hint floors it and
+                // lifts the ceiling.
+                let delay = policy.hinted(h.max(curve), retry, self.seed, self.previous_delay, h);
                 self.previous_delay = delay;
                 let reason = if hinted {
                     SleepReason::Hint
@@ -989,6 +987,18 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
     }
 }
 
+/// The longest delay the arithmetic tells apart: `u64::MAX` nanoseconds.
+const NANOS_TOP: Duration = Duration::from_nanos(u64::MAX);
+
+/// Whether `d` (`n` nanoseconds, saturated) is longer than `curve`
+/// nanoseconds, as `Duration`s compare: longer in nanoseconds, or, with the
+/// curve at `u64::MAX` ns, longer than that (two durations past it both
+/// saturate there).
+#[inline(always)]
+fn longer_than(d: Duration, n: u64, curve: u64) -> bool {
+    n > curve || (curve == u64::MAX && d > NANOS_TOP)
+}
+
 /// `now + d`, or `None` past the last representable instant, as
 /// [`Instant::checked_add`] gives it: every sum of an instant and a duration
 /// the machine makes goes through here, out of line on 32-bit targets (where converting a `Duration` to
@@ -998,4 +1008,49 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
 #[cfg_attr(target_pointer_width = "64", inline)]
 pub(crate) fn later(now: Instant, d: Duration) -> Option<Instant> {
     now.checked_add(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hint path's nanosecond comparison and bounds are the `Duration`
+    /// ones: at the top of the range (where saturation ties values) and for
+    /// random values of every width.
+    #[test]
+    fn the_hint_arithmetic_in_nanoseconds_is_the_duration_arithmetic() {
+        let check = |d: Duration, curve: u64| {
+            let (n, c) = (sat_nanos(d), Duration::from_nanos(curve));
+            assert_eq!(longer_than(d, n, curve), d > c, "{d:?} {curve}");
+            // The base, the ceiling and the floor: a maximum of two
+            // saturated values is the saturated maximum.
+            assert_eq!(n.max(curve), sat_nanos(d.max(c)), "{d:?} {curve}");
+        };
+        let tops = [
+            Duration::MAX,
+            Duration::new(u64::MAX, 0),
+            NANOS_TOP + Duration::from_nanos(1),
+            NANOS_TOP,
+            NANOS_TOP - Duration::from_nanos(1),
+            Duration::new(18_446_744_073, 999_999_999),
+            Duration::new(18_446_744_074, 0),
+            Duration::ZERO,
+        ];
+        for d in tops {
+            for curve in [u64::MAX, u64::MAX - 1, 0, 1] {
+                check(d, curve);
+            }
+        }
+        let mut z = 11u64;
+        for i in 0..200_000u32 {
+            z = crate::retry::mix64(z);
+            let curve = z >> (i % 64);
+            z = crate::retry::mix64(z);
+            let sub = u32::try_from(z % 1_000_000_000).unwrap_or(0);
+            let d = Duration::new(z >> (i % 61), sub);
+            check(d, curve);
+            check(Duration::from_nanos(curve), curve);
+            check(Duration::from_nanos(curve.saturating_add(1)), curve);
+        }
+    }
 }

@@ -325,9 +325,11 @@ impl RetryPolicy {
         from_nanos(self.capped_nanos(retry))
     }
 
-    /// [`RetryPolicy::capped_delay`] in nanoseconds.
-    #[inline]
-    fn capped_nanos(&self, retry: u32) -> u64 {
+    /// [`RetryPolicy::capped_delay`] in nanoseconds (one copy on 32-bit
+    /// targets).
+    #[cfg_attr(target_pointer_width = "64", inline)]
+    #[cfg_attr(not(target_pointer_width = "64"), inline(never))]
+    pub(crate) fn capped_nanos(&self, retry: u32) -> u64 {
         let (max, min) = (sat_nanos(self.max_delay), sat_nanos(self.min_delay));
         // `bounded`: floored, then capped.
         self.backoff.capped_nanos(retry, max).max(min).min(max)
@@ -545,9 +547,11 @@ impl RetryPolicy {
         self.finish(n, retry, seed, previous, max, min)
     }
 
-    /// Jitters `base`, then bounds and rounds it. `cap` is the ceiling the capping
-    /// kinds respect (the policy's `max_delay`, or a larger honoured hint); `floor`
-    /// is a lower bound on top of `min_delay` (an honoured hint, or zero).
+    /// The delay for a retry whose curve value gives way to an honoured hint
+    /// (`honoured`, in nanoseconds): `base` (the longer of the hint and the
+    /// capped curve value) jittered, then bounded and rounded, with the hint
+    /// as a floor on top of `min_delay` and a ceiling of `max_delay` or the
+    /// hint, whichever is longer.
     ///
     /// The result lies in the kind's interval (see [`Jitter`]) with both ends
     /// raised to the floor. Under millisecond resolution it is the whole
@@ -555,23 +559,22 @@ impl RetryPolicy {
     /// interval that holds no whole millisecond at all (narrower than one, as an
     /// unjittered 1.5 ms) gives the nearest whole millisecond instead, kept within
     /// the floor and the cap. Every duration counts as at most `u64::MAX` ns.
-    pub(crate) fn jittered(
+    pub(crate) fn hinted(
         &self,
-        base: Duration,
+        base: u64,
         retry: u32,
         seed: u64,
         previous: Duration,
-        cap: Duration,
-        floor: Duration,
+        honoured: u64,
     ) -> Duration {
-        let floor = sat_nanos(floor.max(self.min_delay));
+        let (max, min) = (sat_nanos(self.max_delay), sat_nanos(self.min_delay));
         from_nanos(self.finish(
-            sat_nanos(base),
+            base,
             retry,
             seed,
             previous,
-            sat_nanos(cap),
-            floor,
+            max.max(honoured),
+            honoured.max(min),
         ))
     }
 

@@ -745,3 +745,56 @@ fn additive_jitter_rounds_within_its_interval() {
         "the top whole millisecond inside the interval is reachable"
     );
 }
+
+/// A failure drawn as the simulations draw them (permanent or retryable, of
+/// several kinds, with or without a hint).
+#[derive(Clone, Debug)]
+struct F(Failure);
+
+impl Arbitrary for F {
+    fn arbitrary(g: &mut Gen) -> Self {
+        F(failure(g))
+    }
+}
+
+/// [`RetryMachine::opening_failure`] is what a real machine answers when its
+/// first attempt ends with that event, whatever the seed, the start and how
+/// long the attempt ran; and when it answers `None` to a failure, the machine
+/// does not give up as permanent or exhausted (no such give-up is missed).
+#[test]
+fn the_opening_failure_is_what_the_machine_answers() {
+    fn prop(p: P, seed: u64, f: F, kind: u8, start: u64, ran: u64) -> Result<(), String> {
+        let policy = &p.0;
+        let event = match kind % 8 {
+            0..=3 => Event::Failed(f.0),
+            4 => Event::TimedOut,
+            5 => Event::Succeeded,
+            6 => Event::Cancelled,
+            _ => Event::Rejected { until: None },
+        };
+        let start = Instant::ORIGIN.saturating_add(Duration::from_nanos(start));
+        let end = start.saturating_add(Duration::from_nanos(ran));
+        let mut m = RetryMachine::new(policy, seed);
+        let _ = m.poll(Event::Start, start);
+        let answer = m.poll(event, end);
+        match RetryMachine::opening_failure(policy, event) {
+            Some(give_up) if answer == Action::GiveUp(give_up) => Ok(()),
+            Some(give_up) => Err(format!(
+                "{policy}: {event} at {end}: said {give_up}, the machine {answer}"
+            )),
+            None => match (event, answer) {
+                (
+                    Event::Failed(_),
+                    Action::GiveUp(retry_core::GiveUp {
+                        reason: GiveUpReason::Permanent | GiveUpReason::Exhausted,
+                        ..
+                    }),
+                ) => Err(format!(
+                    "{policy}: {event}: said nothing, the machine {answer}"
+                )),
+                _ => Ok(()),
+            },
+        }
+    }
+    check(prop as fn(P, u64, F, u8, u64, u64) -> Result<(), String>);
+}

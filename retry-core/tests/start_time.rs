@@ -162,3 +162,66 @@ fn the_opening_is_what_the_machine_answers() {
         }
     }
 }
+
+/// The cases `opening_failure` answers, by hand: a permanent failure under
+/// any policy, a retryable one under a policy of one attempt; and the ones it
+/// leaves to the machine.
+#[test]
+fn the_opening_failure_by_hand() {
+    use retry_core::{FailureKind, GiveUp, GiveUpReason};
+    let once = base().max_attempts(1).build().unwrap();
+    let four = base().build().unwrap();
+    let timed = base()
+        .max_attempts(1)
+        .budget(ms(1_000))
+        .attempt_timeout(ms(500))
+        .build()
+        .unwrap();
+    let unlimited = base().unlimited_attempts().build().unwrap();
+    let status = Failure::retryable().with_kind(FailureKind::Status(503));
+    let permanent = Failure::permanent().with_kind(FailureKind::Connection);
+    let cases = [
+        (&once, Event::Failed(status), Some(GiveUpReason::Exhausted)),
+        (
+            &once,
+            Event::Failed(permanent),
+            Some(GiveUpReason::Permanent),
+        ),
+        (&timed, Event::Failed(status), Some(GiveUpReason::Exhausted)),
+        (
+            &four,
+            Event::Failed(permanent),
+            Some(GiveUpReason::Permanent),
+        ),
+        (
+            &unlimited,
+            Event::Failed(permanent),
+            Some(GiveUpReason::Permanent),
+        ),
+        (&four, Event::Failed(status), None),
+        (&unlimited, Event::Failed(status), None),
+        (&once, Event::TimedOut, None),
+        (&timed, Event::TimedOut, None),
+        (&once, Event::Succeeded, None),
+        (&once, Event::Cancelled, None),
+        (&once, Event::Start, None),
+    ];
+    for (policy, event, reason) in cases {
+        let said = RetryMachine::opening_failure(policy, event);
+        assert_eq!(said.map(|g| g.reason), reason, "{policy:?} {event}");
+        let Some(give_up) = said else { continue };
+        let Event::Failed(failure) = event else {
+            panic!("only a failure gives up")
+        };
+        assert_eq!(give_up.attempts, 1);
+        assert_eq!(give_up.last_failure, Some(failure.kind()));
+        for (start, ran) in [(ms(0), ms(0)), (ms(7), ms(3_000)), (ms(86_400_000), ms(1))] {
+            let mut m = RetryMachine::new(policy, 7);
+            let _ = m.poll(Event::Start, at(start));
+            assert_eq!(m.poll(event, at(start + ran)), Action::GiveUp(give_up));
+        }
+    }
+    // A one-attempt policy gives up on every failure, as exhausted or permanent.
+    let any: GiveUp = RetryMachine::opening_failure(&once, Event::Failed(status)).unwrap();
+    assert_eq!(any.code(), "retry.exhausted");
+}

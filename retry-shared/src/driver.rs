@@ -177,7 +177,10 @@ struct Unannounced {
 ///   [`Success::elapsed`] after a retry) leaves out what ran before the origin:
 ///   in an async adapter the first attempt's stretch up to its first wait (the
 ///   time of one poll), in a blocking one the whole first attempt. Ask for the
-///   elapsed time to have it whole.
+///   elapsed time to have it whole. An adapter's quick opening
+///   ([`QuickOpening::failure`]) skips the one reading whose answer it knows:
+///   a first attempt that fails without waiting, in a call the core ends on
+///   that failure, would read its origin only to report a zero elapsed time.
 ///
 /// A breaker that does not time calls reads its own time through the
 /// [`PermitGuard`] only when a decision needs it (given the driver's reading
@@ -269,11 +272,16 @@ impl Unlabelled {
 /// metrics compiled in. An adapter runs [`QuickOpening::attempt`] itself; if it
 /// succeeds, [`QuickOpening::success`] is the call's result (the core's answer
 /// to that success), with no driver built and no clock read unless the attempt
-/// waited. If it ends any other way, [`Driver::after_quick_opening`] takes the
-/// call over from there, as if the driver had run the attempt.
+/// waited. If it returns an error, [`QuickOpening::failure`] ends the call
+/// when the core gives up on that failure at once (a permanent failure, or a
+/// policy of one attempt), again with no driver built; otherwise
+/// [`Driver::after_quick_failure`] takes the call over from there (and
+/// [`Driver::after_quick_opening`] after any other end), as if the driver had
+/// run the attempt.
 ///
-/// The answers are the core's ([`RetryMachine::opening`]); the adapter only
-/// skips the bookkeeping a failure would need.
+/// The answers are the core's ([`RetryMachine::opening`] and
+/// [`RetryMachine::opening_failure`]); the adapter only skips the bookkeeping
+/// a retry would need.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QuickOpening {
     /// The first attempt (number 1, no deadline).
@@ -339,6 +347,65 @@ impl QuickOpening {
         }
     }
 
+    /// The end of the call whose first attempt returned `error`, when the core
+    /// gives up on that failure at once ([`RetryMachine::opening_failure`]: a
+    /// permanent failure, or any failure under a policy of one attempt); `Err`
+    /// hands everything on to [`Driver::after_quick_failure`] otherwise.
+    ///
+    /// It does what a driver taking the call over would do, with the same
+    /// results, and no more: the settings' classifier judges `error` (once:
+    /// the verdict travels with the `Err`), the breaker gets its permit back
+    /// with the same outcome, the give-up hook hears the same error, and the
+    /// [`RetryError`] is the one the driver would return. `waited` is when the
+    /// attempt first waited, if it did (an async attempt that returned pending:
+    /// the call's time origin, as for [`Driver::after_quick_opening`]); the
+    /// clock is then read once, for the elapsed time and the permit. A blocking
+    /// attempt, or one that never waited, reads no clock: its call's origin is
+    /// the failure itself, so the elapsed time is zero, as the driver reports
+    /// it, and the breaker reads the time itself if it needs it.
+    ///
+    /// # Errors
+    /// A [`QuickFailure`] when the call goes on: the core may retry, or
+    /// decides on the time.
+    #[inline]
+    #[allow(clippy::type_complexity)]
+    pub fn failure<E, B: Breaker, C: Clock>(
+        self,
+        settings: &Settings<E>,
+        clock: &C,
+        error: E,
+        waited: Option<Instant>,
+        permit: Option<PermitGuard<B, C>>,
+    ) -> Result<RetryError<E>, QuickFailure<E, PermitGuard<B, C>>> {
+        let failure = settings.classify(&error);
+        let event = Event::Failed(failure);
+        let Some(give_up) = RetryMachine::opening_failure(settings.policy(), event) else {
+            return Err(QuickFailure {
+                error,
+                failure,
+                waited,
+                permit,
+            });
+        };
+        // The end of an attempt that waited is read, as the driver reads it;
+        // one that did not wait is the call's origin.
+        let now = waited.map(|_| clock.now());
+        if let Some(permit) = permit {
+            permit.finish(event, now);
+        }
+        let elapsed = match (waited, now) {
+            (Some(from), Some(to)) => to.saturating_duration_since(from),
+            _ => Duration::ZERO,
+        };
+        let error = RetryError::new(give_up.reason, give_up.attempts, elapsed, Some(error))
+            .with_last_failure(give_up.last_failure)
+            .with_last_error_attempt(Some(self.attempt.number));
+        if let Some(hook) = settings.on_give_up() {
+            hook(&error);
+        }
+        Ok(error)
+    }
+
     /// The call's result when the first attempt returned `value`. `waited` is
     /// the time the attempt first waited and the time it ended, when it waited
     /// (an async attempt that returned pending), for the elapsed time; without
@@ -351,6 +418,45 @@ impl QuickOpening {
             attempts: self.attempts,
             elapsed: waited.map(|(from, to)| to.saturating_duration_since(from)),
         }
+    }
+}
+
+/// A [`QuickOpening`]'s first attempt that failed without ending the call
+/// ([`QuickOpening::failure`]'s `Err`): its error, the classifier's verdict on
+/// it, when the attempt first waited (if it did) and its breaker permit `G`
+/// (a [`PermitGuard`]), for [`Driver::after_quick_failure`] to take over.
+#[derive(Debug)]
+pub struct QuickFailure<E, G> {
+    error: E,
+    failure: Failure,
+    waited: Option<Instant>,
+    permit: Option<G>,
+}
+
+impl<E, G> QuickFailure<E, G> {
+    /// The same failure with its permit turned into another kind by `f` (a
+    /// guard over a breaker of a known type into one over `&dyn Breaker`,
+    /// as the driver keeps it: [`PermitGuard::into_dyn`]).
+    #[inline]
+    pub fn map_permit<H>(self, f: impl FnOnce(G) -> H) -> QuickFailure<E, H> {
+        QuickFailure {
+            error: self.error,
+            failure: self.failure,
+            waited: self.waited,
+            permit: self.permit.map(f),
+        }
+    }
+
+    /// The error the attempt returned.
+    #[must_use]
+    pub const fn error(&self) -> &E {
+        &self.error
+    }
+
+    /// The classifier's verdict on it.
+    #[must_use]
+    pub const fn classified(&self) -> Failure {
+        self.failure
     }
 }
 
@@ -415,6 +521,30 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
         }
         driver.permit = permit;
         driver
+    }
+
+    /// A driver taking over a call whose [`QuickOpening`] attempt returned an
+    /// error that did not end the call ([`QuickOpening::failure`]'s `Err`), and
+    /// the step that follows: what [`after_quick_opening`](Self::after_quick_opening)
+    /// and a poll with that error give, without asking the classifier again.
+    pub fn after_quick_failure(
+        settings: &'r Settings<E>,
+        clock: C,
+        cancelled: K,
+        failed: QuickFailure<E, PermitGuard<&'r dyn Breaker, C>>,
+    ) -> (Self, Step<T, E>) {
+        let QuickFailure {
+            error,
+            failure,
+            waited,
+            permit,
+        } = failed;
+        let mut driver = Driver::after_quick_opening(settings, clock, cancelled, waited, permit);
+        // As a poll with the error: the attempt's end is read (no success).
+        let now = Some(driver.read());
+        let (event, value) = driver.ended(Ran::Returned(Err(error)), now, Some(failure));
+        let step = driver.step(event, now, value);
+        (driver, step)
     }
 
     /// A driver taking over a call whose breaker refused its [`QuickOpening`]
@@ -541,7 +671,7 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                     (Ran::Returned(Ok(_)), None) => None,
                     _ => Some(self.read()),
                 };
-                let (event, value) = self.ended(ran, now);
+                let (event, value) = self.ended(ran, now, None);
                 return self.step(event, now, value);
             }
             Input::Slept(Slept::Elapsed) => (Event::Woke, Some(self.read())),
@@ -596,8 +726,14 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
 
     /// The attempt in flight ended as `ran` at `now` (`None`: not read, the call
     /// needing no time): hands the breaker its permit back and returns the event
-    /// for the machine, with the attempt's value if it succeeded.
-    fn ended(&mut self, ran: Ran<T, E>, now: Option<Instant>) -> (Event, Option<T>) {
+    /// for the machine, with the attempt's value if it succeeded. `classified`
+    /// is the classifier's verdict on a returned error, if it was asked already.
+    fn ended(
+        &mut self,
+        ran: Ran<T, E>,
+        now: Option<Instant>,
+        classified: Option<Failure>,
+    ) -> (Event, Option<T>) {
         // The attempt in flight is the machine's latest.
         let number = self.attempts();
         // The core's deadline rule: an outcome at or after the deadline is a
@@ -625,7 +761,10 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                         Failure::retryable().with_kind(FailureKind::Timeout),
                     )
                 } else {
-                    let failure = self.settings.classify(&error);
+                    let failure = match classified {
+                        Some(failure) => failure,
+                        None => self.settings.classify(&error),
+                    };
                     (Event::Failed(failure), failure)
                 };
                 self.last_error = Some(error);

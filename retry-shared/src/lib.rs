@@ -61,7 +61,7 @@ mod time;
 
 pub use breaker::{Breaker, Gate, PermitGuard, SharedBreaker};
 pub use budget::{Budget, SharedBudget};
-pub use driver::{Attempt, Driver, Input, QuickOpening, Ran, Sleep, Step};
+pub use driver::{Attempt, Driver, Input, QuickFailure, QuickOpening, Ran, Sleep, Step};
 pub use notice::RetryNotice;
 pub use observe::{describe_metrics, METRICS};
 pub use saved::Saved;

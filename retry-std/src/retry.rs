@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use retry_core::{Event, RetryError, RetryPolicy, Success};
-use retry_shared::{Breaker, Driver, Input, PermitGuard, QuickOpening, Ran, Settings, Sleep, Step};
+use retry_shared::{
+    Breaker, Driver, Input, PermitGuard, QuickFailure, QuickOpening, Ran, Settings, Sleep, Step,
+};
 
 use crate::cancel::CancelToken;
 use crate::clock::{Clock, Sleeper, Slept, SystemClock, ThreadSleeper};
@@ -197,58 +199,85 @@ impl<E> Retry<E> {
         F: FnMut(&AttemptContext) -> Result<T, E>,
     {
         // A call that needs nothing of the driver until its first attempt ends
-        // runs that attempt itself (the core's opening); only a failure builds
-        // the driver, which takes the call over from there.
-        let quick = if self.cancel.is_none() {
-            self.settings.quick_opening()
-        } else {
-            None
-        };
-        let cancel = self.cancel.clone().unwrap_or(CancelToken::never());
+        // runs that attempt itself (the core's opening), and ends there unless
+        // the breaker refuses it or it fails in a way the call goes on after:
+        // only then is a driver built, which takes the call over.
         let clock = CallClock(self.clock.as_deref());
+        if let (None, Some(quick)) = (&self.cancel, self.settings.quick_opening()) {
+            // A shared breaker of the default shape is called directly
+            // (its closed path inlined); any other through `dyn Breaker`.
+            let end = match self.settings.shared_breaker() {
+                Some(shared) => quick_attempt(
+                    quick,
+                    &self.settings,
+                    clock,
+                    PermitGuard::request(shared, clock, None, None).map(Some),
+                    PermitGuard::into_dyn,
+                    &mut op,
+                ),
+                None => quick_attempt(
+                    quick,
+                    &self.settings,
+                    clock,
+                    quick.admit(&self.settings, &clock),
+                    |guard| guard,
+                    &mut op,
+                ),
+            };
+            return match end {
+                QuickEnd::Done(success) => Ok(success),
+                QuickEnd::GaveUp(error) => Err(error),
+                QuickEnd::Refused(until) => self.take_over(clock, Err(until), op),
+                QuickEnd::Failed(failed) => self.take_over(clock, Ok(failed), op),
+            };
+        }
+        let cancel = self.cancel.clone().unwrap_or(CancelToken::never());
         let cancelled = || cancel.is_cancelled();
-        let (mut driver, mut step) = match quick {
-            None => {
-                let mut driver = Driver::new(&self.settings, clock, cancelled);
-                let step = driver.poll(Input::Start);
-                (driver, step)
-            }
-            Some(quick) => {
-                // A shared breaker of the default shape is called directly
-                // (its closed path inlined); any other through `dyn Breaker`.
-                let end = match self.settings.shared_breaker() {
-                    Some(shared) => quick_attempt(
-                        quick,
-                        PermitGuard::request(shared, clock, None, None).map(Some),
-                        PermitGuard::into_dyn,
-                        &mut op,
-                    ),
-                    None => quick_attempt(
-                        quick,
-                        quick.admit(&self.settings, &clock),
-                        |guard| guard,
-                        &mut op,
-                    ),
-                };
-                match end {
-                    QuickEnd::Done(success) => return Ok(success),
-                    QuickEnd::Refused(until) => {
-                        Driver::after_quick_refusal(&self.settings, clock, cancelled, until)
-                    }
-                    QuickEnd::Failed(error, permit) => {
-                        let mut driver = Driver::after_quick_opening(
-                            &self.settings,
-                            clock,
-                            cancelled,
-                            None,
-                            permit,
-                        );
-                        let step = driver.poll(Input::Ended(Ran::Returned(Err(error))));
-                        (driver, step)
-                    }
-                }
-            }
+        let mut driver = Driver::new(&self.settings, clock, cancelled);
+        let step = driver.poll(Input::Start);
+        self.drive(driver, step, clock, &cancel, op)
+    }
+
+    /// The rest of a call whose quick opening did not end it: its first
+    /// attempt `failed` (or the breaker refused it until `Err`'s time, if
+    /// known). Out of line: the quick opening is the path most calls take. A
+    /// call with a quick opening has no cancel token.
+    #[inline(never)]
+    #[allow(clippy::type_complexity)]
+    fn take_over<'s, T, F>(
+        &'s self,
+        clock: CallClock<'s>,
+        failed: Result<
+            QuickFailure<E, PermitGuard<&'s dyn Breaker, CallClock<'s>>>,
+            Option<Instant>,
+        >,
+        op: F,
+    ) -> Result<Success<T>, RetryError<E>>
+    where
+        F: FnMut(&AttemptContext) -> Result<T, E>,
+    {
+        let never = || false;
+        let (driver, step) = match failed {
+            Ok(failed) => Driver::after_quick_failure(&self.settings, clock, never, failed),
+            Err(until) => Driver::after_quick_refusal(&self.settings, clock, never, until),
         };
+        self.drive(driver, step, clock, &CancelToken::never(), op)
+    }
+
+    /// Carries a call out from `step` with `driver`: runs the attempts and
+    /// sleeps it asks for, until it finishes.
+    fn drive<T, F, K>(
+        &self,
+        mut driver: Driver<'_, T, E, CallClock<'_>, K>,
+        mut step: Step<T, E>,
+        clock: CallClock<'_>,
+        cancel: &CancelToken,
+        mut op: F,
+    ) -> Result<Success<T>, RetryError<E>>
+    where
+        F: FnMut(&AttemptContext) -> Result<T, E>,
+        K: Fn() -> bool,
+    {
         // (Read when a later attempt ends; neither a start, a refusal nor a
         // failed first attempt reads it.)
         driver.keep_late_successes();
@@ -265,7 +294,7 @@ impl<E> Retry<E> {
                     // hands the breaker's permit back as an abandoned attempt.
                     Input::Ended(Ran::Returned(op(&context)))
                 }
-                Step::Sleep(sleep) => Input::Slept(self.sleep(clock, sleep, &cancel)),
+                Step::Sleep(sleep) => Input::Slept(self.sleep(clock, sleep, cancel)),
                 Step::Finished(result) => return result,
             };
             step = driver.poll(input);
@@ -297,16 +326,22 @@ impl<E> Retry<E> {
 enum QuickEnd<'s, T, E> {
     /// It succeeded: the call's result.
     Done(Success<T>),
+    /// It failed and the core gave up at once: the call's error.
+    GaveUp(RetryError<E>),
     /// The breaker refused it (with when it admits again, if it can tell).
     Refused(Option<Instant>),
-    /// It returned an error; the driver takes the call over, with the permit.
-    Failed(E, Option<PermitGuard<&'s dyn Breaker, CallClock<'s>>>),
+    /// It returned an error the call goes on after; the driver takes the call
+    /// over, with the permit.
+    Failed(QuickFailure<E, PermitGuard<&'s dyn Breaker, CallClock<'s>>>),
 }
 
 /// Runs the quick opening's first attempt, `admitted` by the call's breaker (or
-/// with none); `erase` turns its permit guard into the driver's kind.
+/// with none), and settles a failure the core gives up on at once; `erase`
+/// turns its permit guard into the driver's kind.
 fn quick_attempt<'s, B, T, E, F>(
     quick: QuickOpening,
+    settings: &Settings<E>,
+    clock: CallClock<'s>,
     admitted: Result<Option<PermitGuard<B, CallClock<'s>>>, Option<Instant>>,
     erase: impl FnOnce(PermitGuard<B, CallClock<'s>>) -> PermitGuard<&'s dyn Breaker, CallClock<'s>>,
     op: &mut F,
@@ -329,12 +364,20 @@ where
     // permit back as an abandoned attempt.
     match op(&context) {
         Ok(value) => {
+            // A blocking attempt never waits: the call has read no clock, and
+            // needs none to hand the permit back (the breaker reads the time
+            // itself if it needs it).
             if let Some(permit) = permit {
                 permit.finish(Event::Succeeded, None);
             }
             QuickEnd::Done(quick.success(value, None))
         }
-        Err(error) => QuickEnd::Failed(error, permit.map(erase)),
+        // The permit goes back through `dyn Breaker` (the failure's path stays
+        // apart from the success's).
+        Err(error) => match quick.failure(settings, &clock, error, None, permit.map(erase)) {
+            Ok(error) => QuickEnd::GaveUp(error),
+            Err(failed) => QuickEnd::Failed(failed),
+        },
     }
 }
 

@@ -9,7 +9,8 @@ use core::time::Duration;
 
 use retry_core::{Event, RetryError, RetryPolicy, Success};
 use retry_shared::{
-    Breaker, Clock, Driver, Input, PermitGuard, QuickOpening, Ran, Settings, Slept, Step,
+    Breaker, Clock, Driver, Input, PermitGuard, QuickFailure, QuickOpening, Ran, Settings, Slept,
+    Step,
 };
 use tokio::task::coop::Unconstrained;
 use tokio::time::Instant;
@@ -211,10 +212,11 @@ macro_rules! drive {
                     }
                     return Ok(quick.success(value, waited));
                 }
-                Err(error) => Opening::Failed {
-                    error,
-                    waited,
-                    permit,
+                // A failure the core gives up on at once ends the call here;
+                // any other goes on to the driver, classified.
+                Err(error) => match quick.failure(settings, &TokioClock, error, waited, permit) {
+                    Ok(error) => return Err(error),
+                    Err(failed) => Opening::Failed(failed),
                 },
             }
         };
@@ -262,13 +264,8 @@ enum Opening<'r, E> {
     /// The breaker refused the first attempt; it admits again at this time, if
     /// known.
     Refused(Option<std::time::Instant>),
-    /// The first attempt failed.
-    Failed {
-        error: E,
-        /// When the attempt first waited, if it did.
-        waited: Option<std::time::Instant>,
-        permit: Option<PermitGuard<&'r dyn Breaker, TokioClock>>,
-    },
+    /// The first attempt failed, and the call goes on.
+    Failed(QuickFailure<E, PermitGuard<&'r dyn Breaker, TokioClock>>),
 }
 
 /// What the quick opening's attempt is told: it is the first, with no
@@ -304,15 +301,8 @@ impl<'r, E> Opening<'r, E> {
             Opening::Refused(until) => {
                 Driver::after_quick_refusal(settings, TokioClock, cancelled, until)
             }
-            Opening::Failed {
-                error,
-                waited,
-                permit,
-            } => {
-                let mut driver =
-                    Driver::after_quick_opening(settings, TokioClock, cancelled, waited, permit);
-                let step = driver.poll(Input::Ended(Ran::Returned(Err(error))));
-                (driver, step)
+            Opening::Failed(failed) => {
+                Driver::after_quick_failure(settings, TokioClock, cancelled, failed)
             }
         }
     }

@@ -3,7 +3,7 @@
 
 use core::borrow::Borrow;
 
-use super::machine::{Action, RetryMachine};
+use super::machine::{Action, Event, GiveUp, GiveUpReason, RetryMachine};
 use super::policy::RetryPolicy;
 
 impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
@@ -81,5 +81,66 @@ impl RetryMachine {
             },
             Action::Done { attempts: 1 },
         ))
+    }
+
+    /// The machine's answer when the first attempt of a call under `policy`
+    /// ends with the failure `event`, when that answer is a give-up that the
+    /// policy and the event alone decide: whatever the seed, whenever the call
+    /// started and however long the attempt ran. A driver that ran the first
+    /// attempt without building a machine (see [`opening`](Self::opening)) can
+    /// then end the call on this alone.
+    ///
+    /// - [`Event::Failed`] with a permanent failure: give up as permanent.
+    /// - [`Event::Failed`] with a retryable failure under a policy of one
+    ///   attempt: give up as exhausted.
+    ///
+    /// Either give-up counts one attempt and the failure's kind. `None` for
+    /// anything else: a retryable failure the policy may retry (what follows
+    /// depends on the seed, the time and any budget), a timeout (the give-up
+    /// names the attempt's timeout, which may depend on when the call started),
+    /// and any event that is not a failure.
+    ///
+    /// ```
+    /// use retry_core::{Action, Event, Failure, GiveUpReason, Instant, RetryMachine, RetryPolicy};
+    ///
+    /// let once = RetryPolicy::builder().max_attempts(1).build()?;
+    /// let failed = Event::Failed(Failure::retryable());
+    /// let give_up = RetryMachine::opening_failure(&once, failed).unwrap();
+    /// assert_eq!((give_up.reason, give_up.attempts), (GiveUpReason::Exhausted, 1));
+    ///
+    /// // What a machine answers, at any time.
+    /// let mut m = RetryMachine::new(&once, 7);
+    /// let _ = m.poll(Event::Start, Instant::ORIGIN);
+    /// assert_eq!(m.poll(failed, Instant::from_millis(40)), Action::GiveUp(give_up));
+    ///
+    /// // A policy with retries left decides a retryable failure itself;
+    /// // a permanent one ends the call whatever the policy.
+    /// let thrice = RetryPolicy::builder().max_attempts(3).build()?;
+    /// assert_eq!(RetryMachine::opening_failure(&thrice, failed), None);
+    /// let permanent = Event::Failed(Failure::permanent());
+    /// let give_up = RetryMachine::opening_failure(&thrice, permanent).unwrap();
+    /// assert_eq!(give_up.reason, GiveUpReason::Permanent);
+    /// # Ok::<(), retry_core::PolicyError>(())
+    /// ```
+    #[inline]
+    #[must_use]
+    pub const fn opening_failure(policy: &RetryPolicy, event: Event) -> Option<GiveUp> {
+        let Event::Failed(failure) = event else {
+            return None;
+        };
+        // As the machine decides after a failure: a permanent failure first,
+        // then the last attempt; the first attempt is the last of one.
+        let reason = if !failure.is_retryable() {
+            GiveUpReason::Permanent
+        } else if policy.is_last_attempt(1) {
+            GiveUpReason::Exhausted
+        } else {
+            return None;
+        };
+        Some(GiveUp {
+            reason,
+            attempts: 1,
+            last_failure: Some(failure.kind()),
+        })
     }
 }

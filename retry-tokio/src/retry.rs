@@ -192,19 +192,11 @@ macro_rules! drive {
             // The clock is read only if the attempt waits (its first
             // pending poll becomes the call's time origin and the
             // permit's start) and, then, when it ends.
-            let mut attempt = core::pin::pin!($op(quick_context(&quick)));
-            let mut waited = None;
-            let result = core::future::poll_fn(|cx| {
-                let poll = attempt.as_mut().poll(cx);
-                if poll.is_pending() && waited.is_none() {
-                    let now = TokioClock.now();
-                    waited = Some(now);
-                    if let Some(permit) = permit.as_mut() {
-                        permit.waited(now);
-                    }
-                }
-                poll
-            })
+            let (result, waited) = QuickAttempt {
+                attempt: $op(quick_context(&quick)),
+                waited: None,
+                permit: permit.as_mut(),
+            }
             .await;
             match result {
                 Ok(value) => {
@@ -269,6 +261,40 @@ enum Opening<'r, E> {
     Refused(Option<std::time::Instant>),
     /// The first attempt failed, and the call goes on.
     Failed(QuickFailure<E, PermitGuard<&'r dyn Breaker, TokioClock>>),
+}
+
+pin_project_lite::pin_project! {
+    /// The quick opening's attempt, run in place: the time of its first
+    /// pending poll (the call's time origin) is noted, and the permit, if
+    /// any, told of it.
+    struct QuickAttempt<'p, 'r, F> {
+        #[pin]
+        attempt: F,
+        waited: Option<std::time::Instant>,
+        permit: Option<&'p mut PermitGuard<&'r dyn Breaker, TokioClock>>,
+    }
+}
+
+impl<F: Future> Future for QuickAttempt<'_, '_, F> {
+    type Output = (F::Output, Option<std::time::Instant>);
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        match this.attempt.poll(cx) {
+            Poll::Ready(result) => Poll::Ready((result, *this.waited)),
+            Poll::Pending => {
+                if this.waited.is_none() {
+                    let now = TokioClock.now();
+                    *this.waited = Some(now);
+                    if let Some(permit) = this.permit.as_mut() {
+                        permit.waited(now);
+                    }
+                }
+                Poll::Pending
+            }
+        }
+    }
 }
 
 /// What the quick opening's attempt is told: it is the first, with no

@@ -199,13 +199,12 @@ macro_rules! drive {
             }
             .await;
             match result {
-                Ok(value) => {
-                    let waited = waited.map(|from| (from, TokioClock.now()));
-                    if let Some(permit) = permit {
-                        permit.finish(Event::Succeeded, waited.map(|(_, to)| to));
-                    }
-                    return Ok(quick.success(value, waited));
+                // An attempt that never waited, without a breaker, needs
+                // nothing more; any other success is finished out of line.
+                Ok(value) if waited.is_none() && permit.is_none() => {
+                    return Ok(quick.success(value, None));
                 }
+                Ok(value) => return Ok(quick_success(quick, value, waited, permit)),
                 // A failure the core gives up on at once ends the call here;
                 // any other goes on to the driver, classified.
                 Err(error) => match quick.failure(settings, &TokioClock, error, waited, permit) {
@@ -295,6 +294,24 @@ impl<F: Future> Future for QuickAttempt<'_, '_, F> {
             }
         }
     }
+}
+
+/// The result of a quick opening's attempt that succeeded after waiting
+/// (first at `waited`), or under a breaker: the clock is read for the end of
+/// an attempt that waited, and the permit goes back.
+#[cold]
+#[inline(never)]
+fn quick_success<T>(
+    quick: QuickOpening,
+    value: T,
+    waited: Option<std::time::Instant>,
+    permit: Option<PermitGuard<&dyn Breaker, TokioClock>>,
+) -> Success<T> {
+    let waited = waited.map(|from| (from, TokioClock.now()));
+    if let Some(permit) = permit {
+        permit.finish(Event::Succeeded, waited.map(|(_, to)| to));
+    }
+    quick.success(value, waited)
 }
 
 /// What the quick opening's attempt is told: it is the first, with no

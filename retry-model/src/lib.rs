@@ -10,7 +10,7 @@
 //! set lists); it never calls the logic it verifies to compute its expectations.
 //!
 //! The cargo-fuzz targets in `fuzz/` call these checks and panic on a
-//! [`Violation`]; `tests/fuzz_corpus.rs` replays every target's committed corpus
+//! [`Violation`]; `tests/all/fuzz_corpus.rs` replays every target's committed corpus
 //! (`fuzz/corpus/<target>/`) and a few thousand pseudo-random inputs through
 //! [`TARGETS`] on stable Rust.
 //!

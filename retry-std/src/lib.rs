@@ -18,10 +18,9 @@
 //! - [`ManualClock`] and [`FakeSleeper`] run any schedule in no wall time, for
 //!   tests.
 //!
-//! With the `cli` feature this crate also holds the `retry` command-line program
-//! (the `cli` module; install it with `cargo install --path retry-std --features cli`).
-//! Without it, nothing of the program is compiled: no argument parser, no JSON
-//! or TOML reader.
+//! The `retry` command-line program lives in a crate of its own, `retry-cli`
+//! (`cargo install --path retry-cli`): a library user of this crate compiles
+//! none of its dependencies.
 //!
 //! Blocking code cannot be interrupted: a per-attempt deadline
 //! ([`AttemptContext::deadline`]) is advisory, for the operation to pass on to
@@ -90,7 +89,3 @@ pub use retry_shared;
 pub use retry_shared::{
     describe_metrics, Breaker, Budget, RetryNotice, SharedBreaker, SharedBudget,
 };
-
-#[cfg(feature = "cli")]
-#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
-pub mod cli;

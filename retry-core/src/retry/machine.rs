@@ -378,7 +378,7 @@ pub(super) enum State {
 /// that borrows as a [`RetryPolicy`]: a `&RetryPolicy` (104 bytes: a driver
 /// that keeps the policy for the whole call need not copy it into every call),
 /// an `Arc`. Both decide alike: the same policy, seed and events give the same
-/// actions. `tests/footprint.rs` prints the figures.
+/// actions. `tests/all/footprint.rs` prints the figures.
 ///
 /// # Misuse
 /// An event that makes no sense in the current phase never panics and never

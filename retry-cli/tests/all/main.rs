@@ -1,0 +1,10 @@
+//! Every integration test of `retry-cli` in one test binary (one link instead of
+//! one per file): each file under `tests/all/` is a module. Run one file's tests
+//! with `cargo test -p retry-cli --test all <module>::`.
+
+// Helpers outside #[test] functions may unwrap: a failure is the test failing.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod cli;
+mod common;
+mod terminal;

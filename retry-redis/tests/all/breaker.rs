@@ -1,0 +1,466 @@
+//! The fleet breaker against a real redis-server: three independent instances
+//! (each its own connection, thread and runtime), the two rules, fleet-wide
+//! probes and their verdict, bounded keys, and bad data.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use crate::common;
+
+use core::time::Duration;
+use std::time::Instant;
+
+use retry_core::{BreakerConfig, BreakerState, CallOutcome, FleetConfig, FleetRule, Rate};
+use retry_redis::{Fleet, FleetBreaker};
+use retry_shared::{Breaker, Clock, Gate};
+
+/// The system clock, as the adapters read it.
+struct Wall;
+
+impl Clock for Wall {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+}
+
+const INTERVAL: Duration = Duration::from_millis(100);
+/// Scheduling slack on a loaded machine (2 cores shared by several builds).
+const MARGIN: Duration = Duration::from_millis(150);
+
+fn config(open: Duration) -> BreakerConfig {
+    BreakerConfig::builder()
+        .failure_threshold(3)
+        .open_duration(open)
+        .half_open_permits(1)
+        .success_threshold(1)
+        .build()
+        .unwrap()
+}
+
+/// Three instances, each on its own connection (and so its own thread and
+/// runtime), sharing the breaker `name`.
+fn three(url: &str, ns: &str, fleet: FleetConfig, open: Duration) -> Vec<FleetBreaker> {
+    (0..3)
+        .map(|_| {
+            Fleet::connect(url)
+                .unwrap()
+                .namespace(ns)
+                .unwrap()
+                .breaker("dep", config(open), fleet)
+                .build()
+                .unwrap()
+        })
+        .collect()
+}
+
+fn fail(b: &FleetBreaker) -> bool {
+    match b.request(&Wall) {
+        Gate::Admitted(permit) => {
+            b.record(
+                permit,
+                CallOutcome::failure(Duration::from_millis(1)),
+                &Wall,
+            );
+            true
+        }
+        Gate::Rejected { .. } => false,
+    }
+}
+
+fn succeed(b: &FleetBreaker) -> bool {
+    match b.request(&Wall) {
+        Gate::Admitted(permit) => {
+            b.record(
+                permit,
+                CallOutcome::success(Duration::from_millis(1)),
+                &Wall,
+            );
+            true
+        }
+        Gate::Rejected { .. } => false,
+    }
+}
+
+/// Waits (up to `limit`) until `done`; how long it took.
+fn wait_for(limit: Duration, mut done: impl FnMut() -> bool) -> Option<Duration> {
+    let start = Instant::now();
+    while start.elapsed() <= limit {
+        if done() {
+            return Some(start.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    None
+}
+
+fn all_synced(members: &[FleetBreaker], n: u64) {
+    let ok = wait_for(Duration::from_secs(10), || {
+        members.iter().all(|m| m.syncs() >= n)
+    });
+    assert!(ok.is_some(), "every member synced {n} times");
+}
+
+#[test]
+fn failures_at_one_instance_open_the_others_within_one_sync_interval() {
+    let Some(server) =
+        common::start("failures_at_one_instance_open_the_others_within_one_sync_interval")
+    else {
+        return;
+    };
+    let fleet = FleetConfig::new(FleetRule::Quorum(1)).sync_interval(INTERVAL);
+    let members = three(&server.url(), "one", fleet, Duration::from_secs(30));
+    all_synced(&members, 2);
+    let (a, others) = members.split_first().unwrap();
+    for _ in 0..3 {
+        assert!(fail(a));
+    }
+    assert_eq!(a.state(), BreakerState::Open);
+    // A publishes at its next sync: the decision appears in Redis.
+    let mut conn = server.conn();
+    let published = wait_for(INTERVAL + MARGIN, || {
+        redis::cmd("GET")
+            .arg(a.decision_key())
+            .query::<Option<String>>(&mut conn)
+            .unwrap()
+            .is_some_and(|d| d.starts_with("1|open|"))
+    });
+    assert!(
+        published.is_some(),
+        "A published the open decision within one interval"
+    );
+    // From then, B and C open within one sync interval.
+    let opened = wait_for(INTERVAL + MARGIN, || {
+        others.iter().all(|m| m.state() == BreakerState::Open)
+    });
+    let took = opened.expect("B and C opened within one interval (plus a margin)");
+    eprintln!("B and C opened {took:?} after the decision was published (interval {INTERVAL:?})");
+    for m in others {
+        assert!(m.is_following());
+        assert!(!succeed(m), "B and C reject without having seen a failure");
+    }
+    // Through a retrier, as a user sees it.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let retry =
+        retry_tokio::Retry::<&str>::new(retry_core::RetryPolicy::builder().build().unwrap())
+            .breaker(others[0].clone());
+    let err = runtime
+        .block_on(retry.call(|_| async { Ok::<_, &str>(()) }))
+        .unwrap_err();
+    assert_eq!(err.code(), "retry.circuit_open");
+}
+
+#[test]
+fn under_a_quorum_of_two_one_failing_instance_does_not_open_the_others() {
+    let Some(server) =
+        common::start("under_a_quorum_of_two_one_failing_instance_does_not_open_the_others")
+    else {
+        return;
+    };
+    let fleet = FleetConfig::new(FleetRule::Quorum(2)).sync_interval(INTERVAL);
+    let members = three(&server.url(), "quorum", fleet, Duration::from_secs(30));
+    let (a, b, c) = (&members[0], &members[1], &members[2]);
+    for _ in 0..3 {
+        assert!(fail(a));
+    }
+    assert_eq!(a.state(), BreakerState::Open);
+    // Ten sync rounds later, B and C still admit and the fleet counts one open member.
+    let start = a.syncs();
+    all_synced(&members, start + 10);
+    assert!(succeed(b) && succeed(c));
+    assert_eq!(b.state(), BreakerState::Closed);
+    assert_eq!(c.state(), BreakerState::Closed);
+    let view = c.last_sync().unwrap().view;
+    assert_eq!((view.members, view.open_members), (3, 1));
+    assert_eq!(c.epoch(), 0, "no decision was ever published");
+    // A second failing instance makes the quorum: C opens too.
+    for _ in 0..3 {
+        assert!(fail(b));
+    }
+    let opened = wait_for(2 * INTERVAL + MARGIN, || c.state() == BreakerState::Open);
+    assert!(opened.is_some(), "C opened once two instances had");
+}
+
+#[test]
+fn the_aggregate_rule_opens_on_the_summed_window() {
+    let Some(server) = common::start("the_aggregate_rule_opens_on_the_summed_window") else {
+        return;
+    };
+    let breaker = BreakerConfig::builder()
+        .failure_threshold(None)
+        .failure_rate(Rate::from_percent(50))
+        .count_window(20)
+        .minimum_calls(10)
+        .open_duration(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let fleet = FleetConfig::new(FleetRule::Aggregate).sync_interval(INTERVAL);
+    let members: Vec<FleetBreaker> = (0..3)
+        .map(|_| {
+            Fleet::connect(&server.url())
+                .unwrap()
+                .namespace("sum")
+                .unwrap()
+                .breaker("dep", breaker, fleet)
+                .build()
+                .unwrap()
+        })
+        .collect();
+    // Each instance: 4 failures in 8 calls, below its own minimum of 10 calls;
+    // together 12 of 24, past 50 % of at least 10.
+    for m in &members {
+        for k in 0..8 {
+            assert!(if k % 2 == 0 { fail(m) } else { succeed(m) });
+        }
+        assert_eq!(m.state(), BreakerState::Closed);
+    }
+    let opened = wait_for(3 * INTERVAL + MARGIN, || {
+        members.iter().all(|m| m.state() == BreakerState::Open)
+    });
+    assert!(
+        opened.is_some(),
+        "every instance opened on the summed window"
+    );
+}
+
+#[test]
+fn half_open_probes_are_limited_fleet_wide_and_their_verdict_closes_the_fleet() {
+    let Some(server) =
+        common::start("half_open_probes_are_limited_fleet_wide_and_their_verdict_closes_the_fleet")
+    else {
+        return;
+    };
+    let open = Duration::from_millis(400);
+    let fleet = FleetConfig::new(FleetRule::Quorum(1))
+        .sync_interval(INTERVAL)
+        .probes(1);
+    let members = three(&server.url(), "probes", fleet, open);
+    for _ in 0..3 {
+        assert!(fail(&members[0]));
+    }
+    let opened = wait_for(2 * INTERVAL + MARGIN, || {
+        members.iter().all(|m| m.state() == BreakerState::Open)
+    });
+    assert!(opened.is_some());
+    // After the open period and a sync, exactly one instance holds the slot:
+    // offer every instance a call until one is admitted; the others reject.
+    std::thread::sleep(open);
+    let mut admitted = Vec::new();
+    let found = wait_for(Duration::from_secs(3), || {
+        for (i, m) in members.iter().enumerate() {
+            if let Gate::Admitted(permit) = m.request(&Wall) {
+                admitted.push((i, permit));
+            }
+        }
+        !admitted.is_empty()
+    });
+    assert!(found.is_some(), "a probe was admitted");
+    // Nobody else probes while the first probe is out.
+    for _ in 0..5 {
+        for m in &members {
+            if let Gate::Admitted(permit) = m.request(&Wall) {
+                admitted.push((usize::MAX, permit));
+            }
+        }
+        std::thread::sleep(INTERVAL);
+    }
+    assert_eq!(
+        admitted.len(),
+        1,
+        "one probe fleet-wide: {:?}",
+        admitted.iter().map(|a| a.0).collect::<Vec<_>>()
+    );
+    let (prober, permit) = admitted.pop().unwrap();
+    members[prober].record(
+        permit,
+        CallOutcome::success(Duration::from_millis(1)),
+        &Wall,
+    );
+    assert_eq!(members[prober].state(), BreakerState::Closed);
+    // The verdict closes everyone within a sync or two.
+    let closed = wait_for(2 * INTERVAL + MARGIN, || {
+        members.iter().all(|m| m.state() == BreakerState::Closed)
+    });
+    assert!(closed.is_some(), "the fleet closed on the probe's verdict");
+    for m in &members {
+        assert!(succeed(m));
+    }
+}
+
+#[test]
+fn keys_are_namespaced_expiring_and_bounded() {
+    let Some(server) = common::start("keys_are_namespaced_expiring_and_bounded") else {
+        return;
+    };
+    let interval = Duration::from_millis(20);
+    let fleet = FleetConfig::new(FleetRule::Quorum(2)).sync_interval(interval);
+    let members = three(&server.url(), "bounded", fleet, Duration::from_millis(50));
+    let mut most = 0;
+    let start = members[0].syncs();
+    // Many syncs and calls, the fleet opening and closing along the way.
+    while members[0].syncs() < start + 100 {
+        for m in &members {
+            let _ = fail(m);
+            let _ = succeed(m);
+        }
+        let keys = server.keys("*");
+        assert!(
+            keys.iter().all(|k| k.starts_with("bounded:breaker:dep:")),
+            "{keys:?}"
+        );
+        most = most.max(keys.len());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(most <= 5, "at most 5 keys: {most}");
+    let mut conn = server.conn();
+    for key in server.keys("*") {
+        let ttl: i64 = redis::cmd("PTTL").arg(&key).query(&mut conn).unwrap();
+        assert!(ttl > 0, "{key} expires");
+    }
+}
+
+#[test]
+fn bad_data_fails_the_sync_with_a_typed_error_logged_once_never_a_panic() {
+    let Some(server) =
+        common::start("bad_data_fails_the_sync_with_a_typed_error_logged_once_never_a_panic")
+    else {
+        return;
+    };
+    let fleet = FleetConfig::new(FleetRule::Quorum(1)).sync_interval(INTERVAL);
+    let members = three(&server.url(), "bad", fleet, Duration::from_secs(30));
+    all_synced(&members, 2);
+    let key = members[0].decision_key().to_owned();
+    let mut conn = server.conn();
+    let check = |what: &str, logged: u32| {
+        let errors = members[0].sync_errors();
+        let failed = wait_for(Duration::from_secs(3), || {
+            members[0].sync_errors() >= errors + 3
+        });
+        assert!(failed.is_some(), "{what}: the syncs fail");
+        for m in &members {
+            assert_eq!(m.logged(), logged, "{what}: each kind logged once");
+            assert!(succeed(m), "{what}: the instance keeps deciding alone");
+        }
+    };
+    let _: () = redis::cmd("SET")
+        .arg(&key)
+        .arg("not a decision")
+        .query(&mut conn)
+        .unwrap();
+    check("garbage", 1);
+    let _: () = redis::cmd("SET")
+        .arg(&key)
+        .arg("1|open|12|x")
+        .query(&mut conn)
+        .unwrap();
+    check("garbage again", 1);
+    let _: () = redis::cmd("SET")
+        .arg(&key)
+        .arg("9|open|12|34|more")
+        .query(&mut conn)
+        .unwrap();
+    check("a future format", 2);
+    let _: () = redis::cmd("DEL").arg(&key).query(&mut conn).unwrap();
+    let _: () = redis::cmd("RPUSH")
+        .arg(&key)
+        .arg("a list")
+        .query(&mut conn)
+        .unwrap();
+    check("a wrong type", 3);
+    // Cleaned up, the syncs succeed again.
+    let _: () = redis::cmd("DEL").arg(&key).query(&mut conn).unwrap();
+    let syncs = members[0].syncs();
+    assert!(wait_for(Duration::from_secs(3), || members[0].syncs() > syncs + 2).is_some());
+    // A member's report overwritten with garbage is left out (and logged).
+    let buckets = server.keys("bad:breaker:dep:members:*");
+    for b in &buckets {
+        let _: () = redis::cmd("HSET")
+            .arg(b)
+            .arg("intruder")
+            .arg("1|x|y")
+            .query(&mut conn)
+            .unwrap();
+    }
+    let syncs = members[0].syncs();
+    assert!(wait_for(Duration::from_secs(3), || members[0].syncs() > syncs + 1).is_some());
+    assert_eq!(members[0].last_sync().unwrap().view.members, 3);
+}
+
+#[test]
+fn the_tower_breaker_layer_takes_a_fleet_breaker() {
+    use tower::{Layer as _, ServiceExt as _};
+    let Some(server) = common::start("the_tower_breaker_layer_takes_a_fleet_breaker") else {
+        return;
+    };
+    let fleet = FleetConfig::new(FleetRule::Quorum(1)).sync_interval(INTERVAL);
+    let members = three(&server.url(), "tower", fleet, Duration::from_secs(30));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let failing = retry_tokio::tower::BreakerLayer::new(members[0].clone())
+            .layer(tower::service_fn(|_: ()| async { Err::<(), _>("down") }));
+        for _ in 0..3 {
+            let err = failing.clone().oneshot(()).await.unwrap_err();
+            assert!(!err.is_circuit_open());
+        }
+        let healthy = retry_tokio::tower::BreakerLayer::new(members[2].clone())
+            .layer(tower::service_fn(|_: ()| async { Ok::<_, &str>(1) }));
+        let start = Instant::now();
+        loop {
+            match healthy.clone().oneshot(()).await {
+                Ok(_) => assert!(start.elapsed() < Duration::from_secs(3), "C never opened"),
+                Err(e) => {
+                    assert!(e.is_circuit_open());
+                    break;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
+}
+
+#[test]
+fn a_store_that_lost_its_keys_lets_the_instances_decide_alone() {
+    let Some(server) = common::start("a_store_that_lost_its_keys_lets_the_instances_decide_alone")
+    else {
+        return;
+    };
+    let open = Duration::from_millis(300);
+    let fleet = FleetConfig::new(FleetRule::Quorum(1)).sync_interval(INTERVAL);
+    let members = three(&server.url(), "lost", fleet, open);
+    for _ in 0..3 {
+        assert!(fail(&members[0]));
+    }
+    let followed = wait_for(2 * INTERVAL + MARGIN, || {
+        members[1..].iter().all(|m| m.is_following())
+    });
+    assert!(followed.is_some());
+    // Redis loses everything (a restart without persistence, a flush).
+    let _: () = redis::cmd("FLUSHALL").query(&mut server.conn()).unwrap();
+    // The dependency is healthy again: every instance gets back to closed (on
+    // its own or through a new fleet decision and its probe), none stays stuck
+    // following a decision nobody holds.
+    let recovered = wait_for(open + Duration::from_secs(3), || {
+        for m in &members {
+            let _ = succeed(m);
+        }
+        members.iter().all(|m| m.state() == BreakerState::Closed)
+    });
+    assert!(
+        recovered.is_some(),
+        "{:?}",
+        members
+            .iter()
+            .map(|m| (
+                m.state(),
+                m.is_following(),
+                m.epoch(),
+                m.syncs(),
+                m.sync_errors(),
+                m.last_sync()
+            ))
+            .collect::<Vec<_>>()
+    );
+}

@@ -1,0 +1,393 @@
+//! The fleet budget against a real redis-server: the same tokens and answers as
+//! the core's `RetryBudget` for random operation sequences, no lost update under
+//! three processes' worth of concurrent retries, and bad data.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use crate::common;
+
+use core::sync::atomic::{AtomicU64, Ordering};
+use core::time::Duration;
+use std::sync::Arc;
+
+use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
+use retry_core::{AttemptKind, BudgetConfig, BudgetInput, Instant, RetryBudget, RetryKind, Tokens};
+use retry_redis::{Fallback, Fleet, StoreError};
+
+/// A generous timeout: these tests check answers, not latency (the machine is
+/// shared).
+const PATIENT: Duration = Duration::from_secs(2);
+
+#[derive(Clone, Debug)]
+struct Case {
+    config: BudgetConfig,
+    /// (microseconds later, inputs applied in one script)
+    steps: Vec<(u64, Vec<BudgetInput>)>,
+}
+
+fn input(g: &mut Gen) -> BudgetInput {
+    let kind = *g.choose(&[RetryKind::Failure, RetryKind::Timeout]).unwrap();
+    match u8::arbitrary(g) % 7 {
+        0 => BudgetInput::FirstAttempt,
+        1 | 2 => BudgetInput::Failure,
+        3 => BudgetInput::Success(AttemptKind::First),
+        4 => BudgetInput::Success(AttemptKind::Retry(kind)),
+        _ => BudgetInput::Withdraw(kind),
+    }
+}
+
+impl Arbitrary for Case {
+    fn arbitrary(g: &mut Gen) -> Case {
+        let config = match u8::arbitrary(g) % 5 {
+            0 => BudgetConfig::grpc(1 + u32::arbitrary(g) % 20, 0.1).unwrap(),
+            1 => BudgetConfig::grpc_millis(
+                1 + u32::arbitrary(g) % 1000,
+                1 + u32::arbitrary(g) % 3000,
+            )
+            .unwrap(),
+            2 => BudgetConfig::aws()
+                .capacity(1 + u32::arbitrary(g) % 60)
+                .retry_cost(u32::arbitrary(g) % 8)
+                .timeout_cost(u32::arbitrary(g) % 15)
+                .no_retry_increment(u32::arbitrary(g) % 3)
+                .build()
+                .unwrap(),
+            3 => BudgetConfig::finagle()
+                .window(Duration::from_secs(1 + u64::arbitrary(g) % 5))
+                .min_retries_per_sec(u32::arbitrary(g) % 3)
+                .percent_can_retry_permille(u32::arbitrary(g) % 1001)
+                .build()
+                .unwrap(),
+            _ => BudgetConfig::finagle_default(),
+        };
+        let n = u8::arbitrary(g) % 40;
+        let steps = (0..n)
+            .map(|_| {
+                let later = match u8::arbitrary(g) % 4 {
+                    0 => 0,
+                    1 => u64::arbitrary(g) % 1_000,
+                    2 => u64::arbitrary(g) % 700_000,
+                    _ => u64::arbitrary(g) % 4_000_000,
+                };
+                // A withdrawal comes last in a batch, as a call's step sends it.
+                let batch = if bool::arbitrary(g) {
+                    vec![input(g)]
+                } else {
+                    vec![
+                        BudgetInput::Failure,
+                        BudgetInput::Withdraw(RetryKind::Failure),
+                    ]
+                };
+                (later, batch)
+            })
+            .collect();
+        Case { config, steps }
+    }
+}
+
+#[test]
+fn random_sequences_give_the_core_budgets_tokens_and_answers() {
+    let Some(server) = common::start("random_sequences_give_the_core_budgets_tokens_and_answers")
+    else {
+        return;
+    };
+    let _ = PROP_FLEET.set(
+        Fleet::connect(&server.url())
+            .unwrap()
+            .namespace("prop")
+            .unwrap(),
+    );
+    fn prop(case: Case) -> TestResult {
+        let n = CASES.fetch_add(1, Ordering::Relaxed);
+        let budget = PROP_FLEET
+            .get()
+            .unwrap()
+            .budget(&format!("case{n}"), case.config)
+            .timeout(PATIENT)
+            .build()
+            .unwrap();
+        let mut core = RetryBudget::new(case.config);
+        let mut now = Instant::ORIGIN;
+        for (later, batch) in &case.steps {
+            now = now.saturating_add(Duration::from_micros(*later));
+            let answer = budget.apply_blocking(batch, Some(now)).unwrap();
+            let mut expected = None;
+            for i in batch {
+                if let retry_core::BudgetOutput::Withdrawal(w) = core.apply(*i, now) {
+                    expected = Some(w);
+                }
+            }
+            WITHDRAWALS.fetch_add(u64::from(expected.is_some()), Ordering::Relaxed);
+            if answer.withdrawal != expected || answer.tokens != core.tokens() {
+                return TestResult::error(format!(
+                    "{}: after {batch:?} at {now}: redis {answer:?}, core {expected:?} with {} tokens",
+                    case.config,
+                    core.tokens()
+                ));
+            }
+        }
+        TestResult::passed()
+    }
+    QuickCheck::new()
+        .tests(300)
+        .quickcheck(prop as fn(Case) -> TestResult);
+    let withdrawals = WITHDRAWALS.load(Ordering::Relaxed);
+    assert!(withdrawals > 1_000, "the cases withdrew ({withdrawals})");
+}
+
+static PROP_FLEET: std::sync::OnceLock<Fleet> = std::sync::OnceLock::new();
+static CASES: AtomicU64 = AtomicU64::new(0);
+static WITHDRAWALS: AtomicU64 = AtomicU64::new(0);
+
+#[test]
+fn three_processes_of_a_thousand_concurrent_retries_withdraw_exactly_the_quota() {
+    let Some(server) = common::start(
+        "three_processes_of_a_thousand_concurrent_retries_withdraw_exactly_the_quota",
+    ) else {
+        return;
+    };
+    // AWS: 500 tokens, 5 a retry: exactly 100 retries, whatever the order (no
+    // call succeeds, so nothing is refunded).
+    let config = BudgetConfig::aws_standard();
+    let policy = common::one_retry();
+    let attempts = Arc::new(AtomicU64::new(0));
+    let url = server.url();
+    let instances: Vec<_> = (0..3)
+        .map(|_| {
+            let (url, policy, attempts) = (url.clone(), policy, Arc::clone(&attempts));
+            std::thread::spawn(move || {
+                // Its own connection and its own runtime: an independent instance.
+                let fleet = Fleet::connect(&url).unwrap().namespace("quota").unwrap();
+                let budget = fleet
+                    .budget("shared", config)
+                    .timeout(PATIENT)
+                    .build()
+                    .unwrap();
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                runtime.block_on(async {
+                    let retry =
+                        Arc::new(retry_tokio::Retry::<&str>::new(policy).budget(budget.clone()));
+                    let calls: Vec<_> = (0..1_000)
+                        .map(|_| {
+                            let (retry, attempts) = (Arc::clone(&retry), Arc::clone(&attempts));
+                            tokio::spawn(async move {
+                                retry
+                                    .call(|_| {
+                                        attempts.fetch_add(1, Ordering::Relaxed);
+                                        async { Err::<(), _>("down") }
+                                    })
+                                    .await
+                                    .unwrap_err()
+                            })
+                        })
+                        .collect();
+                    for call in calls {
+                        let _ = call.await.unwrap();
+                    }
+                });
+                (budget.fallbacks(), budget.errors())
+            })
+        })
+        .collect();
+    for instance in instances {
+        assert_eq!(
+            instance.join().unwrap(),
+            (0, 0),
+            "every answer came from redis"
+        );
+    }
+    let retries = attempts.load(Ordering::Relaxed) - 3_000;
+    // The core model: the same 3,000 withdrawals on one budget, one by one.
+    let mut model = RetryBudget::new(config);
+    let allowed = (0..3_000)
+        .filter(|_| {
+            model
+                .try_withdraw(RetryKind::Failure, Instant::ORIGIN)
+                .is_granted()
+        })
+        .count() as u64;
+    assert_eq!(allowed, 100);
+    assert_eq!(retries, allowed, "no lost update, no double spend");
+    let tokens: String = redis::cmd("HGET")
+        .arg("quota:budget:shared")
+        .arg("t")
+        .query(&mut server.conn())
+        .unwrap();
+    assert_eq!(tokens, "0");
+}
+
+#[test]
+fn bad_data_is_a_typed_error_logged_once_with_the_local_fallback() {
+    let Some(server) =
+        common::start("bad_data_is_a_typed_error_logged_once_with_the_local_fallback")
+    else {
+        return;
+    };
+    let fleet = Fleet::connect(&server.url())
+        .unwrap()
+        .namespace("bad")
+        .unwrap();
+    let mut conn = server.conn();
+    let budget = |name: &str| {
+        fleet
+            .budget(name, BudgetConfig::aws_standard())
+            .timeout(PATIENT)
+            .build()
+            .unwrap()
+    };
+    let withdraw = [BudgetInput::Withdraw(RetryKind::Failure)];
+
+    // A wrong type.
+    let _: () = redis::cmd("SET")
+        .arg("bad:budget:str")
+        .arg("hello")
+        .query(&mut conn)
+        .unwrap();
+    let b = budget("str");
+    let err = b.apply_blocking(&withdraw, None).unwrap_err();
+    assert!(
+        matches!(err, StoreError::WrongType { ref found, .. } if found == "string"),
+        "{err}"
+    );
+    assert!(err.is_bad_data());
+
+    // Garbage in a field.
+    let b = budget("garbage");
+    b.apply_blocking(&withdraw, None).unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg("bad:budget:garbage")
+        .arg("t")
+        .arg("lots")
+        .query(&mut conn)
+        .unwrap();
+    let err = b.apply_blocking(&withdraw, None).unwrap_err();
+    assert_eq!(
+        err,
+        StoreError::Garbage {
+            key: "bad:budget:garbage".into(),
+            field: "t".into()
+        }
+    );
+    // Tokens beyond the bucket are garbage too.
+    let _: () = redis::cmd("HSET")
+        .arg("bad:budget:garbage")
+        .arg("t")
+        .arg("999999999")
+        .query(&mut conn)
+        .unwrap();
+    assert!(matches!(
+        b.apply_blocking(&withdraw, None),
+        Err(StoreError::Garbage { .. })
+    ));
+
+    // A future format version.
+    let b = budget("future");
+    b.apply_blocking(&withdraw, None).unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg("bad:budget:future")
+        .arg("v")
+        .arg("7")
+        .query(&mut conn)
+        .unwrap();
+    let err = b.apply_blocking(&withdraw, None).unwrap_err();
+    assert_eq!(err.code(), "redis.future_format");
+    assert!(err.to_string().contains("format 7"), "{err}");
+
+    // Another configuration under the same key.
+    let grpc = fleet
+        .budget("future", BudgetConfig::grpc(10, 0.1).unwrap())
+        .timeout(PATIENT)
+        .build()
+        .unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg("bad:budget:future")
+        .arg("v")
+        .arg("1")
+        .query(&mut conn)
+        .unwrap();
+    assert!(matches!(
+        grpc.apply_blocking(&withdraw, None),
+        Err(StoreError::ConfigMismatch { .. })
+    ));
+
+    // Through the Budget trait: every withdrawal still ends, answered by the
+    // local budget (fail open) or refused (fail closed), counted, logged once.
+    let _: () = redis::cmd("SET")
+        .arg("bad:budget:trait")
+        .arg("x")
+        .query(&mut conn)
+        .unwrap();
+    let open = fleet
+        .budget("trait", BudgetConfig::aws_standard())
+        .timeout(PATIENT)
+        .build()
+        .unwrap();
+    let closed = fleet
+        .budget("trait", BudgetConfig::aws_standard())
+        .timeout(PATIENT)
+        .fallback(Fallback::Refuse)
+        .build()
+        .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let policy = common::one_retry();
+    for (budget, attempts_each) in [(&open, 2), (&closed, 1)] {
+        let retry = retry_tokio::Retry::<&str>::new(policy).budget(budget.clone());
+        for _ in 0..5 {
+            let attempts = AtomicU64::new(0);
+            let _ = runtime.block_on(retry.call(|_| {
+                attempts.fetch_add(1, Ordering::Relaxed);
+                async { Err::<(), _>("down") }
+            }));
+            assert_eq!(attempts.load(Ordering::Relaxed), attempts_each);
+        }
+        assert_eq!(budget.fallbacks(), 5);
+        assert_eq!(budget.logged(), 1, "one kind of error, logged once");
+    }
+    assert_eq!(
+        open.local().tokens(),
+        Tokens::from_whole(475),
+        "the local budget paid"
+    );
+}
+
+#[test]
+fn the_key_is_namespaced_expires_and_stays_single() {
+    let Some(server) = common::start("the_key_is_namespaced_expires_and_stays_single") else {
+        return;
+    };
+    let fleet = Fleet::connect(&server.url())
+        .unwrap()
+        .namespace("keys")
+        .unwrap();
+    let budget = fleet
+        .budget("one", BudgetConfig::finagle_default())
+        .timeout(PATIENT)
+        .build()
+        .unwrap();
+    let inputs = [
+        BudgetInput::FirstAttempt,
+        BudgetInput::Failure,
+        BudgetInput::Withdraw(RetryKind::Failure),
+    ];
+    for i in 0..2_000_u64 {
+        let at = Instant::from_millis(i * 37);
+        let _ = budget
+            .apply_blocking(&inputs[(i % 3) as usize..], Some(at))
+            .unwrap();
+    }
+    assert_eq!(server.keys("*"), vec!["keys:budget:one".to_owned()]);
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg("keys:budget:one")
+        .query(&mut server.conn())
+        .unwrap();
+    assert!(
+        ttl > 0 && ttl <= 20_000,
+        "expires in twice the window: {ttl} ms"
+    );
+}

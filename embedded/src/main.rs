@@ -13,7 +13,7 @@ use core::hint::black_box;
 use core::panic::PanicInfo;
 use core::time::Duration;
 
-use retry_core::{
+use retry_core::{BasicRule, 
     Action, Admission, Backoff, BreakerConfig, CallOutcome, CircuitBreaker, Event, Failure,
     Instant, Jitter, RetryMachine, RetryPolicy,
 };
@@ -77,7 +77,11 @@ pub extern "C" fn _start() -> ! {
         loop {}
     };
     let Ok(mut breaker) =
-        BreakerConfig::basic(black_box(3), Duration::from_secs(5), 1).and_then(CircuitBreaker::new)
+        BreakerConfig::basic(BasicRule {
+            failure_threshold: black_box(3),
+            open_duration: Duration::from_secs(5),
+            success_threshold: 1,
+        }).and_then(CircuitBreaker::new)
     else {
         loop {}
     };

@@ -48,11 +48,11 @@ mod time;
 pub use settings::{config, duration_text};
 
 pub use breaker::{
-    Admission, BreakerConfig, BreakerConfigBuilder, BreakerError, BreakerInput, BreakerMetrics,
-    BreakerOutput, BreakerRow, BreakerSimulation, BreakerSnapshot, BreakerState, BreakerStep,
-    BreakerTimeline, CallOutcome, CircuitBreaker, Exceeded, HalfOpenTimeout, HalfOpenVerdict,
-    Ignored, ManualState, Permit, Rate, RateReading, Recorded, RejectReason, Transition,
-    TransitionCause, Window, WindowStats,
+    Admission, BasicRule, BreakerConfig, BreakerConfigBuilder, BreakerError, BreakerInput,
+    BreakerMetrics, BreakerOutput, BreakerRow, BreakerSimulation, BreakerSnapshot, BreakerState,
+    BreakerStep, BreakerTimeline, CallOutcome, CircuitBreaker, Exceeded, HalfOpenTimeout,
+    HalfOpenVerdict, Ignored, ManualState, Permit, Rate, RateReading, Recorded, RejectReason,
+    Transition, TransitionCause, Window, WindowStats,
 };
 #[cfg(target_has_atomic = "64")]
 pub use breaker::{ClosedPath, Trip, Untimed};

@@ -26,8 +26,8 @@ use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::{Arc, Mutex};
 use loom::thread;
 use retry_core::{
-    BreakerConfig, BreakerState, CallOutcome, CircuitBreaker, ClosedPath, Instant, Permit, Rate,
-    Untimed,
+    BasicRule, BreakerConfig, BreakerState, CallOutcome, CircuitBreaker, ClosedPath, Instant,
+    Permit, Rate, Untimed,
 };
 
 /// A breaker shared as `SharedBreaker` shares it: the closed path, the machine
@@ -93,7 +93,12 @@ impl Shared {
 }
 
 fn consecutive(n: u32) -> BreakerConfig {
-    BreakerConfig::basic(n, Duration::from_secs(5), 1).unwrap()
+    BreakerConfig::basic(BasicRule {
+        failure_threshold: n,
+        open_duration: Duration::from_secs(5),
+        success_threshold: 1,
+    })
+    .unwrap()
 }
 
 /// 50 % of the last `window` calls, judged once the window is full.

@@ -42,11 +42,15 @@ fn with<M: RawMutex, T, U>(mutex: &Mutex<M, RefCell<T>>, f: impl FnOnce(&mut T) 
 /// ```
 /// use core::time::Duration;
 /// use embassy_sync::blocking_mutex::raw::CriticalSectionRawMutex;
-/// use retry_core::{BreakerConfig, BreakerState};
+/// use retry_core::{BasicRule, BreakerConfig, BreakerState};
 /// use retry_embassy::SharedBreaker;
 ///
 /// let breaker: SharedBreaker<CriticalSectionRawMutex> =
-///     SharedBreaker::new(BreakerConfig::basic(3, Duration::from_secs(10), 1)?)?;
+///     SharedBreaker::new(BreakerConfig::basic(BasicRule {
+///         failure_threshold: 3,
+///         open_duration: Duration::from_secs(10),
+///         success_threshold: 1,
+///     })?)?;
 /// assert_eq!(breaker.state(), BreakerState::Closed);
 /// # Ok::<(), retry_core::BreakerError>(())
 /// ```

@@ -16,7 +16,8 @@ use std::time::Instant;
 
 use criterion::{criterion_group, Criterion};
 use retry_core::{
-    BreakerConfig, BudgetConfig, BudgetInput, CallOutcome, FleetConfig, FleetRule, RetryKind,
+    BasicRule, BreakerConfig, BudgetConfig, BudgetInput, CallOutcome, FleetConfig, FleetRule,
+    RetryKind,
 };
 use retry_redis::Fleet;
 use retry_shared::{Breaker, Clock, Gate, SharedBreaker};
@@ -46,7 +47,12 @@ fn admit(b: &dyn Breaker) {
 /// Redis at `url`, syncing every 10 ms (25 times as often as the default) to
 /// make any interference from the sync task visible.
 fn breakers(url: &str) -> (SharedBreaker, retry_redis::FleetBreaker) {
-    let config = BreakerConfig::basic(5, Duration::from_secs(30), 1).unwrap();
+    let config = BreakerConfig::basic(BasicRule {
+        failure_threshold: 5,
+        open_duration: Duration::from_secs(30),
+        success_threshold: 1,
+    })
+    .unwrap();
     let shared = SharedBreaker::new(config).unwrap();
     let fleet = Fleet::connect(url).unwrap().namespace("bench").unwrap();
     let fleet_breaker = fleet

@@ -9,7 +9,9 @@
 use core::error::Error;
 use core::time::Duration;
 
-use retry_core::{Backoff, BreakerConfig, BudgetConfig, FleetConfig, FleetRule, RetryPolicy};
+use retry_core::{
+    Backoff, BasicRule, BreakerConfig, BudgetConfig, FleetConfig, FleetRule, RetryPolicy,
+};
 use retry_redis::{Fleet, FleetBreaker, FleetBudget};
 use retry_tokio::Retry;
 
@@ -26,7 +28,11 @@ fn replica(url: &str) -> Result<(FleetBudget, FleetBreaker, Retry<String>), Box<
     let breaker = fleet
         .breaker(
             "inventory",
-            BreakerConfig::basic(3, Duration::from_secs(5), 1)?,
+            BreakerConfig::basic(BasicRule {
+                failure_threshold: 3,
+                open_duration: Duration::from_secs(5),
+                success_threshold: 1,
+            })?,
             FleetConfig::new(FleetRule::Quorum(1)).sync_interval(Duration::from_millis(100)),
         )
         .build()?;

@@ -8,9 +8,10 @@ use std::time::Instant;
 
 use redis::Value;
 use retry_core::{
-    budget_steps, hedge_budget_steps, Action, Admission, AttemptKind, BreakerConfig, BudgetConfig,
-    BudgetInput, BudgetParameters, BudgetSteps, CallOutcome, CircuitBreaker, Event, HedgeAction,
-    HedgeEvent, Requirement, RetryBudget, RetryKind, RetryMachine, RetryPolicy, Tokens, Withdrawal,
+    budget_steps, hedge_budget_steps, Action, Admission, AttemptKind, BasicRule, BreakerConfig,
+    BudgetConfig, BudgetInput, BudgetParameters, BudgetSteps, CallOutcome, CircuitBreaker, Event,
+    HedgeAction, HedgeEvent, Requirement, RetryBudget, RetryKind, RetryMachine, RetryPolicy,
+    Tokens, Withdrawal,
 };
 use retry_shared::Budget;
 
@@ -219,9 +220,13 @@ struct Local {
 /// The breaker that guards the round trips to Redis (see `Local::guard`); the
 /// config is valid, so this is always `Some`.
 fn store_guard() -> Option<CircuitBreaker<0, 0>> {
-    BreakerConfig::basic(3, Duration::from_millis(250), 1)
-        .and_then(CircuitBreaker::new)
-        .ok()
+    BreakerConfig::basic(BasicRule {
+        failure_threshold: 3,
+        open_duration: Duration::from_millis(250),
+        success_threshold: 1,
+    })
+    .and_then(CircuitBreaker::new)
+    .ok()
 }
 
 /// What Redis answered to a batch of inputs.

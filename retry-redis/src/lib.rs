@@ -35,7 +35,7 @@
 //!
 //! ```no_run
 //! use core::time::Duration;
-//! use retry_core::{BreakerConfig, BudgetConfig, FleetConfig, FleetRule};
+//! use retry_core::{BasicRule, BreakerConfig, BudgetConfig, FleetConfig, FleetRule};
 //! use retry_redis::Fleet;
 //!
 //! let fleet = Fleet::connect("redis://127.0.0.1:6379/")?.namespace("checkout")?;
@@ -43,7 +43,11 @@
 //! let breaker = fleet
 //!     .breaker(
 //!         "payments",
-//!         BreakerConfig::basic(5, Duration::from_secs(30), 1)?,
+//!         BreakerConfig::basic(BasicRule {
+//!             failure_threshold: 5,
+//!             open_duration: Duration::from_secs(30),
+//!             success_threshold: 1,
+//!         })?,
 //!         FleetConfig::new(FleetRule::Quorum(2)),
 //!     )
 //!     .build()?;

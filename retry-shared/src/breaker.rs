@@ -189,11 +189,15 @@ type TransitionHook = dyn Fn(&Transition) + Send + Sync;
 ///
 /// ```
 /// use core::time::Duration;
-/// use retry_core::{BreakerConfig, BreakerState};
+/// use retry_core::{BasicRule, BreakerConfig, BreakerState};
 /// use retry_shared::SharedBreaker;
 ///
 /// // Open after 3 consecutive failures, half-open after 5 s, closed after 1 success.
-/// let breaker = SharedBreaker::new(BreakerConfig::basic(3, Duration::from_secs(5), 1)?)?;
+/// let breaker = SharedBreaker::new(BreakerConfig::basic(BasicRule {
+///     failure_threshold: 3,
+///     open_duration: Duration::from_secs(5),
+///     success_threshold: 1,
+/// })?)?;
 /// let for_another_thread = breaker.clone();
 /// assert_eq!(for_another_thread.state(), BreakerState::Closed);
 /// # Ok::<(), retry_core::BreakerError>(())
@@ -226,7 +230,7 @@ impl SharedBreaker {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use retry_core::{BreakerConfig, Rate};
+    /// use retry_core::{BasicRule, BreakerConfig, Rate};
     /// use retry_shared::SharedBreaker;
     ///
     /// // Resilience4j's defaults: 50 % of the last 100 calls.
@@ -256,7 +260,7 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use retry_core::{BreakerConfig, Rate};
+    /// use retry_core::{BasicRule, BreakerConfig, Rate};
     /// use retry_shared::SharedBreaker;
     ///
     /// // The last 60 seconds in one-second buckets.

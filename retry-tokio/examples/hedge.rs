@@ -6,7 +6,7 @@ use core::time::Duration;
 use std::sync::Arc;
 
 use axum::{extract::State, routing::get, Router};
-use retry_core::{BreakerConfig, BudgetConfig, Failure, FailureKind, HedgePolicy};
+use retry_core::{BasicRule, BreakerConfig, BudgetConfig, Failure, FailureKind, HedgePolicy};
 use retry_tokio::{Hedge, SharedBreaker, SharedBudget};
 
 /// Fifty hedged GETs; prints how many of them a hedge won.
@@ -25,11 +25,11 @@ pub async fn main() -> Result<(), Box<dyn core::error::Error>> {
         .build()?;
     let hedge = Hedge::new(policy)
         .budget(SharedBudget::new(BudgetConfig::grpc(100, 0.1)?))
-        .breaker(SharedBreaker::new(BreakerConfig::basic(
-            5,
-            Duration::from_secs(10),
-            1,
-        )?)?)
+        .breaker(SharedBreaker::new(BreakerConfig::basic(BasicRule {
+            failure_threshold: 5,
+            open_duration: Duration::from_secs(10),
+            success_threshold: 1,
+        })?)?)
         .classify(|e: &reqwest::Error| match e.status() {
             // 4xx: the request is wrong; another copy will not fix it.
             Some(s) if s.is_client_error() => Failure::permanent(),

@@ -91,9 +91,13 @@ struct Line<T>(T);
 ///
 /// ```
 /// use core::time::Duration;
-/// use retry_core::{BreakerConfig, BreakerState, CallOutcome, CircuitBreaker, Instant, Untimed};
+/// use retry_core::{BasicRule, BreakerConfig, BreakerState, CallOutcome, CircuitBreaker, Instant, Untimed};
 ///
-/// let mut machine = CircuitBreaker::<0, 0>::new(BreakerConfig::basic(2, Duration::from_secs(5), 1)?)?;
+/// let mut machine = CircuitBreaker::<0, 0>::new(BreakerConfig::basic(BasicRule {
+///     failure_threshold: 2,
+///     open_duration: Duration::from_secs(5),
+///     success_threshold: 1,
+/// })?)?;
 /// let path = machine.closed_path();
 /// for _ in 0..2 {
 ///     let permit = path.request().expect("closed: admitted without a clock");

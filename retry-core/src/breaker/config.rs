@@ -243,6 +243,21 @@ impl Default for BreakerConfig {
     }
 }
 
+/// The three settings of [`BreakerConfig::basic`], each by its name, so that a
+/// call reads as what it sets (`BreakerConfig::basic(3, 10 s, 1)` would leave
+/// the reader to guess which number is which, and that the duration is how long
+/// the breaker stays open).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BasicRule {
+    /// Consecutive failures that open a closed breaker (at least 1).
+    pub failure_threshold: u32,
+    /// How long the breaker stays open before it lets probes through (more
+    /// than zero); the same length every time.
+    pub open_duration: Duration,
+    /// Consecutive successful probes that close a half-open breaker (at least 1).
+    pub success_threshold: u32,
+}
+
 impl BreakerConfig {
     /// A builder starting from the defaults.
     pub fn builder() -> BreakerConfigBuilder {
@@ -264,18 +279,23 @@ impl BreakerConfig {
         }
     }
 
-    /// The TypeScript package's rule, exactly: closed → open at
-    /// `failure_threshold` consecutive failures; open → half-open once `timeout`
-    /// has passed; half-open → closed after `success_threshold` consecutive
-    /// successes; half-open → open on any failure. The open duration never grows,
-    /// there is no window, and half-open lets every request through (that package
-    /// does not limit probes; narrow it with
-    /// [`BreakerConfigBuilder::half_open_permits`] if wanted).
+    /// The TypeScript package's rule, exactly, with its three settings named
+    /// by a [`BasicRule`]: closed → open at `failure_threshold` consecutive
+    /// failures; open → half-open once `open_duration` has passed; half-open →
+    /// closed after `success_threshold` consecutive successes; half-open → open
+    /// on any failure. The open duration never grows, there is no window, and
+    /// half-open lets every request through (that package does not limit
+    /// probes; narrow it with [`BreakerConfigBuilder::half_open_permits`] if
+    /// wanted).
     ///
     /// ```
     /// use core::time::Duration;
-    /// use retry_core::BreakerConfig;
-    /// let config = BreakerConfig::basic(3, Duration::from_secs(10), 2)?;
+    /// use retry_core::{BasicRule, BreakerConfig};
+    /// let config = BreakerConfig::basic(BasicRule {
+    ///     failure_threshold: 3,
+    ///     open_duration: Duration::from_secs(10),
+    ///     success_threshold: 2,
+    /// })?;
     /// assert_eq!(config.failure_threshold(), Some(3));
     /// assert_eq!(config.open_duration(7), Duration::from_secs(10));
     /// # Ok::<(), retry_core::BreakerError>(())
@@ -283,14 +303,17 @@ impl BreakerConfig {
     ///
     /// # Errors
     /// [`BreakerError::Zero`] for a zero threshold, [`BreakerError::ZeroDuration`]
-    /// for a zero timeout.
-    pub fn basic(
-        failure_threshold: u32,
-        timeout: Duration,
-        success_threshold: u32,
-    ) -> Result<BreakerConfig, BreakerError> {
+    /// for a zero open duration.
+    pub fn basic(rule: BasicRule) -> Result<BreakerConfig, BreakerError> {
+        let BasicRule {
+            failure_threshold,
+            open_duration: timeout,
+            success_threshold,
+        } = rule;
         if timeout.is_zero() {
-            return Err(BreakerError::ZeroDuration { field: "timeout" });
+            return Err(BreakerError::ZeroDuration {
+                field: "open_duration",
+            });
         }
         // What the builder would make of these settings, and refuse, built
         // in place.
@@ -937,7 +960,9 @@ mod tests {
     fn basic_is_the_builder_with_its_settings() {
         let by_builder = |threshold: u32, timeout: Duration, successes: u32| {
             if timeout.is_zero() {
-                return Err(BreakerError::ZeroDuration { field: "timeout" });
+                return Err(BreakerError::ZeroDuration {
+                    field: "open_duration",
+                });
             }
             BreakerConfig::builder()
                 .failure_threshold(threshold)
@@ -958,7 +983,11 @@ mod tests {
             for timeout in timeouts {
                 for successes in [0, 1, 2, u32::MAX] {
                     assert_eq!(
-                        BreakerConfig::basic(threshold, timeout, successes),
+                        BreakerConfig::basic(BasicRule {
+                            failure_threshold: threshold,
+                            open_duration: timeout,
+                            success_threshold: successes
+                        }),
                         by_builder(threshold, timeout, successes),
                         "basic({threshold}, {timeout:?}, {successes})"
                     );

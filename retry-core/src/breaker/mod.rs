@@ -25,7 +25,7 @@ mod window;
 #[cfg(target_has_atomic = "64")]
 pub use atomic::{ClosedPath, Trip, Untimed};
 pub use config::{
-    BreakerConfig, BreakerConfigBuilder, HalfOpenTimeout, HalfOpenVerdict, Rate, Window,
+    BasicRule, BreakerConfig, BreakerConfigBuilder, HalfOpenTimeout, HalfOpenVerdict, Rate, Window,
 };
 pub use error::BreakerError;
 pub use report::{BreakerMetrics, Exceeded, Ignored, RateReading, Recorded};
@@ -542,9 +542,13 @@ pub(crate) enum Mode {
 ///
 /// ```
 /// use core::time::Duration;
-/// use retry_core::{Admission, BreakerConfig, CallOutcome, CircuitBreaker, Instant, BreakerState};
+/// use retry_core::{BasicRule, Admission, BreakerConfig, CallOutcome, CircuitBreaker, Instant, BreakerState};
 ///
-/// let config = BreakerConfig::basic(2, Duration::from_secs(5), 1)?;
+/// let config = BreakerConfig::basic(BasicRule {
+///     failure_threshold: 2,
+///     open_duration: Duration::from_secs(5),
+///     success_threshold: 1,
+/// })?;
 /// let mut breaker = CircuitBreaker::<0, 0>::new(config)?;
 /// let t0 = Instant::ORIGIN;
 /// for _ in 0..2 {
@@ -639,9 +643,13 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use retry_core::{Admission, BreakerConfig, BreakerState, CircuitBreaker, Instant, ManualState};
+    /// use retry_core::{BasicRule, Admission, BreakerConfig, BreakerState, CircuitBreaker, Instant, ManualState};
     ///
-    /// let config = BreakerConfig::basic(3, Duration::from_secs(5), 1)?;
+    /// let config = BreakerConfig::basic(BasicRule {
+    ///     failure_threshold: 3,
+    ///     open_duration: Duration::from_secs(5),
+    ///     success_threshold: 1,
+    /// })?;
     /// let t0 = Instant::from_secs(100);
     /// let mut breaker =
     ///     CircuitBreaker::<0, 0>::starting_in(config, ManualState::OpenFor(Duration::from_secs(30)), t0)?;
@@ -828,7 +836,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use retry_core::{Admission, BreakerConfig, CallOutcome, CircuitBreaker, Instant, Rate, RateReading};
+    /// use retry_core::{BasicRule, Admission, BreakerConfig, CallOutcome, CircuitBreaker, Instant, Rate, RateReading};
     ///
     /// let config = BreakerConfig::builder()
     ///     .failure_threshold(None)
@@ -1049,7 +1057,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use retry_core::{BreakerConfig, BreakerState, CircuitBreaker, Instant, ManualState};
+    /// use retry_core::{BasicRule, BreakerConfig, BreakerState, CircuitBreaker, Instant, ManualState};
     ///
     /// let mut breaker = CircuitBreaker::<0, 0>::new(BreakerConfig::default())?;
     /// let t = Instant::from_secs(10);
@@ -1129,7 +1137,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// as [`force`](CircuitBreaker::force).
     ///
     /// ```
-    /// use retry_core::{BreakerConfig, CircuitBreaker, Instant, ManualState};
+    /// use retry_core::{BasicRule, BreakerConfig, CircuitBreaker, Instant, ManualState};
     ///
     /// let mut breaker = CircuitBreaker::<0, 0>::new(BreakerConfig::default())?;
     /// assert_eq!(breaker.ensure(ManualState::Closed, Instant::ORIGIN)?, None);

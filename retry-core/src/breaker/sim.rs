@@ -252,9 +252,13 @@ pub struct BreakerRow {
 ///
 /// ```
 /// use core::time::Duration;
-/// use retry_core::{BreakerConfig, BreakerOutput, BreakerSimulation, BreakerStep, BreakerState};
+/// use retry_core::{BasicRule, BreakerConfig, BreakerOutput, BreakerSimulation, BreakerStep, BreakerState};
 ///
-/// let config = BreakerConfig::basic(1, Duration::from_secs(1), 1)?;
+/// let config = BreakerConfig::basic(BasicRule {
+///     failure_threshold: 1,
+///     open_duration: Duration::from_secs(1),
+///     success_threshold: 1,
+/// })?;
 /// let ms = Duration::from_millis;
 /// let script = [
 ///     BreakerStep::request(ms(0)),
@@ -401,9 +405,13 @@ impl<const WORDS: usize, const BUCKETS: usize> Iterator for BreakerSimulation<'_
 ///
 /// ```
 /// use core::time::Duration;
-/// use retry_core::{BreakerConfig, BreakerStep, BreakerTimeline};
+/// use retry_core::{BasicRule, BreakerConfig, BreakerStep, BreakerTimeline};
 ///
-/// let config = BreakerConfig::basic(1, Duration::from_secs(1), 1)?;
+/// let config = BreakerConfig::basic(BasicRule {
+///     failure_threshold: 1,
+///     open_duration: Duration::from_secs(1),
+///     success_threshold: 1,
+/// })?;
 /// let ms = Duration::from_millis;
 /// let script = [BreakerStep::request(ms(0)), BreakerStep::failed(ms(10), 1, ms(10))];
 /// let text = BreakerTimeline::<0, 0>::new(&config, &script).to_string();

@@ -29,9 +29,13 @@ use crate::{Instant, Window};
 /// ```
 /// # #[cfg(feature = "serde")] {
 /// use core::time::Duration;
-/// use retry_core::{Admission, BreakerConfig, BreakerSnapshot, CallOutcome, CircuitBreaker, Instant};
+/// use retry_core::{BasicRule, Admission, BreakerConfig, BreakerSnapshot, CallOutcome, CircuitBreaker, Instant};
 ///
-/// let mut breaker = CircuitBreaker::<0, 0>::new(BreakerConfig::basic(1, Duration::from_secs(30), 1)?)?;
+/// let mut breaker = CircuitBreaker::<0, 0>::new(BreakerConfig::basic(BasicRule {
+///     failure_threshold: 1,
+///     open_duration: Duration::from_secs(30),
+///     success_threshold: 1,
+/// })?)?;
 /// let t = Instant::from_secs(5);
 /// let Admission::Admitted { permit, .. } = breaker.request(t) else { unreachable!() };
 /// let _ = breaker.record(permit, CallOutcome::failure(Duration::from_millis(3)), t);

@@ -113,7 +113,7 @@ impl core::error::Error for FleetError {}
 ///
 /// ```
 /// use core::time::Duration;
-/// use retry_core::{BreakerConfig, FleetConfig, FleetRule};
+/// use retry_core::{BasicRule, BreakerConfig, FleetConfig, FleetRule};
 ///
 /// let fleet = FleetConfig::new(FleetRule::Quorum(2)).probes(3).sync_interval(Duration::from_millis(100));
 /// fleet.validate(&BreakerConfig::default())?;
@@ -225,7 +225,7 @@ impl FleetConfig {
     /// running `breaker`.
     ///
     /// ```
-    /// use retry_core::{BreakerConfig, FleetConfig, FleetDecision, FleetRule, FleetView, WindowStats};
+    /// use retry_core::{BasicRule, BreakerConfig, FleetConfig, FleetDecision, FleetRule, FleetView, WindowStats};
     ///
     /// let view = |open| FleetView { members: 3, open_members: open, window: WindowStats::default(), decision: FleetDecision::CLOSED };
     /// let fleet = FleetConfig::new(FleetRule::Quorum(2));
@@ -390,9 +390,13 @@ pub struct FleetSync {
 ///
 /// ```
 /// use core::time::Duration;
-/// use retry_core::{BreakerConfig, BreakerState, CircuitBreaker, FleetConfig, FleetDecision, FleetMember, FleetRule, FleetView, Instant, Proposal, WindowStats};
+/// use retry_core::{BasicRule, BreakerConfig, BreakerState, CircuitBreaker, FleetConfig, FleetDecision, FleetMember, FleetRule, FleetView, Instant, Proposal, WindowStats};
 ///
-/// let config = BreakerConfig::basic(3, Duration::from_secs(30), 1)?;
+/// let config = BreakerConfig::basic(BasicRule {
+///     failure_threshold: 3,
+///     open_duration: Duration::from_secs(30),
+///     success_threshold: 1,
+/// })?;
 /// let mut breaker = CircuitBreaker::<0, 0>::new(config)?;
 /// let mut member = FleetMember::new(FleetConfig::new(FleetRule::Quorum(2)));
 /// let now = Instant::from_secs(1);

@@ -6,8 +6,8 @@
 use core::time::Duration;
 
 use retry_core::{
-    Admission, Backoff, BreakerConfig, BreakerError, BreakerState, BreakerStep, BreakerTimeline,
-    CallOutcome, CircuitBreaker, Instant, ManualState, Rate,
+    Admission, Backoff, BasicRule, BreakerConfig, BreakerError, BreakerState, BreakerStep,
+    BreakerTimeline, CallOutcome, CircuitBreaker, Instant, ManualState, Rate,
 };
 
 fn ms(n: u64) -> Duration {
@@ -61,7 +61,12 @@ fn size_of_a_breaker() {
 fn ts_basic_rule_end_to_end() {
     // closed -> open at 3 consecutive failures, open -> half-open after 10 s,
     // half-open -> closed after 2 successes, half-open -> open on any failure.
-    let config = BreakerConfig::basic(3, secs(10), 2).unwrap();
+    let config = BreakerConfig::basic(BasicRule {
+        failure_threshold: 3,
+        open_duration: secs(10),
+        success_threshold: 2,
+    })
+    .unwrap();
     let script = [
         req(ms(0)),
         fail(ms(100), 1),
@@ -282,7 +287,12 @@ fn manual_states() {
 
 #[test]
 fn illegal_transition_is_a_typed_error_that_changes_nothing() {
-    let config = BreakerConfig::basic(1, secs(10), 1).unwrap();
+    let config = BreakerConfig::basic(BasicRule {
+        failure_threshold: 1,
+        open_duration: secs(10),
+        success_threshold: 1,
+    })
+    .unwrap();
     let mut breaker = CircuitBreaker::<0, 0>::new(config).unwrap();
     let before = breaker.clone();
     let err = breaker
@@ -407,9 +417,13 @@ fn config_errors_name_their_field() {
         assert!(err.to_string().starts_with(field), "{err}");
     }
     assert_eq!(
-        BreakerConfig::basic(3, Duration::ZERO, 1)
-            .unwrap_err()
-            .field(),
+        BreakerConfig::basic(BasicRule {
+            failure_threshold: 3,
+            open_duration: Duration::ZERO,
+            success_threshold: 1
+        })
+        .unwrap_err()
+        .field(),
         "timeout"
     );
     let too_big = BreakerConfig::builder().count_window(100).build().unwrap();
@@ -426,7 +440,12 @@ fn config_errors_name_their_field() {
 
 #[test]
 fn admission_shapes() {
-    let config = BreakerConfig::basic(1, secs(5), 1).unwrap();
+    let config = BreakerConfig::basic(BasicRule {
+        failure_threshold: 1,
+        open_duration: secs(5),
+        success_threshold: 1,
+    })
+    .unwrap();
     let mut breaker = CircuitBreaker::<0, 0>::new(config).unwrap();
     let t0 = Instant::ORIGIN;
     let Admission::Admitted { permit, transition } = breaker.request(t0) else {

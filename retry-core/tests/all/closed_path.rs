@@ -11,7 +11,7 @@
 use core::time::Duration;
 
 use retry_core::{
-    Admission, BreakerConfig, BreakerState, CallOutcome, CircuitBreaker, ClosedPath,
+    Admission, BasicRule, BreakerConfig, BreakerState, CallOutcome, CircuitBreaker, ClosedPath,
     HalfOpenVerdict, Instant, ManualState, Permit, Rate, Recorded, Untimed,
 };
 
@@ -341,7 +341,12 @@ fn the_trip_comes_on_the_same_outcome_as_in_the_machine() {
 
 #[test]
 fn a_stale_trip_is_not_applied_twice() {
-    let config = BreakerConfig::basic(1, Duration::from_secs(5), 1).unwrap();
+    let config = BreakerConfig::basic(BasicRule {
+        failure_threshold: 1,
+        open_duration: Duration::from_secs(5),
+        success_threshold: 1,
+    })
+    .unwrap();
     let mut machine = CircuitBreaker::<0, 0>::new(config).unwrap();
     let path = machine.closed_path();
     let (a, b) = (path.request().unwrap(), path.request().unwrap());

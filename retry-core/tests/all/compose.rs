@@ -173,7 +173,7 @@ fn call_through_breaker(
 
 #[test]
 fn a_retry_waits_out_an_open_breaker_without_burning_attempts() {
-    use retry_core::{BreakerConfig, CircuitBreaker, CircuitOpen};
+    use retry_core::{BasicRule, BreakerConfig, CircuitBreaker, CircuitOpen};
     let policy = RetryPolicy::builder()
         .max_attempts(5)
         .backoff(Backoff::constant(Duration::from_millis(100)))
@@ -183,7 +183,12 @@ fn a_retry_waits_out_an_open_breaker_without_burning_attempts() {
         .unwrap();
     // The TS package's basic rule: open after 3 consecutive failures, half-open
     // after 5 s, closed after 1 successful probe.
-    let config = BreakerConfig::basic(3, Duration::from_secs(5), 1).unwrap();
+    let config = BreakerConfig::basic(BasicRule {
+        failure_threshold: 3,
+        open_duration: Duration::from_secs(5),
+        success_threshold: 1,
+    })
+    .unwrap();
     let mut breaker = CircuitBreaker::new(config).unwrap();
     let mut outcomes = [false, false, false, true].into_iter();
     let rows = call_through_breaker(&policy, &mut breaker, &mut outcomes);

@@ -10,7 +10,7 @@ use core::time::Duration;
 
 use quickcheck::{Arbitrary, Gen, QuickCheck};
 use retry_core::{
-    Admission, BreakerConfig, BreakerState, CallOutcome, CircuitBreaker, FleetConfig,
+    Admission, BasicRule, BreakerConfig, BreakerState, CallOutcome, CircuitBreaker, FleetConfig,
     FleetDecision, FleetError, FleetMember, FleetRule, FleetView, Instant, ManualState,
     MemberReport, Proposal, Rate, RejectReason, WindowStats,
 };
@@ -21,7 +21,12 @@ const OPEN: Duration = Duration::from_secs(10);
 
 /// Three consecutive failures open a member; one good probe closes it.
 fn basic() -> BreakerConfig {
-    BreakerConfig::basic(3, OPEN, 1).unwrap()
+    BreakerConfig::basic(BasicRule {
+        failure_threshold: 3,
+        open_duration: OPEN,
+        success_threshold: 1,
+    })
+    .unwrap()
 }
 
 struct Store {

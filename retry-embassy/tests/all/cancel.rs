@@ -11,8 +11,8 @@ use core::time::Duration;
 use embassy_sync::blocking_mutex::raw::CriticalSectionRawMutex;
 use embassy_time::{Duration as Ticks, Timer};
 use retry_core::{
-    Backoff, BreakerConfig, BreakerState, Failure, GiveUpReason, Jitter, RetryError, RetryPolicy,
-    Scripted, Simulation, Step,
+    Backoff, BasicRule, BreakerConfig, BreakerState, Failure, GiveUpReason, Jitter, RetryError,
+    RetryPolicy, Scripted, Simulation, Step,
 };
 use retry_embassy::{CancelSignal, Retry, SharedBreaker};
 use support::{advance, now, virtual_time, Tasks};
@@ -88,8 +88,15 @@ fn cancelling_during_a_sleep_ends_the_call_at_that_instant() {
 fn cancelling_during_an_attempt_drops_it_and_releases_its_breaker_permit() {
     let _clock = virtual_time();
     let stop: CancelSignal<CriticalSectionRawMutex> = CancelSignal::new();
-    let breaker: SharedBreaker<CriticalSectionRawMutex> =
-        SharedBreaker::new(BreakerConfig::basic(1, Duration::from_secs(5), 1).unwrap()).unwrap();
+    let breaker: SharedBreaker<CriticalSectionRawMutex> = SharedBreaker::new(
+        BreakerConfig::basic(BasicRule {
+            failure_threshold: 1,
+            open_duration: Duration::from_secs(5),
+            success_threshold: 1,
+        })
+        .unwrap(),
+    )
+    .unwrap();
     let attempt_ended = Cell::new(false);
     let result = RefCell::new(None);
     let retry = Retry::new(one_second_apart(), 3)
@@ -253,7 +260,12 @@ fn a_finished_call_frees_its_waiter_slot() {
 #[test]
 fn dropping_a_call_mid_attempt_hands_its_probe_permit_back() {
     let _clock = virtual_time();
-    let config = BreakerConfig::basic(1, Duration::from_secs(1), 1).unwrap();
+    let config = BreakerConfig::basic(BasicRule {
+        failure_threshold: 1,
+        open_duration: Duration::from_secs(1),
+        success_threshold: 1,
+    })
+    .unwrap();
     let breaker: SharedBreaker<CriticalSectionRawMutex> = SharedBreaker::new(config).unwrap();
     let policy = RetryPolicy::builder().max_attempts(1).build().unwrap();
     let retry = Retry::new(policy, 1).breaker(&breaker);

@@ -10,7 +10,7 @@ use core::time::Duration;
 use embassy_sync::blocking_mutex::raw::CriticalSectionRawMutex;
 use embassy_time::{Duration as Ticks, Timer};
 use retry_core::{
-    AttemptKind, Backoff, BreakerConfig, BreakerState, BudgetConfig, CircuitOpen, Event,
+    AttemptKind, Backoff, BasicRule, BreakerConfig, BreakerState, BudgetConfig, CircuitOpen, Event,
     GiveUpReason, Instant, Jitter, RetryBudget, RetryKind, RetryPolicy, Step,
 };
 use retry_embassy::{Retry, SharedBreaker, SharedBudget};
@@ -130,8 +130,15 @@ fn three_tasks_never_run_more_than_two_allowed_probes() {
 #[test]
 fn an_open_breaker_turns_calls_away_without_running_them() {
     let _clock = virtual_time();
-    let breaker: SharedBreaker<CriticalSectionRawMutex> =
-        SharedBreaker::new(BreakerConfig::basic(1, Duration::from_secs(5), 1).unwrap()).unwrap();
+    let breaker: SharedBreaker<CriticalSectionRawMutex> = SharedBreaker::new(
+        BreakerConfig::basic(BasicRule {
+            failure_threshold: 1,
+            open_duration: Duration::from_secs(5),
+            success_threshold: 1,
+        })
+        .unwrap(),
+    )
+    .unwrap();
     let policy = RetryPolicy::builder()
         .max_attempts(3)
         .backoff(Backoff::constant(Duration::from_millis(100)))
@@ -263,7 +270,15 @@ fn a_call_guarded_by_static_shared_state_is_send_for_an_interrupt_executor() {
     static STOP: retry_embassy::CancelSignal<CriticalSectionRawMutex> =
         retry_embassy::CancelSignal::new();
     let breaker = BREAKER_CELL.get_or_init(|| {
-        SharedBreaker::new(BreakerConfig::basic(3, Duration::from_secs(1), 1).unwrap()).unwrap()
+        SharedBreaker::new(
+            BreakerConfig::basic(BasicRule {
+                failure_threshold: 3,
+                open_duration: Duration::from_secs(1),
+                success_threshold: 1,
+            })
+            .unwrap(),
+        )
+        .unwrap()
     });
     let retry = Retry::new(RetryPolicy::default(), 1)
         .breaker(breaker)

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use retry_core::{
-    Backoff, BreakerConfig, BudgetConfig, Jitter, Rate, RetryError, RetryPolicy,
+    Backoff, BasicRule, BreakerConfig, BudgetConfig, Jitter, Rate, RetryError, RetryPolicy,
     RetryPolicyBuilder, Success,
 };
 use retry_shared::{
@@ -227,7 +227,12 @@ fn slow_call_breaker() -> SharedBreaker {
 
 #[test]
 fn a_breaker_that_does_not_time_calls_needs_no_clock_on_a_first_attempt_success() {
-    let config = BreakerConfig::basic(3, ms(1_000), 1).unwrap();
+    let config = BreakerConfig::basic(BasicRule {
+        failure_threshold: 3,
+        open_duration: ms(1_000),
+        success_threshold: 1,
+    })
+    .unwrap();
     let breaker = SharedBreaker::new(config).unwrap();
     let mut settings = Settings::new(policy().build().unwrap());
     settings.set_breaker(breaker.clone());

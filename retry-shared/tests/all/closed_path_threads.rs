@@ -8,7 +8,7 @@ use core::time::Duration;
 use std::sync::Arc;
 use std::time::Instant;
 
-use retry_core::{BreakerConfig, BreakerState, CallOutcome, Rate};
+use retry_core::{BasicRule, BreakerConfig, BreakerState, CallOutcome, Rate};
 use retry_shared::{Breaker, Clock, Gate, SharedBreaker};
 
 /// The system clock, counting its readings.
@@ -51,7 +51,12 @@ fn racing_failures_trip_once_and_report_it_once() {
     for _ in 0..50 {
         let transitions = Arc::new(AtomicUsize::new(0));
         let seen = Arc::clone(&transitions);
-        let config = BreakerConfig::basic(20, Duration::from_secs(60), 1).unwrap();
+        let config = BreakerConfig::basic(BasicRule {
+            failure_threshold: 20,
+            open_duration: Duration::from_secs(60),
+            success_threshold: 1,
+        })
+        .unwrap();
         let breaker = SharedBreaker::new(config).unwrap().on_transition(move |_| {
             seen.fetch_add(1, Ordering::SeqCst);
         });

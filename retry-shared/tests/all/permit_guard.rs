@@ -8,7 +8,7 @@ use core::time::Duration;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use retry_core::{BreakerConfig, BreakerState, Event};
+use retry_core::{BasicRule, BreakerConfig, BreakerState, Event};
 use retry_shared::{Breaker, Clock, PermitGuard, SharedBreaker};
 
 /// A clock set by hand, counting its readings.
@@ -45,7 +45,15 @@ impl Clock for &Manual {
 
 /// Opens on the first failure; default slow-call duration (60 s).
 fn default_breaker() -> SharedBreaker {
-    SharedBreaker::new(BreakerConfig::basic(1, Duration::from_secs(30), 1).unwrap()).unwrap()
+    SharedBreaker::new(
+        BreakerConfig::basic(BasicRule {
+            failure_threshold: 1,
+            open_duration: Duration::from_secs(30),
+            success_threshold: 1,
+        })
+        .unwrap(),
+    )
+    .unwrap()
 }
 
 #[test]

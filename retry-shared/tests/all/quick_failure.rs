@@ -19,8 +19,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use retry_core::{
-    Backoff, BreakerConfig, CallOutcome, Failure, GiveUpReason, Jitter, Permit, Rate, RetryError,
-    RetryPolicy, Success,
+    Backoff, BasicRule, BreakerConfig, CallOutcome, Failure, GiveUpReason, Jitter, Permit, Rate,
+    RetryError, RetryPolicy, Success,
 };
 use retry_shared::{
     Breaker, Clock, Driver, Gate, Input, PermitGuard, Ran, Saved, Settings, SharedBreaker, Slept,
@@ -206,7 +206,12 @@ fn rig(case: Case) -> Rig {
     let log = Arc::new(Mutex::new(Vec::new()));
     let config = match case.breaker {
         BreakerKind::Rate => BreakerConfig::failure_rate_over(Rate::from_percent(50), 4).unwrap(),
-        _ => BreakerConfig::basic(1, Duration::from_secs(5), 1).unwrap(),
+        _ => BreakerConfig::basic(BasicRule {
+            failure_threshold: 1,
+            open_duration: Duration::from_secs(5),
+            success_threshold: 1,
+        })
+        .unwrap(),
     };
     let heard = Arc::clone(&transitions);
     let shared = SharedBreaker::new(config)

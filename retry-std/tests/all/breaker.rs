@@ -6,8 +6,8 @@ use core::time::Duration;
 use std::sync::{Arc, Mutex};
 
 use retry_core::{
-    Backoff, BreakerConfig, BreakerState, CircuitOpen, GiveUpReason, Jitter, Rate, RetryPolicy,
-    SleepReason,
+    Backoff, BasicRule, BreakerConfig, BreakerState, CircuitOpen, GiveUpReason, Jitter, Rate,
+    RetryPolicy, SleepReason,
 };
 use retry_shared::Breaker as _;
 use retry_std::{ManualClock, Retry, SharedBreaker};
@@ -27,9 +27,16 @@ fn an_open_breaker_stops_calls_without_running_them() {
     let clock = ManualClock::new();
     let transitions = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&transitions);
-    let breaker = SharedBreaker::new(BreakerConfig::basic(2, Duration::from_secs(5), 1).unwrap())
-        .unwrap()
-        .on_transition(move |t| seen.lock().unwrap().push((t.from, t.to)));
+    let breaker = SharedBreaker::new(
+        BreakerConfig::basic(BasicRule {
+            failure_threshold: 2,
+            open_duration: Duration::from_secs(5),
+            success_threshold: 1,
+        })
+        .unwrap(),
+    )
+    .unwrap()
+    .on_transition(move |t| seen.lock().unwrap().push((t.from, t.to)));
     let retry = Retry::<&str>::new(policy(3, CircuitOpen::GiveUp))
         .clock(clock.clone())
         .sleeper(clock.sleeper())
@@ -65,8 +72,15 @@ fn an_open_breaker_stops_calls_without_running_them() {
 fn a_waiting_call_probes_once_the_breaker_half_opens() {
     let clock = ManualClock::new();
     let sleeper = clock.sleeper();
-    let breaker =
-        SharedBreaker::new(BreakerConfig::basic(2, Duration::from_secs(5), 1).unwrap()).unwrap();
+    let breaker = SharedBreaker::new(
+        BreakerConfig::basic(BasicRule {
+            failure_threshold: 2,
+            open_duration: Duration::from_secs(5),
+            success_threshold: 1,
+        })
+        .unwrap(),
+    )
+    .unwrap();
     let retry = Retry::<&str>::new(policy(5, CircuitOpen::Wait))
         .clock(clock.clone())
         .sleeper(sleeper.clone())
@@ -117,8 +131,15 @@ fn a_saved_breaker_and_budget_resume_in_another_process() {
     use retry_std::SharedBudget;
 
     let first = ManualClock::new();
-    let breaker =
-        SharedBreaker::new(BreakerConfig::basic(2, Duration::from_secs(5), 1).unwrap()).unwrap();
+    let breaker = SharedBreaker::new(
+        BreakerConfig::basic(BasicRule {
+            failure_threshold: 2,
+            open_duration: Duration::from_secs(5),
+            success_threshold: 1,
+        })
+        .unwrap(),
+    )
+    .unwrap();
     let budget = SharedBudget::new(BudgetConfig::aws_standard());
     let retry = Retry::<&str>::new(
         RetryPolicy::builder()

@@ -7,8 +7,8 @@ use core::time::Duration;
 use std::panic::catch_unwind;
 
 use retry_core::{
-    feed_budget, Action, Backoff, BreakerConfig, BreakerState, BudgetConfig, Event, Failure,
-    Instant, Jitter, RetryBudget, RetryMachine, RetryPolicy,
+    feed_budget, Action, Backoff, BasicRule, BreakerConfig, BreakerState, BudgetConfig, Event,
+    Failure, Instant, Jitter, RetryBudget, RetryMachine, RetryPolicy,
 };
 use retry_std::{ManualClock, Retry, SharedBreaker, SharedBudget};
 
@@ -128,8 +128,15 @@ fn slow_panics_trip_a_closed_breaker_and_quick_ones_do_not() {
 #[test]
 fn a_panic_past_the_attempt_deadline_is_a_failure() {
     let clock = ManualClock::new();
-    let breaker =
-        SharedBreaker::new(BreakerConfig::basic(1, Duration::from_secs(5), 1).unwrap()).unwrap();
+    let breaker = SharedBreaker::new(
+        BreakerConfig::basic(BasicRule {
+            failure_threshold: 1,
+            open_duration: Duration::from_secs(5),
+            success_threshold: 1,
+        })
+        .unwrap(),
+    )
+    .unwrap();
     let policy = RetryPolicy::builder()
         .max_attempts(1)
         .attempt_timeout(Duration::from_millis(100))
@@ -164,8 +171,15 @@ fn a_panicking_retry_leaves_the_budget_as_the_core_says() {
         .unwrap();
     let clock = ManualClock::new();
     let budget = SharedBudget::new(BudgetConfig::aws_standard());
-    let breaker =
-        SharedBreaker::new(BreakerConfig::basic(5, Duration::from_secs(5), 1).unwrap()).unwrap();
+    let breaker = SharedBreaker::new(
+        BreakerConfig::basic(BasicRule {
+            failure_threshold: 5,
+            open_duration: Duration::from_secs(5),
+            success_threshold: 1,
+        })
+        .unwrap(),
+    )
+    .unwrap();
     let retry = Retry::<&str>::new(policy)
         .clock(clock.clone())
         .sleeper(clock.sleeper())

@@ -16,9 +16,9 @@ use core::time::Duration;
 use std::sync::{Arc, Mutex};
 
 use retry_core::{
-    Action, Backoff, BreakerConfig, CallOutcome, CircuitOpen, Event, Failure, FailureKind,
-    HedgeAction, HedgeEvent, Hint, Instant, Jitter, Outcome, Permit, RetryMachine, RetryPolicy,
-    Scripted, Simulation, Step,
+    Action, Backoff, BasicRule, BreakerConfig, CallOutcome, CircuitOpen, Event, Failure,
+    FailureKind, HedgeAction, HedgeEvent, Hint, Instant, Jitter, Outcome, Permit, RetryMachine,
+    RetryPolicy, Scripted, Simulation, Step,
 };
 use retry_shared::{Clock, Gate};
 use retry_tokio::{Breaker, Budget, CancellationToken, Retry, SharedBreaker};
@@ -156,7 +156,12 @@ fn through_the_adapter(
             next: AtomicUsize::new(0),
             current: Mutex::new(None),
             mint: SharedBreaker::new(
-                BreakerConfig::basic(u32::MAX, Duration::from_secs(1), 1).unwrap(),
+                BreakerConfig::basic(BasicRule {
+                    failure_threshold: u32::MAX,
+                    open_duration: Duration::from_secs(1),
+                    success_threshold: 1,
+                })
+                .unwrap(),
             )
             .unwrap(),
         });

@@ -9,8 +9,8 @@ use core::time::Duration;
 use std::sync::{Arc, Mutex};
 
 use retry_core::{
-    BreakerConfig, BudgetConfig, Failure, GiveUpReason, HedgeMode, HedgePolicy, HedgePolicyBuilder,
-    Hint, ManualState,
+    BasicRule, BreakerConfig, BudgetConfig, Failure, GiveUpReason, HedgeMode, HedgePolicy,
+    HedgePolicyBuilder, Hint, ManualState,
 };
 use retry_tokio::{CancellationToken, Hedge, SharedBreaker, SharedBudget};
 use tokio::time::Instant;
@@ -316,12 +316,16 @@ async fn a_budget_refusal_stops_hedging_without_failing_the_copy_in_flight() {
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn the_breaker_admits_each_copy() {
     // Three failures in a row open it for a second; one probe when half-open.
-    let config = BreakerConfig::basic(3, ms(1_000), 1)
-        .unwrap()
-        .to_builder()
-        .half_open_permits(1)
-        .build()
-        .unwrap();
+    let config = BreakerConfig::basic(BasicRule {
+        failure_threshold: 3,
+        open_duration: ms(1_000),
+        success_threshold: 1,
+    })
+    .unwrap()
+    .to_builder()
+    .half_open_permits(1)
+    .build()
+    .unwrap();
     // Forced open: nothing runs.
     let open = SharedBreaker::new(config).unwrap();
     open.force(ManualState::ForcedOpen, Instant::now().into_std())

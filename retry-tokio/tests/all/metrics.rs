@@ -9,7 +9,7 @@ use metrics::{
     Counter, CounterFn, Gauge, Histogram, HistogramFn, Key, KeyName, Metadata, Recorder,
     SharedString, Unit,
 };
-use retry_core::{Backoff, BreakerConfig, Jitter, RetryPolicy};
+use retry_core::{Backoff, BasicRule, BreakerConfig, Jitter, RetryPolicy};
 use retry_tokio::{Retry, SharedBreaker};
 
 /// Every increment and record: (name, sorted labels, value).
@@ -120,9 +120,15 @@ fn attempts_delays_and_breaker_changes_are_counted() {
                 .jitter(Jitter::None)
                 .build()
                 .unwrap();
-            let breaker: SharedBreaker =
-                SharedBreaker::new(BreakerConfig::basic(3, Duration::from_secs(9), 1).unwrap())
-                    .unwrap();
+            let breaker: SharedBreaker = SharedBreaker::new(
+                BreakerConfig::basic(BasicRule {
+                    failure_threshold: 3,
+                    open_duration: Duration::from_secs(9),
+                    success_threshold: 1,
+                })
+                .unwrap(),
+            )
+            .unwrap();
             let _ = Retry::<()>::new(policy)
                 .breaker(breaker)
                 .call(|_ctx| async { Err::<(), ()>(()) })
@@ -221,9 +227,15 @@ fn delays_are_labelled_with_their_reason() {
             .unwrap();
         // Attempt 1: a 1 s Retry-After. Attempt 2: a plain failure (the curve)
         // that opens the breaker for 3 s; attempt 3 waits for it, then succeeds.
-        let breaker: SharedBreaker =
-            SharedBreaker::new(BreakerConfig::basic(2, Duration::from_secs(3), 1).unwrap())
-                .unwrap();
+        let breaker: SharedBreaker = SharedBreaker::new(
+            BreakerConfig::basic(BasicRule {
+                failure_threshold: 2,
+                open_duration: Duration::from_secs(3),
+                success_threshold: 1,
+            })
+            .unwrap(),
+        )
+        .unwrap();
         let done = Retry::<retry_core::Failure>::new(policy)
             .classify(|f| *f)
             .breaker(breaker)
@@ -293,9 +305,15 @@ fn a_call_cancelled_between_attempts_or_refused_by_the_breaker_counts_as_aborted
         assert_eq!(err.attempts(), 0);
 
         // Turned away by an open breaker.
-        let breaker: SharedBreaker =
-            SharedBreaker::new(BreakerConfig::basic(1, Duration::from_secs(60), 1).unwrap())
-                .unwrap();
+        let breaker: SharedBreaker = SharedBreaker::new(
+            BreakerConfig::basic(BasicRule {
+                failure_threshold: 1,
+                open_duration: Duration::from_secs(60),
+                success_threshold: 1,
+            })
+            .unwrap(),
+        )
+        .unwrap();
         let guarded = Retry::<()>::new(policy).breaker(breaker);
         let err = guarded
             .call(|_| async { Err::<(), _>(()) })
@@ -364,9 +382,15 @@ fn rejected_calls_are_counted_by_reason() {
                 .jitter(Jitter::None)
                 .build()
                 .unwrap();
-            let breaker: SharedBreaker =
-                SharedBreaker::new(BreakerConfig::basic(1, Duration::from_secs(9), 1).unwrap())
-                    .unwrap();
+            let breaker: SharedBreaker = SharedBreaker::new(
+                BreakerConfig::basic(BasicRule {
+                    failure_threshold: 1,
+                    open_duration: Duration::from_secs(9),
+                    success_threshold: 1,
+                })
+                .unwrap(),
+            )
+            .unwrap();
             let retry = Retry::<()>::new(policy).breaker(breaker.clone());
             let _ = retry.call(|_ctx| async { Err::<(), ()>(()) }).await; // trips
             for _ in 0..3 {

@@ -5,7 +5,9 @@
 use core::time::Duration;
 use std::sync::mpsc;
 
-use retry_core::{BreakerConfig, BreakerState, BudgetConfig, Jitter, RetryPolicy, Tokens};
+use retry_core::{
+    BasicRule, BreakerConfig, BreakerState, BudgetConfig, Jitter, RetryPolicy, Tokens,
+};
 
 fn one_attempt() -> RetryPolicy {
     RetryPolicy::builder()
@@ -19,7 +21,12 @@ fn one_attempt() -> RetryPolicy {
 fn a_blocking_thread_and_a_tokio_task_share_one_breaker_and_one_budget() {
     // The same types under both names: this only compiles if they are one type.
     let breaker: retry_std::SharedBreaker = retry_tokio::SharedBreaker::new(
-        BreakerConfig::basic(6, Duration::from_secs(60), 1).unwrap(),
+        BreakerConfig::basic(BasicRule {
+            failure_threshold: 6,
+            open_duration: Duration::from_secs(60),
+            success_threshold: 1,
+        })
+        .unwrap(),
     )
     .unwrap();
     let budget: retry_tokio::SharedBudget =

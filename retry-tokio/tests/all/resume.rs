@@ -7,7 +7,7 @@
 use core::time::Duration;
 
 use retry_core::{
-    Backoff, BreakerConfig, BreakerSnapshot, BreakerState, BudgetConfig, BudgetSnapshot,
+    Backoff, BasicRule, BreakerConfig, BreakerSnapshot, BreakerState, BudgetConfig, BudgetSnapshot,
     GiveUpReason, Jitter, ManualState, RetryPolicy, Tokens,
 };
 use retry_tokio::retry_shared::Saved;
@@ -29,8 +29,15 @@ fn policy() -> RetryPolicy {
 
 #[tokio::test(start_paused = true)]
 async fn a_saved_breaker_and_budget_resume_from_json() {
-    let breaker =
-        SharedBreaker::new(BreakerConfig::basic(2, Duration::from_secs(5), 1).unwrap()).unwrap();
+    let breaker = SharedBreaker::new(
+        BreakerConfig::basic(BasicRule {
+            failure_threshold: 2,
+            open_duration: Duration::from_secs(5),
+            success_threshold: 1,
+        })
+        .unwrap(),
+    )
+    .unwrap();
     let budget = SharedBudget::new(BudgetConfig::aws_standard());
     let _ = Retry::<&str>::new(policy())
         .breaker(breaker.clone())

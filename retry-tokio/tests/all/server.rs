@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use retry_core::{
-    Backoff, BreakerConfig, BreakerState, Failure, FailureKind, GiveUpReason, HintMode, Jitter,
-    RetryPolicy, SleepReason,
+    Backoff, BasicRule, BreakerConfig, BreakerState, Failure, FailureKind, GiveUpReason, HintMode,
+    Jitter, RetryPolicy, SleepReason,
 };
 use retry_tokio::reqwest::{send, Error};
 use retry_tokio::tower::{
@@ -394,7 +394,15 @@ fn get(url: String) -> http::Request<String> {
 }
 
 fn breaker() -> SharedBreaker {
-    SharedBreaker::new(BreakerConfig::basic(3, Duration::from_secs(30), 1).unwrap()).unwrap()
+    SharedBreaker::new(
+        BreakerConfig::basic(BasicRule {
+            failure_threshold: 3,
+            open_duration: Duration::from_secs(30),
+            success_threshold: 1,
+        })
+        .unwrap(),
+    )
+    .unwrap()
 }
 
 #[tokio::test]
@@ -485,8 +493,15 @@ async fn through_tower_400s_come_back_as_responses_and_leave_the_breaker_closed(
     assert_eq!(breaker.snapshot().consecutive_failures(), 0);
 
     // The same through `Retry::breaker`: the two paths agree.
-    let direct =
-        SharedBreaker::new(BreakerConfig::basic(3, Duration::from_secs(30), 1).unwrap()).unwrap();
+    let direct = SharedBreaker::new(
+        BreakerConfig::basic(BasicRule {
+            failure_threshold: 3,
+            open_duration: Duration::from_secs(30),
+            success_threshold: 1,
+        })
+        .unwrap(),
+    )
+    .unwrap();
     let client = support::client();
     let retry = Retry::new(quick())
         .classify(Error::failure)
@@ -544,12 +559,16 @@ async fn through_tower_a_hang_times_out_and_a_dropped_connection_is_retried() {
         .unwrap();
     // Calls slower than 100 ms are slow: an attempt abandoned at its 200 ms
     // deadline (the retry layer stops waiting) is recorded as a slow failure.
-    let config = BreakerConfig::basic(10, Duration::from_secs(30), 1)
-        .unwrap()
-        .to_builder()
-        .slow_call_duration(Duration::from_millis(100))
-        .build()
-        .unwrap();
+    let config = BreakerConfig::basic(BasicRule {
+        failure_threshold: 10,
+        open_duration: Duration::from_secs(30),
+        success_threshold: 1,
+    })
+    .unwrap()
+    .to_builder()
+    .slow_call_duration(Duration::from_millis(100))
+    .build()
+    .unwrap();
     let breaker = SharedBreaker::new(config).unwrap();
     let service = ServiceBuilder::new()
         .layer(

@@ -6,8 +6,8 @@ use core::time::Duration;
 use std::sync::Arc;
 
 use retry_core::{
-    Backoff, BreakerConfig, BreakerState, BudgetConfig, CircuitOpen, GiveUpReason, Jitter,
-    RetryPolicy,
+    Backoff, BasicRule, BreakerConfig, BreakerState, BudgetConfig, CircuitOpen, GiveUpReason,
+    Jitter, RetryPolicy,
 };
 use retry_tokio::{Retry, SharedBreaker, SharedBudget};
 
@@ -22,8 +22,15 @@ fn policy(attempts: u32) -> RetryPolicy {
 
 #[tokio::test(start_paused = true)]
 async fn a_shared_breaker_opens_and_rejects_without_calling_the_op() {
-    let breaker: SharedBreaker =
-        SharedBreaker::new(BreakerConfig::basic(3, Duration::from_secs(30), 1).unwrap()).unwrap();
+    let breaker: SharedBreaker = SharedBreaker::new(
+        BreakerConfig::basic(BasicRule {
+            failure_threshold: 3,
+            open_duration: Duration::from_secs(30),
+            success_threshold: 1,
+        })
+        .unwrap(),
+    )
+    .unwrap();
     let calls = Arc::new(AtomicU32::new(0));
     let retrier = Retry::<&str>::new(policy(1)).breaker(breaker.clone());
 
@@ -72,8 +79,15 @@ async fn a_shared_breaker_opens_and_rejects_without_calling_the_op() {
 
 #[tokio::test(start_paused = true)]
 async fn waiting_out_an_open_breaker_then_closing_it() {
-    let breaker: SharedBreaker =
-        SharedBreaker::new(BreakerConfig::basic(1, Duration::from_secs(5), 1).unwrap()).unwrap();
+    let breaker: SharedBreaker = SharedBreaker::new(
+        BreakerConfig::basic(BasicRule {
+            failure_threshold: 1,
+            open_duration: Duration::from_secs(5),
+            success_threshold: 1,
+        })
+        .unwrap(),
+    )
+    .unwrap();
     // One failure opens the breaker.
     let _ = Retry::<()>::new(policy(1))
         .breaker(breaker.clone())

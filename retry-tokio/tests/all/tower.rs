@@ -6,7 +6,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use core::time::Duration;
 use std::sync::Arc;
 
-use retry_core::{Backoff, BreakerConfig, BreakerState, Jitter, RetryPolicy};
+use retry_core::{Backoff, BasicRule, BreakerConfig, BreakerState, Jitter, RetryPolicy};
 use retry_tokio::tower::{BreakerLayer, BreakerServiceError, RetryLayer};
 use retry_tokio::{Retry, SharedBreaker};
 use tower::{service_fn, Layer, ServiceExt as _};
@@ -87,8 +87,15 @@ async fn the_retry_layer_recreates_requests_that_are_not_clone() {
 
 #[tokio::test(start_paused = true)]
 async fn the_breaker_layer_fails_fast_without_calling_the_inner_service() {
-    let breaker: SharedBreaker =
-        SharedBreaker::new(BreakerConfig::basic(2, Duration::from_secs(10), 1).unwrap()).unwrap();
+    let breaker: SharedBreaker = SharedBreaker::new(
+        BreakerConfig::basic(BasicRule {
+            failure_threshold: 2,
+            open_duration: Duration::from_secs(10),
+            success_threshold: 1,
+        })
+        .unwrap(),
+    )
+    .unwrap();
     let calls = Arc::new(AtomicU32::new(0));
     let counted = Arc::clone(&calls);
     let inner = service_fn(move |_request: ()| {

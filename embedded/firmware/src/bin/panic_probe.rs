@@ -22,7 +22,7 @@ use core::time::Duration;
 
 use cortex_m as _; // its critical section
 use embassy_sync::blocking_mutex::raw::CriticalSectionRawMutex as Cs;
-use retry_core::{
+use retry_core::{BasicRule, 
     Backoff, BreakerConfig, BudgetConfig, CircuitOpen, Failure, Jitter, RetryError, RetryPolicy,
     Step,
 };
@@ -101,7 +101,11 @@ fn policy() -> Result<RetryPolicy, retry_core::PolicyError> {
 
 #[cortex_m_rt::entry]
 fn main() -> ! {
-    let config = BreakerConfig::basic(black_box(3), Duration::from_secs(black_box(5)), 1);
+    let config = BreakerConfig::basic(BasicRule {
+        failure_threshold: black_box(3),
+        open_duration: Duration::from_secs(black_box(5)),
+        success_threshold: 1,
+    });
     if let (Ok(policy), Ok(config)) = (policy(), config) {
         if let Ok(breaker) = SharedBreaker::<Cs, 0, 0>::new(config) {
             let retry = Retry::new(policy, 1)

@@ -35,7 +35,7 @@
 //! # });
 //! let client = reqwest::Client::new();
 //! // 3 attempts, 500 ms doubling, Retry-After honoured, GETs replayed, POSTs not.
-//! let retry = Retry::new(Preset::http_client().policy).classify(Error::failure);
+//! let retry = Retry::new(Preset::http_client().policy()).classify(Error::failure);
 //! let done = retry.call(|_attempt| send(client.get(&url))).await?;
 //! assert_eq!(done.attempts, 2); // a 503, then the answer
 //! assert_eq!(done.value.text().await?, "items");

@@ -12,18 +12,12 @@ use crate::retry::{
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct Preset {
-    /// The preset's name.
-    pub name: &'static str,
-    /// The retry policy.
-    pub policy: RetryPolicy,
-    /// How process exit codes are classified.
-    pub exit_codes: ExitCodePolicy,
-    /// How HTTP outcomes are classified, for the HTTP presets.
-    pub http: Option<HttpClassifier>,
-    /// Which named error codes retry, for the presets that use them.
-    pub error_codes: Option<ErrorCodeSet<'static>>,
-    /// A fixed jitter seed, for the presets that key jitter on a name.
-    pub seed: Option<u64>,
+    name: &'static str,
+    policy: RetryPolicy,
+    exit_codes: ExitCodePolicy,
+    http: Option<HttpClassifier>,
+    error_codes: Option<ErrorCodeSet<'static>>,
+    seed: Option<u64>,
 }
 
 const fn secs(n: u64) -> Duration {
@@ -70,6 +64,42 @@ pub enum PresetError {
 }
 
 impl Preset {
+    /// The preset's name.
+    #[must_use]
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The retry policy.
+    #[must_use]
+    pub const fn policy(&self) -> RetryPolicy {
+        self.policy
+    }
+
+    /// How process exit codes are classified.
+    #[must_use]
+    pub const fn exit_codes(&self) -> ExitCodePolicy {
+        self.exit_codes
+    }
+
+    /// How HTTP outcomes are classified, for the HTTP presets.
+    #[must_use]
+    pub const fn http(&self) -> Option<HttpClassifier> {
+        self.http
+    }
+
+    /// Which named error codes retry, for the presets that use them.
+    #[must_use]
+    pub const fn error_codes(&self) -> Option<ErrorCodeSet<'static>> {
+        self.error_codes
+    }
+
+    /// A fixed jitter seed, for the presets that key jitter on a name.
+    #[must_use]
+    pub const fn seed(&self) -> Option<u64> {
+        self.seed
+    }
+
     /// The pipeline engine: 8 attempts, exponential from 1 s doubling to a 60 s
     /// cap, every non-zero exit code retried except 78 (EX_CONFIG), server hints
     /// honoured at least (capped at 5 min), additive jitter of up to 10 % keyed on

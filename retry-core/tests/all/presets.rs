@@ -22,19 +22,19 @@ fn hints_script() -> [Scripted; 3] {
 }
 
 fn snapshot(preset: &Preset, label: &str) {
-    let seed = preset.seed.unwrap_or(SEED);
+    let seed = preset.seed().unwrap_or(SEED);
     insta::assert_snapshot!(
         format!("{label}_all_fail"),
-        Timeline::new(&preset.policy, seed, &[]).to_string()
+        Timeline::new(&preset.policy(), seed, &[]).to_string()
     );
     insta::assert_snapshot!(
         format!("{label}_hints"),
-        Timeline::new(&preset.policy, seed, &hints_script()).to_string()
+        Timeline::new(&preset.policy(), seed, &hints_script()).to_string()
     );
 }
 
 fn sleeps(preset: &Preset, script: &[Scripted]) -> Vec<Duration> {
-    Simulation::new(&preset.policy, preset.seed.unwrap_or(SEED), script)
+    Simulation::new(&preset.policy(), preset.seed().unwrap_or(SEED), script)
         .filter_map(|s| match s.action {
             Action::Sleep { delay, .. } => Some(delay),
             _ => None,
@@ -45,25 +45,25 @@ fn sleeps(preset: &Preset, script: &[Scripted]) -> Vec<Duration> {
 #[test]
 fn pipeline() {
     let p = Preset::pipeline("deploy");
-    assert_eq!(p.policy.max_attempts(), 8);
+    assert_eq!(p.policy().max_attempts(), 8);
     assert_eq!(
-        p.policy.backoff(),
+        p.policy().backoff(),
         Backoff::exponential(Duration::from_secs(1), 2.0)
     );
-    assert_eq!(p.policy.max_delay(), Duration::from_secs(60));
-    assert_eq!(p.policy.jitter(), Jitter::Add(0.1));
+    assert_eq!(p.policy().max_delay(), Duration::from_secs(60));
+    assert_eq!(p.policy().jitter(), Jitter::Add(0.1));
     assert_eq!(
-        p.policy.hints(),
+        p.policy().hints(),
         HintMode::AtLeast {
             cap: Duration::from_secs(300)
         }
     );
-    assert_eq!(p.exit_codes.decide(78), ExitDecision::Stop);
-    assert_eq!(p.exit_codes.decide(1), ExitDecision::Retry);
-    assert_eq!(p.exit_codes.decide(0), ExitDecision::Success);
+    assert_eq!(p.exit_codes().decide(78), ExitDecision::Stop);
+    assert_eq!(p.exit_codes().decide(1), ExitDecision::Retry);
+    assert_eq!(p.exit_codes().decide(0), ExitDecision::Success);
     // Keyed on the step: the same step always jitters the same way.
-    assert_eq!(p.seed, Preset::pipeline("deploy").seed);
-    assert_ne!(p.seed, Preset::pipeline("test").seed);
+    assert_eq!(p.seed(), Preset::pipeline("deploy").seed());
+    assert_ne!(p.seed(), Preset::pipeline("test").seed());
     // add(0.1) on 1, 2, 4, ... 60 s: each sleep within [d, 1.1 d).
     let curve = [1, 2, 4, 8, 16, 32, 60];
     for (got, want) in sleeps(&p, &[]).iter().zip(curve) {
@@ -80,10 +80,10 @@ fn pipeline() {
 #[test]
 fn http_sdk() {
     let p = Preset::http_sdk();
-    assert_eq!(p.policy.max_attempts(), 3);
-    assert_eq!(p.policy.jitter(), Jitter::Subtract(0.25));
-    assert_eq!(p.policy.budget(), Some(Duration::from_secs(30)));
-    let http = p.http.unwrap();
+    assert_eq!(p.policy().max_attempts(), 3);
+    assert_eq!(p.policy().jitter(), Jitter::Subtract(0.25));
+    assert_eq!(p.policy().budget(), Some(Duration::from_secs(30)));
+    let http = p.http().unwrap();
     assert!(http.classify_timeout(Method::Post).is_retryable());
     // Hints used as they are: 0 s means no sleep at all, 10 min is beyond the
     // 30 s budget.
@@ -95,8 +95,8 @@ fn http_sdk() {
 #[test]
 fn http_client() {
     let p = Preset::http_client();
-    assert_eq!(p.policy.hints(), HintMode::OVERRIDE_DEFAULT);
-    let http = p.http.unwrap();
+    assert_eq!(p.policy().hints(), HintMode::OVERRIDE_DEFAULT);
+    let http = p.http().unwrap();
     assert_eq!(http.idempotency(), Idempotency::Auto);
     assert!(http.classify_timeout(Method::Get).is_retryable());
     assert!(!http.classify_timeout(Method::Post).is_retryable());
@@ -155,9 +155,9 @@ fn ts_package() {
 #[test]
 fn streaming() {
     let p = Preset::streaming();
-    assert_eq!(p.policy.max_attempts(), 1);
+    assert_eq!(p.policy().max_attempts(), 1);
     assert!(sleeps(&p, &[]).is_empty(), "no retry unless asked");
-    let codes = p.error_codes.unwrap();
+    let codes = p.error_codes().unwrap();
     for code in ["TRANSIENT", "TIMEOUT", "RATE_LIMIT"] {
         assert!(codes.contains(code));
     }
@@ -174,7 +174,7 @@ fn streaming() {
 #[test]
 fn recommended() {
     let p = Preset::recommended();
-    assert_eq!(p.policy.max_attempts(), 4);
-    assert!(p.policy.caps_attempt_to_budget());
+    assert_eq!(p.policy().max_attempts(), 4);
+    assert!(p.policy().caps_attempt_to_budget());
     snapshot(&p, "recommended");
 }

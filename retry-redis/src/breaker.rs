@@ -210,9 +210,16 @@ impl<const WORDS: usize, const BUCKETS: usize> FleetBreaker<WORDS, BUCKETS> {
         self.lock().breaker.state()
     }
 
+    /// This member's breaker as a dashboard shows it now, read from the system
+    /// clock ([`FleetBreaker::metrics_at`] with `Instant::now()`).
+    #[must_use]
+    pub fn metrics(&self) -> BreakerMetrics {
+        self.metrics_at(Instant::now())
+    }
+
     /// This member's breaker as a dashboard shows it at `now`.
     #[must_use]
-    pub fn metrics(&self, now: Instant) -> BreakerMetrics {
+    pub fn metrics_at(&self, now: Instant) -> BreakerMetrics {
         let at = self.inner.at(now);
         self.lock().breaker.metrics(at)
     }

@@ -312,16 +312,32 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
         }
     }
 
+    /// The breaker's state now, read from the system clock, as a [`Saved`]
+    /// snapshot ([`SharedBreaker::save_at`] with `Instant::now()`).
+    #[must_use]
+    pub fn save(&self) -> Saved<BreakerSnapshot<WORDS, BUCKETS>> {
+        self.save_at(Instant::now())
+    }
+
     /// The breaker's state at `now` as a [`Saved`] snapshot: what
     /// [`SharedBreaker::restore`] resumes from, here or in another process.
     #[must_use]
-    pub fn save(&self, now: Instant) -> Saved<BreakerSnapshot<WORDS, BUCKETS>> {
+    pub fn save_at(&self, now: Instant) -> Saved<BreakerSnapshot<WORDS, BUCKETS>> {
         let mut cell = self.lock();
         let at = cell.origin.at(now);
         Saved {
             snapshot: cell.breaker.view(&self.inner.path).snapshot(),
             at,
         }
+    }
+
+    /// A shared breaker resumed now, read from the system clock, from `saved`
+    /// ([`SharedBreaker::restore_at`] with `Instant::now()`).
+    ///
+    /// # Errors
+    /// As [`SharedBreaker::restore_at`].
+    pub fn restore(saved: &Saved<BreakerSnapshot<WORDS, BUCKETS>>) -> Result<Self, SnapshotError> {
+        SharedBreaker::restore_at(saved, Instant::now())
     }
 
     /// A shared breaker resumed at `now` from `saved`: checked and rebuilt by
@@ -332,7 +348,7 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
     /// # Errors
     /// The [`SnapshotError`] naming the field a corrupt or inconsistent snapshot
     /// gets wrong.
-    pub fn restore(
+    pub fn restore_at(
         saved: &Saved<BreakerSnapshot<WORDS, BUCKETS>>,
         now: Instant,
     ) -> Result<Self, SnapshotError> {
@@ -364,14 +380,31 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
         self.lock().breaker.view(&self.inner.path)
     }
 
+    /// What a dashboard shows now, read from the system clock
+    /// ([`SharedBreaker::metrics_at`] with `Instant::now()`; under tokio's paused
+    /// test clock pass `tokio::time::Instant::now().into_std()` to `metrics_at`).
+    #[must_use]
+    pub fn metrics(&self) -> BreakerMetrics {
+        self.metrics_at(Instant::now())
+    }
+
     /// What a dashboard shows at `now` (see [`CircuitBreaker::metrics`]): the
     /// state, the window's rates (or that there are not enough calls yet to
     /// judge them), slow successes and slow failures, the rejected calls.
     #[must_use]
-    pub fn metrics(&self, now: Instant) -> BreakerMetrics {
+    pub fn metrics_at(&self, now: Instant) -> BreakerMetrics {
         let mut cell = self.lock();
         let at = cell.origin.at(now);
         cell.breaker.view(&self.inner.path).metrics(at)
+    }
+
+    /// An operator moves the breaker to `target` now, read from the system
+    /// clock ([`SharedBreaker::force_at`] with `Instant::now()`).
+    ///
+    /// # Errors
+    /// As [`SharedBreaker::force_at`].
+    pub fn force(&self, target: ManualState) -> Result<Transition, BreakerError> {
+        self.force_at(target, Instant::now())
     }
 
     /// An operator moves the breaker to `target` at `now`, re-entering the state
@@ -383,7 +416,7 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
     /// [`BreakerError`] for a move the breaker's table forbids (closed to
     /// half-open, metrics-only to open or half-open), or an open period that is
     /// empty or already over; the breaker is unchanged.
-    pub fn force(&self, target: ManualState, now: Instant) -> Result<Transition, BreakerError> {
+    pub fn force_at(&self, target: ManualState, now: Instant) -> Result<Transition, BreakerError> {
         let transition = {
             self.change(|cell| {
                 let at = cell.origin.at(now);
@@ -394,12 +427,21 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
         Ok(transition)
     }
 
+    /// An operator asks for `target` now, read from the system clock
+    /// ([`SharedBreaker::ensure_at`] with `Instant::now()`).
+    ///
+    /// # Errors
+    /// As [`SharedBreaker::force_at`].
+    pub fn ensure(&self, target: ManualState) -> Result<Option<Transition>, BreakerError> {
+        self.ensure_at(target, Instant::now())
+    }
+
     /// An operator asks for `target` at `now`, leaving a breaker already in that
     /// state alone (`Ok(None)`); see [`CircuitBreaker::ensure`].
     ///
     /// # Errors
     /// As [`SharedBreaker::force`].
-    pub fn ensure(
+    pub fn ensure_at(
         &self,
         target: ManualState,
         now: Instant,
@@ -414,11 +456,17 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
         Ok(transition)
     }
 
+    /// An operator resets the breaker now, read from the system clock
+    /// ([`SharedBreaker::reset_at`] with `Instant::now()`).
+    pub fn reset(&self) -> Transition {
+        self.reset_at(Instant::now())
+    }
+
     /// An operator resets the breaker at `now`: closed with a clean window, from
     /// any state (see [`CircuitBreaker::reset`]). Reported as a transition with
     /// the cause `breaker.reset`, and with the `tracing` feature as a reset
     /// event.
-    pub fn reset(&self, now: Instant) -> Transition {
+    pub fn reset_at(&self, now: Instant) -> Transition {
         let transition = {
             self.change(|cell| {
                 let at = cell.origin.at(now);

@@ -129,16 +129,32 @@ impl SharedBudget {
         }
     }
 
+    /// The budget's state now, read from the system clock, as a [`Saved`]
+    /// snapshot ([`SharedBudget::save_at`] with `Instant::now()`).
+    #[must_use]
+    pub fn save(&self) -> Saved<BudgetSnapshot> {
+        self.save_at(Instant::now())
+    }
+
     /// The budget's state at `now` as a [`Saved`] snapshot: what
     /// [`SharedBudget::restore`] resumes from, here or in another process.
     #[must_use]
-    pub fn save(&self, now: Instant) -> Saved<BudgetSnapshot> {
+    pub fn save_at(&self, now: Instant) -> Saved<BudgetSnapshot> {
         let mut cell = self.lock();
         let at = cell.origin.at(now);
         Saved {
             snapshot: cell.budget.snapshot(),
             at,
         }
+    }
+
+    /// A shared budget resumed now, read from the system clock, from `saved`
+    /// ([`SharedBudget::restore_at`] with `Instant::now()`).
+    ///
+    /// # Errors
+    /// As [`SharedBudget::restore_at`].
+    pub fn restore(saved: &Saved<BudgetSnapshot>) -> Result<SharedBudget, SnapshotError> {
+        SharedBudget::restore_at(saved, Instant::now())
     }
 
     /// A shared budget resumed at `now` from `saved` (checked and rebuilt by
@@ -148,7 +164,7 @@ impl SharedBudget {
     /// # Errors
     /// The [`SnapshotError`] naming the field a corrupt or inconsistent snapshot
     /// gets wrong.
-    pub fn restore(
+    pub fn restore_at(
         saved: &Saved<BudgetSnapshot>,
         now: Instant,
     ) -> Result<SharedBudget, SnapshotError> {

@@ -362,7 +362,7 @@ mod tests {
         s.set_breaker(b.clone());
         let kept = s.shared_breaker().expect("kept");
         // The same breaker: a trip through one handle shows through the other.
-        kept.force(
+        kept.force_at(
             retry_core::ManualState::ForcedOpen,
             std::time::Instant::now(),
         )

@@ -82,7 +82,7 @@ fn a_busy_closed_breaker_reads_no_clock_and_keeps_its_window_whole() {
         "a closed breaker read the clock"
     );
     assert_eq!(breaker.state(), BreakerState::Closed);
-    let m = breaker.metrics(Instant::now());
+    let m = breaker.metrics_at(Instant::now());
     assert_eq!(m.window.calls, 100);
     assert!(m.window.failures <= 100);
 }

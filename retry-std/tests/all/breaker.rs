@@ -158,16 +158,16 @@ fn a_saved_breaker_and_budget_resume_in_another_process() {
     assert_eq!(breaker.state(), BreakerState::Open);
     assert_eq!(budget.tokens(), Tokens::from_whole(490)); // two retries, 5 tokens each
     first.advance(Duration::from_secs(1));
-    let breaker_text = serde_json::to_string(&breaker.save(first.now())).unwrap();
-    let budget_text = serde_json::to_string(&budget.save(first.now())).unwrap();
+    let breaker_text = serde_json::to_string(&breaker.save_at(first.now())).unwrap();
+    let budget_text = serde_json::to_string(&budget.save_at(first.now())).unwrap();
 
     // Another process: its own clock, its own origin.
     let second = ManualClock::new();
     second.advance(Duration::from_secs(3_600));
     let saved: Saved<BreakerSnapshot> = serde_json::from_str(&breaker_text).unwrap();
-    let resumed = SharedBreaker::restore(&saved, second.now()).unwrap();
+    let resumed = SharedBreaker::restore_at(&saved, second.now()).unwrap();
     let saved: Saved<BudgetSnapshot> = serde_json::from_str(&budget_text).unwrap();
-    let resumed_budget = SharedBudget::restore(&saved, second.now()).unwrap();
+    let resumed_budget = SharedBudget::restore_at(&saved, second.now()).unwrap();
     assert_eq!(resumed.state(), BreakerState::Open);
     assert_eq!(resumed_budget.tokens(), Tokens::from_whole(490));
     let retry = Retry::<&str>::new(policy(3, CircuitOpen::GiveUp))
@@ -185,22 +185,24 @@ fn a_saved_breaker_and_budget_resume_in_another_process() {
             wait: Some(Duration::from_millis(3_900))
         }
     );
-    assert_eq!(resumed.metrics(second.now()).rejected, 2);
+    assert_eq!(resumed.metrics_at(second.now()).rejected, 2);
     second.advance(Duration::from_millis(3_900));
     assert_eq!(retry.call(|_| Ok::<_, &str>(7)).unwrap().value, 7);
     assert_eq!(resumed.state(), BreakerState::Closed);
     // The operator's levers on the shared breaker.
     assert_eq!(
-        resumed.ensure(ManualState::Closed, second.now()).unwrap(),
+        resumed
+            .ensure_at(ManualState::Closed, second.now())
+            .unwrap(),
         None
     );
-    let t = resumed.reset(second.now());
+    let t = resumed.reset_at(second.now());
     assert_eq!(t.cause.code(), "breaker.reset");
     // A corrupt snapshot is a typed error naming the field.
     let bad = breaker_text.replace("\"version\":1", "\"version\":7");
     let saved: Saved<BreakerSnapshot> = serde_json::from_str(&bad).unwrap();
     assert_eq!(
-        SharedBreaker::restore(&saved, second.now())
+        SharedBreaker::restore_at(&saved, second.now())
             .unwrap_err()
             .field(),
         "version"
@@ -238,7 +240,7 @@ fn first_attempt_asks_and_tells_once<B: retry_shared::Breaker + 'static>(
     // call-duration histogram): then the manual clock's zero.
     let elapsed = breaker.times_calls().then_some(Duration::ZERO);
     assert_eq!((done.value, done.attempts, done.elapsed), (7, 1, elapsed));
-    let m = breaker.metrics(std::time::Instant::now());
+    let m = breaker.metrics_at(std::time::Instant::now());
     assert_eq!((m.window.calls, m.window.failures), (1, 0));
 
     // Fails, then succeeds on the retry: two calls recorded, one failed.
@@ -253,7 +255,7 @@ fn first_attempt_asks_and_tells_once<B: retry_shared::Breaker + 'static>(
         })
         .unwrap();
     assert_eq!((done.value, done.attempts), (8, 2));
-    let m = breaker.metrics(std::time::Instant::now());
+    let m = breaker.metrics_at(std::time::Instant::now());
     assert_eq!((m.window.calls, m.window.failures), (3, 1));
 
     // A failure makes it 2 of 4: it opens, and the retry is refused.
@@ -261,14 +263,14 @@ fn first_attempt_asks_and_tells_once<B: retry_shared::Breaker + 'static>(
     assert_eq!(err.attempts(), 1);
     assert_eq!(breaker.state(), BreakerState::Open);
     // The next call is refused once, and not run.
-    let rejected = breaker.metrics(std::time::Instant::now()).rejected;
+    let rejected = breaker.metrics_at(std::time::Instant::now()).rejected;
     let err = retry
         .call(|_| -> Result<(), &str> { panic!("must not run") })
         .unwrap_err();
     assert_eq!(err.attempts(), 0);
     assert!(matches!(err.reason(), GiveUpReason::CircuitOpen { .. }));
     assert_eq!(
-        breaker.metrics(std::time::Instant::now()).rejected,
+        breaker.metrics_at(std::time::Instant::now()).rejected,
         rejected + 1
     );
 }

@@ -108,7 +108,7 @@ fn run(attempts: u32, guard: Guard, hook: bool, classify: bool, quick: bool) -> 
         });
         results.push(result);
         if guard != Guard::None {
-            saved.push(breaker.save(clock.now()));
+            saved.push(breaker.save_at(clock.now()));
         }
         clock.advance(Duration::from_millis(20));
     }

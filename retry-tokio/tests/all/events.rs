@@ -71,7 +71,7 @@ fn the_breaker_events_reach_tracing() {
             .unwrap();
         let breaker = SharedBreaker::new(config).unwrap();
         let t = std::time::Instant::now();
-        breaker.force(ManualState::MetricsOnly, t).unwrap();
+        breaker.force_at(ManualState::MetricsOnly, t).unwrap();
         for outcome in [
             CallOutcome::failure(Duration::from_secs(2)),
             CallOutcome::failure(Duration::from_secs(2)),
@@ -84,13 +84,13 @@ fn the_breaker_events_reach_tracing() {
         let Gate::Admitted(permit) = breaker.request(&At(t)) else {
             panic!("metrics-only admits")
         };
-        breaker.force(ManualState::ForcedOpen, t).unwrap();
+        breaker.force_at(ManualState::ForcedOpen, t).unwrap();
         breaker.record(permit, CallOutcome::success(Duration::ZERO), &At(t)); // ignored
         assert!(matches!(
             breaker.request(&At(t)),
             Gate::Rejected { until: None }
         ));
-        let _ = breaker.reset(t);
+        let _ = breaker.reset_at(t);
     });
     let seen = seen.0.lock().unwrap();
     for wanted in [

@@ -328,7 +328,7 @@ async fn the_breaker_admits_each_copy() {
     .unwrap();
     // Forced open: nothing runs.
     let open = SharedBreaker::new(config).unwrap();
-    open.force(ManualState::ForcedOpen, Instant::now().into_std())
+    open.force_at(ManualState::ForcedOpen, Instant::now().into_std())
         .unwrap();
     let ran = AtomicU32::new(0);
     let err = Hedge::new(hedge(3, 50).build().unwrap())

@@ -398,10 +398,10 @@ fn rejected_calls_are_counted_by_reason() {
             }
             let now = tokio::time::Instant::now().into_std();
             breaker
-                .force(retry_core::ManualState::ForcedOpen, now)
+                .force_at(retry_core::ManualState::ForcedOpen, now)
                 .unwrap();
             let _ = retry.call(|_ctx| async { Ok::<_, ()>(()) }).await;
-            assert_eq!(breaker.metrics(now).rejected, 4);
+            assert_eq!(breaker.metrics_at(now).rejected, 4);
         });
     });
     let log = log.lock().unwrap();

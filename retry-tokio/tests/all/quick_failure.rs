@@ -111,7 +111,7 @@ async fn run(attempts: u32, guard: Guard, hook: bool, classify: bool, quick: boo
         };
         results.push(result);
         if guard != Guard::None {
-            saved.push(breaker.save(tokio::time::Instant::now().into_std()));
+            saved.push(breaker.save_at(tokio::time::Instant::now().into_std()));
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

@@ -46,15 +46,15 @@ async fn a_saved_breaker_and_budget_resume_from_json() {
         .await;
     assert_eq!(breaker.state(), BreakerState::Open);
     tokio::time::advance(Duration::from_secs(1)).await;
-    let breaker_text = serde_json::to_string(&breaker.save(now())).unwrap();
-    let budget_text = serde_json::to_string(&budget.save(now())).unwrap();
+    let breaker_text = serde_json::to_string(&breaker.save_at(now())).unwrap();
+    let budget_text = serde_json::to_string(&budget.save_at(now())).unwrap();
 
     // Much later, elsewhere: the time between counts as none.
     tokio::time::advance(Duration::from_secs(600)).await;
     let saved: Saved<BreakerSnapshot> = serde_json::from_str(&breaker_text).unwrap();
-    let resumed = SharedBreaker::restore(&saved, now()).unwrap();
+    let resumed = SharedBreaker::restore_at(&saved, now()).unwrap();
     let saved: Saved<BudgetSnapshot> = serde_json::from_str(&budget_text).unwrap();
-    let resumed_budget = SharedBudget::restore(&saved, now()).unwrap();
+    let resumed_budget = SharedBudget::restore_at(&saved, now()).unwrap();
     assert_eq!(resumed_budget.tokens(), Tokens::from_whole(490));
     let retry = Retry::<&str>::new(policy())
         .breaker(resumed.clone())
@@ -73,11 +73,11 @@ async fn a_saved_breaker_and_budget_resume_from_json() {
     let ok = retry.call(|_ctx| async { Ok::<_, &str>(1) }).await.unwrap();
     assert_eq!(ok.value, 1);
     assert_eq!(resumed.state(), BreakerState::Closed);
-    assert_eq!(resumed.metrics(now()).rejected, 2);
+    assert_eq!(resumed.metrics_at(now()).rejected, 2);
     // Forced open for a deploy, from the adapter: calls wait for nothing and
     // give up with the time it ends.
     resumed
-        .force(ManualState::OpenFor(Duration::from_secs(30)), now())
+        .force_at(ManualState::OpenFor(Duration::from_secs(30)), now())
         .unwrap();
     let err = retry
         .call(|_ctx| async { Err::<(), _>("must not run") })

@@ -424,7 +424,7 @@ fn config_errors_name_their_field() {
         })
         .unwrap_err()
         .field(),
-        "timeout"
+        "open_duration"
     );
     let too_big = BreakerConfig::builder().count_window(100).build().unwrap();
     let err = CircuitBreaker::<1, 0>::new(too_big).unwrap_err();

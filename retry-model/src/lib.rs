@@ -2,7 +2,7 @@
 //! module per fuzz target, kept out of the product crate.
 //!
 //! Each module exposes `check(data: &[u8]) -> Result<(), Violation>`: it reads an
-//! arbitrary byte string (through [`arbitrary::Unstructured`] or as text), drives
+//! arbitrary byte string (through `arbitrary::Unstructured` or as text), drives
 //! a machine or a parser of `retry-core` with it through the crate's public API,
 //! and holds every answer to the documented invariants and, where there is one,
 //! to a small reference model written here, apart from the code it checks. A

@@ -1,6 +1,6 @@
 //! What every model shares: the [`Violation`] a check reports, a helper that
 //! turns a failed condition into one, a few input-decoding helpers built on
-//! [`arbitrary::Unstructured`], and a fixed text buffer for writing values back
+//! `arbitrary::Unstructured`, and a fixed text buffer for writing values back
 //! out without allocating.
 
 use core::fmt;

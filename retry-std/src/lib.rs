@@ -5,7 +5,7 @@
 //! The machine makes every decision (whether to retry, how long to wait, when to
 //! stop); this crate only does the I/O around it: it calls the operation, reads
 //! the clock, sleeps and watches a [`CancelToken`]. Everything it shares with the
-//! async adapter (`retry-tokio`) lives in [`retry_shared`]: the step driver
+//! async adapter (`retry-tokio`) lives in [`retry_shared`](mod@retry_shared): the step driver
 //! around the machine, the hooks, and the [`SharedBreaker`] and [`SharedBudget`]
 //! that many threads (and tokio tasks, in the same program) can share.
 //!
@@ -84,8 +84,20 @@ mod retry;
 pub use cancel::{CancelToken, Waited};
 pub use clock::{Clock, FakeSleeper, ManualClock, Sleeper, Slept, SystemClock, ThreadSleeper};
 pub use retry::{retry, AttemptContext, Retry};
-pub use retry_core::{RetryError, Success};
+pub use retry_core;
 pub use retry_shared;
+pub use retry_shared::Saved;
 pub use retry_shared::{
-    describe_metrics, Breaker, Budget, RetryNotice, SharedBreaker, SharedBudget,
+    describe_metrics, Breaker, Budget, PermitGuard, RetryNotice, SharedBreaker, SharedBudget,
+    METRICS,
+};
+
+// What writing a call needs, so that `retry-std` alone in Cargo.toml is
+// enough: the policy and its parts, presets, the classifier's verdict, the
+// breaker's and budget's configs, and the results and errors.
+pub use retry_core::{
+    Backoff, BasicRule, BreakerConfig, BreakerConfigBuilder, BreakerError, BreakerMetrics,
+    BreakerState, BudgetConfig, BudgetError, Failure, FailureKind, GiveUpReason, HintMode,
+    HttpClassifier, Idempotency, Jitter, ManualState, PolicyError, Preset, Rate, Resolution,
+    RetryError, RetryPolicy, RetryPolicyBuilder, SnapshotError, Success, Transition, Window,
 };

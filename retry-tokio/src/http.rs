@@ -1,5 +1,5 @@
 //! HTTP classification in one line (feature `http`): reads the status and the
-//! retry headers of an [`http::Response`] and asks the core's [`HttpClassifier`].
+//! retry headers of an `http::Response` and asks the core's [`HttpClassifier`].
 //!
 //! Dates in `Retry-After` are turned into delays against the wall clock
 //! ([`SystemTime`]), to the nanosecond: a date one second ahead of a clock at
@@ -98,7 +98,7 @@ pub fn response_failure<B>(response: &Response<B>) -> Failure {
     })
 }
 
-/// The core's [`Method`] for an [`http::Method`], for
+/// The core's [`Method`] for an `http::Method`, for
 /// [`HttpClassifier::classify_connection_error`] and
 /// [`HttpClassifier::classify_timeout`].
 #[must_use]

@@ -2,9 +2,9 @@
 //!
 //! `retry-core` makes every decision; this crate only does the I/O: it reads
 //! tokio's clock (so `tokio::time::pause` gives virtual time), sleeps with tokio
-//! timers, bounds attempts with `tokio::time::timeout_at` and listens to a
-//! [`CancellationToken`]. Everything it shares with the blocking adapter
-//! (`retry-std`) lives in [`retry_shared`]: the step driver around the machine,
+//! timers, bounds each attempt by racing it against a tokio timer set for its
+//! deadline, and listens to a [`CancellationToken`]. Everything it shares with the blocking adapter
+//! (`retry-std`) lives in [`retry_shared`](mod@retry_shared): the step driver around the machine,
 //! the hooks, and the shared budget and breaker, whose locks are held for the
 //! length of one core call and never across an `.await`.
 //!
@@ -24,8 +24,9 @@
 //! - `reqwest` feature: [`reqwest`] sends a request and judges the outcome
 //!   (status, retry headers, transport errors by method) in one call.
 //! - `tracing` and `metrics` features: a span per call, events per attempt, sleep
-//!   and give-up; the counters `retry.attempt.total` and
-//!   `circuit_breaker.state_change.total`, and the histograms
+//!   and give-up; the counters `retry.attempt.total`,
+//!   `circuit_breaker.state_change.total` and
+//!   `circuit_breaker.call.rejected.total` (by reason), and the histograms
 //!   `retry.attempt.delay_ms` (labelled by curve and by reason: `curve`, `hint`,
 //!   `circuit_open`) and `circuit_breaker.call.duration_ms`, whose descriptions
 //!   and units [`describe_metrics`] registers.
@@ -36,7 +37,7 @@
 //! Sleeps and attempt deadlines are tokio timers, and tokio's timer counts in
 //! whole milliseconds: a deadline between two ticks fires at the later one. So
 //! a delay that is not a whole number of milliseconds (a policy with
-//! nanosecond [`Resolution`](retry_core::Resolution), or a `retry-after-ms` of
+//! nanosecond [`Resolution`], or a `retry-after-ms` of
 //! `0.25`) ends up to 1 ms late, under paused time
 //! (`tokio::time::pause`) as in real time; with the default millisecond
 //! resolution every delay is whole, and under paused time a call's timeline is
@@ -93,9 +94,21 @@ pub mod tower;
 
 pub use hedge::{CopyContext, Hedge, Hedged};
 pub use retry::{retry, AttemptContext, Retry};
-pub use retry_core::{RetryError, Success};
+pub use retry_shared::Saved;
 pub use retry_shared::{
-    describe_metrics, Breaker, Budget, RetryNotice, SharedBreaker, SharedBudget,
+    describe_metrics, Breaker, Budget, PermitGuard, RetryNotice, SharedBreaker, SharedBudget,
+    METRICS,
+};
+
+// What writing a call needs, so that `retry-tokio` alone in Cargo.toml is
+// enough: the policy and its parts, presets, the classifier's verdict, the
+// breaker's, budget's and hedge's configs, and the results and errors.
+pub use retry_core::{
+    Backoff, BasicRule, BreakerConfig, BreakerConfigBuilder, BreakerError, BreakerMetrics,
+    BreakerState, BudgetConfig, BudgetError, Failure, FailureKind, GiveUpReason, HedgeMode,
+    HedgePolicy, HedgePolicyBuilder, HedgePolicyError, HintMode, HttpClassifier, Idempotency,
+    Jitter, ManualState, PolicyError, Preset, Rate, Resolution, RetryError, RetryPolicy,
+    RetryPolicyBuilder, SnapshotError, Success, Transition, Window,
 };
 pub use stream::RetryStreamExt;
 

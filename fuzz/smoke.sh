@@ -31,6 +31,10 @@ fi
 # the build and the runs, so that the runs do not rebuild.
 flags="--release --debug-assertions --sanitizer none"
 
+# The committed lock file must be the one the build uses: a stale one fails
+# here instead of being rewritten.
+cargo +nightly fetch --locked
+
 started=$(date +%s)
 echo "fuzz smoke: building every target ($(cargo +nightly fuzz --version))"
 # shellcheck disable=SC2086

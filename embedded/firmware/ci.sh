@@ -33,15 +33,15 @@ apt_install() {
 }
 
 echo "-- retry-embassy for $target"
-cargo build -p retry-embassy --target "$target"
-cargo build -p retry-embassy --target "$target" --release
+cargo build --locked -p retry-embassy --target "$target"
+cargo build --locked -p retry-embassy --target "$target" --release
 
 echo "-- the example firmware, the no-panic probe and the size probe"
-(cd embedded/firmware && cargo build --release --target "$target")
-(cd embedded/firmware && cargo build --release --target "$target" \
+(cd embedded/firmware && cargo build --locked --release --target "$target")
+(cd embedded/firmware && cargo build --locked --release --target "$target" \
     --features panic-never --bin panic-probe)
 echo "panic-never: the probe driving retry-embassy and retry-core links with no panic path"
-(cd embedded && cargo build --release --target "$target")
+(cd embedded && cargo build --locked --release --target "$target")
 
 echo "-- code size (opt-level z, LTO, panic = abort)"
 rustup component add llvm-tools >/dev/null 2>&1 || true
@@ -75,7 +75,7 @@ if ! command -v qemu-system-arm >/dev/null && ! apt_install qemu-system-arm; the
     echo "SKIP: qemu-system-arm could not be installed; the firmware was built, not run"
     exit 0
 fi
-(cd embedded/firmware && cargo build --release --target "$target" --features qemu \
+(cd embedded/firmware && cargo build --locked --release --target "$target" --features qemu \
     --target-dir target/qemu)
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT

@@ -110,12 +110,15 @@ fn unix_ms_now() -> u64 {
 }
 
 impl Reporter {
-    /// A reporter for a run. `events` opens its sink: the returned error names
-    /// the destination that could not be opened.
+    /// A reporter for a run that started at `started` (every `elapsed_ms` is
+    /// measured from there). `events` opens its sink: the returned error names
+    /// the destination that could not be opened. Call before `retry` opens any
+    /// descriptor of its own (`--events fd:N` takes the caller's `N`).
     ///
     /// # Errors
     /// A message when the events destination cannot be opened.
     pub fn new(
+        started: WallInstant,
         verbosity: Verbosity,
         events: Option<&Events>,
         max_attempts: Option<u32>,
@@ -133,7 +136,7 @@ impl Reporter {
                     .map_err(|e| format!("--events {}: {e}", path.display()))?,
             )),
             Some(Events::Fd(fd)) => Some(Sink::File(File::from(
-                super::sys::dup_inherited(*fd).map_err(|e| format!("--events fd:{fd}: {e}"))?,
+                super::sys::take_inherited(*fd).map_err(|e| format!("--events fd:{fd}: {e}"))?,
             ))),
         };
         // Events on stderr replace the human lines there.
@@ -147,7 +150,7 @@ impl Reporter {
             max_attempts,
             budget,
             goal,
-            start: WallInstant::now(),
+            start: started,
         })
     }
 

@@ -16,7 +16,7 @@ use retry_core::{
 
 use super::args::Invocation;
 use super::output::{describe, Reporter};
-use super::process::{self, Context, Ending, Input, Launch, Notice, Output, RunClock};
+use super::process::{self, Context, Ending, Grouping, Input, Launch, Notice, Output, RunClock};
 use super::sys::{self, Wake};
 use super::terminal::Terminal;
 
@@ -41,19 +41,121 @@ enum HintFile {
         /// The path the command is given.
         path: PathBuf,
     },
-    /// A file in the temporary directory (when `/proc` is not there), removed
-    /// when dropped.
-    Disk(PathBuf),
+    /// A file in `retry`'s private directory ([`HintDirectory`]), removed when
+    /// dropped.
+    Disk {
+        /// `retry`'s descriptor of the file.
+        file: std::fs::File,
+        /// The path the command is given.
+        path: PathBuf,
+    },
 }
 
 /// The most of a hint file that is read (a header dump is far smaller).
 const HINT_FILE_LIMIT: u64 = 64 * 1024;
 
-impl HintFile {
-    fn create(attempt: u32) -> Option<HintFile> {
-        HintFile::in_memory().or_else(|| HintFile::on_disk(attempt))
+/// Where the hint files of a run come from: memory files for a `retry` that is
+/// not root, or a directory of its own for one that is root (or without
+/// `/proc`).
+///
+/// A memory file is opened through `/proc/<retry's pid>/fd/<n>`, which the
+/// kernel lets only processes of `retry`'s own user (or root) open. A root
+/// `retry` commonly runs commands that drop privileges (`setpriv`, `runuser`,
+/// `sudo -u`, `su`), which could then not write their hint: for root, each
+/// attempt gets a file in a directory made for the run (in `/dev/shm`, else the
+/// temporary directory) that only root can list (mode 0711) and that any user
+/// can write but not read (0622), under a name no one can guess.
+#[derive(Default)]
+struct HintDirectory {
+    /// The directory, once made.
+    path: Option<PathBuf>,
+    /// Whether it could not be made (then no hint files).
+    failed: bool,
+}
+
+impl HintDirectory {
+    /// A fresh hint file for attempt `attempt`.
+    fn create(&mut self, attempt: u32) -> Option<HintFile> {
+        if !sys::is_root() {
+            if let Some(file) = HintFile::in_memory() {
+                return Some(file);
+            }
+        }
+        let dir = self.directory()?;
+        let path = dir.join(format!("hint-{attempt}"));
+        let _ = std::fs::remove_file(&path);
+        let file = {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+                .ok()?
+        };
+        // Any user may write it (a command that switched users); only retry
+        // reads it. Set after creation: the umask applies to the mode given.
+        if sys::set_mode(&file, 0o622).is_err() {
+            let _ = std::fs::remove_file(&path);
+            return None;
+        }
+        Some(HintFile::Disk { file, path })
     }
 
+    /// The run's directory, made on first use.
+    fn directory(&mut self) -> Option<PathBuf> {
+        if self.failed {
+            return None;
+        }
+        if let Some(path) = &self.path {
+            return Some(path.clone());
+        }
+        let shm = PathBuf::from("/dev/shm");
+        let parent = if shm.is_dir() {
+            shm
+        } else {
+            std::env::temp_dir()
+        };
+        for _ in 0..8 {
+            let path = parent.join(format!(
+                "retry-{}-{:016x}",
+                std::process::id(),
+                random_seed()
+            ));
+            let made = {
+                use std::os::unix::fs::DirBuilderExt;
+                std::fs::DirBuilder::new().mode(0o700).create(&path)
+            };
+            if made.is_ok() {
+                let opened = std::fs::File::open(&path);
+                if opened.and_then(|dir| sys::set_mode(&dir, 0o711)).is_err() {
+                    let _ = std::fs::remove_dir(&path);
+                    break;
+                }
+                self.path = Some(path.clone());
+                return Some(path);
+            }
+        }
+        self.failed = true;
+        None
+    }
+}
+
+impl Drop for HintDirectory {
+    fn drop(&mut self) {
+        if let Some(path) = &self.path {
+            if let Ok(entries) = std::fs::read_dir(path) {
+                for entry in entries.flatten() {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+            let _ = std::fs::remove_dir(path);
+        }
+    }
+}
+
+impl HintFile {
     /// A memfd, when `/proc` is there for the command to open it by.
     fn in_memory() -> Option<HintFile> {
         use std::os::fd::AsRawFd;
@@ -72,35 +174,10 @@ impl HintFile {
         })
     }
 
-    fn on_disk(attempt: u32) -> Option<HintFile> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let dir = std::env::temp_dir();
-        let stamp = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        for salt in 0..16u32 {
-            let name = format!(
-                "retry-hint-{}-{attempt}-{stamp:x}-{salt}",
-                std::process::id()
-            );
-            let path = dir.join(name);
-            let created = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&path);
-            if created.is_ok() {
-                return Some(HintFile::Disk(path));
-            }
-        }
-        None
-    }
-
     /// The path the command is given.
     fn path(&self) -> &std::path::Path {
         match self {
-            HintFile::Memory { path, .. } | HintFile::Disk(path) => path,
+            HintFile::Memory { path, .. } | HintFile::Disk { path, .. } => path,
         }
     }
 
@@ -108,18 +185,10 @@ impl HintFile {
     fn bytes(&self) -> Vec<u8> {
         use std::io::{Seek, SeekFrom};
         let mut bytes = Vec::new();
-        match self {
-            HintFile::Memory { file, .. } => {
-                let mut file = file;
-                if file.seek(SeekFrom::Start(0)).is_ok() {
-                    let _ = file.take(HINT_FILE_LIMIT).read_to_end(&mut bytes);
-                }
-            }
-            HintFile::Disk(path) => {
-                if let Ok(file) = std::fs::File::open(path) {
-                    let _ = file.take(HINT_FILE_LIMIT).read_to_end(&mut bytes);
-                }
-            }
+        let (HintFile::Memory { file, .. } | HintFile::Disk { file, .. }) = self;
+        let mut file = file;
+        if file.seek(SeekFrom::Start(0)).is_ok() {
+            let _ = file.take(HINT_FILE_LIMIT).read_to_end(&mut bytes);
         }
         bytes
     }
@@ -127,7 +196,7 @@ impl HintFile {
 
 impl Drop for HintFile {
     fn drop(&mut self) {
-        if let HintFile::Disk(path) = self {
+        if let HintFile::Disk { path, .. } = self {
             let _ = std::fs::remove_file(path);
         }
     }
@@ -149,17 +218,22 @@ const FORWARDED: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SI
 /// Signals that stop `retry` (and the command's group, while one runs).
 const JOB_CONTROL: [i32; 3] = [libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU];
 
-/// Between attempts: stops `retry` for a job-control signal (the time stopped
-/// is not counted), and returns a forwarded signal that arrived, if any.
+/// Between attempts: reaps what earlier attempts left and what ended, stops
+/// `retry` for a job-control signal (the time stopped is not counted), and
+/// returns a forwarded signal that arrived, if any.
 fn signals_between_attempts(clock: &mut RunClock) -> Option<i32> {
     let pending = sys::take_pending();
-    if let Some(&signal) = JOB_CONTROL.iter().find(|&&s| sys::has(pending, s)) {
+    if pending.has(libc::SIGCHLD) {
+        let _ = sys::reap(None);
+    }
+    if let Some(&signal) = JOB_CONTROL.iter().find(|&&s| pending.has(s)) {
         let since = std::time::Instant::now();
+        let _ = std::io::stderr().flush();
         sys::stop_self(signal);
         let stopped = since.elapsed();
         clock.pause(stopped);
     }
-    FORWARDED.into_iter().find(|&s| sys::has(pending, s))
+    FORWARDED.into_iter().find(|&s| pending.has(s))
 }
 
 /// Everything a run carries from one attempt to the next.
@@ -168,12 +242,17 @@ struct Run<'a> {
     reporter: Reporter,
     wake: Wake,
     terminal: Option<Terminal>,
+    /// The process group attempts run in.
+    grouping: Grouping,
+    /// Whether a process was started before.
+    spawned_before: bool,
+    hint_directory: HintDirectory,
     clock: RunClock,
     input: Input,
     /// The last attempt's exit status.
     last_status: Option<i32>,
-    /// The last attempt's ending, and whether it had the terminal.
-    last_ending: Option<(Ending, bool)>,
+    /// The last attempt's ending.
+    last_ending: Option<Ending>,
     /// A signal sent to `retry`, which ends the run.
     received: Option<i32>,
     /// The last attempt's process id and how long it ran.
@@ -183,8 +262,12 @@ struct Run<'a> {
 
 /// Runs `command` under the invocation's policy.
 pub fn run(invocation: &Invocation, command: &[OsString]) -> Exit {
+    // The run's time is measured from here, in every report: nothing of it is
+    // left out (reading a replayed stdin included).
+    let clock = RunClock::start();
     let policy = invocation.policy;
     let reporter = match Reporter::new(
+        clock.started(),
         invocation.verbosity,
         invocation.events.as_ref(),
         invocation.attempt_limit(),
@@ -224,12 +307,21 @@ pub fn run(invocation: &Invocation, command: &[OsString]) -> Exit {
         }
     };
     let seed = invocation.seed.unwrap_or_else(random_seed);
+    let terminal = Terminal::open();
+    let grouping = if terminal.is_some() {
+        Grouping::Job
+    } else {
+        Grouping::Own
+    };
     let mut run = Run {
         invocation,
         reporter,
         wake,
-        terminal: Terminal::open(),
-        clock: RunClock::start(),
+        terminal,
+        grouping,
+        spawned_before: false,
+        hint_directory: HintDirectory::default(),
+        clock,
         input,
         last_status: None,
         last_ending: None,
@@ -290,7 +382,7 @@ pub fn run(invocation: &Invocation, command: &[OsString]) -> Exit {
                     // the report shows.
                     action = machine.poll(Event::Granted, run.clock.now());
                 }
-                if let Some((ending, _)) = run.last_ending {
+                if let Some(ending) = run.last_ending {
                     run.reporter.attempt_end(
                         number,
                         ending,
@@ -314,7 +406,7 @@ pub fn run(invocation: &Invocation, command: &[OsString]) -> Exit {
                     if left.is_zero() {
                         break;
                     }
-                    run.wake.wait(&mut [], Some(left));
+                    let _ = run.wake.wait(&[], Some(left));
                 }
                 if run.received.is_none() {
                     action = machine.poll(Event::Woke, run.clock.now());
@@ -330,7 +422,7 @@ pub fn run(invocation: &Invocation, command: &[OsString]) -> Exit {
                     run.last_status.unwrap_or(1)
                 };
                 run.reporter.done(attempts, code, run.clock.elapsed());
-                return run.keyboard_exit().unwrap_or(Exit::Code(code));
+                return Exit::Code(code);
             }
             Action::GiveUp(give_up) => {
                 if let (GiveUpReason::Cancelled, Some(signal)) = (give_up.reason, run.received) {
@@ -356,7 +448,7 @@ pub fn run(invocation: &Invocation, command: &[OsString]) -> Exit {
                         return Exit::Signal(signal);
                     }
                 }
-                return run.keyboard_exit().unwrap_or(Exit::Code(code));
+                return Exit::Code(code);
             }
         }
     }
@@ -374,7 +466,7 @@ impl Run<'_> {
         let invocation = self.invocation;
         let deadline_in = deadline.map(|d| d.saturating_duration_since(self.clock.now()));
         self.reporter.attempt_start(number, deadline_in);
-        let hint_file = HintFile::create(number);
+        let hint_file = self.hint_directory.create(number);
         let mut env = attempt_env(number, invocation, self.last_status, deadline_in);
         if let Some(hint) = &hint_file {
             env.push(("RETRY_HINT_FILE", hint.path().as_os_str().to_owned()));
@@ -390,9 +482,11 @@ impl Run<'_> {
                 clock: &mut self.clock,
                 wake: &self.wake,
                 terminal: self.terminal.as_ref(),
+                grouping: self.grouping,
+                spawned_before: self.spawned_before,
                 notify: &notify,
             };
-            process::run(
+            let finished = process::run(
                 Launch {
                     argv: command,
                     env,
@@ -404,16 +498,17 @@ impl Run<'_> {
                     },
                     deadline,
                     kill_after: invocation.kill_after,
-                    terminal: true,
                 },
                 &mut cx,
-            )
+            );
+            self.spawned_before = cx.spawned_before;
+            finished
         };
         self.attempt_took = began.elapsed();
         self.attempt_pid = finished.pid;
         let ending = finished.ending;
         self.last_status = Some(ending.status_code());
-        self.last_ending = Some((ending, finished.had_terminal));
+        self.last_ending = Some(ending);
         if let Some(error) = &finished.error {
             let program = command
                 .first()
@@ -489,6 +584,8 @@ impl Run<'_> {
             clock: &mut self.clock,
             wake: &self.wake,
             terminal: self.terminal.as_ref(),
+            grouping: self.grouping,
+            spawned_before: self.spawned_before,
             notify: &|_| {},
         };
         let finished = process::run(
@@ -499,10 +596,10 @@ impl Run<'_> {
                 output: Output::Stderr,
                 deadline: None,
                 kill_after: Duration::from_secs(1),
-                terminal: false,
             },
             &mut cx,
         );
+        self.spawned_before = cx.spawned_before;
         match finished.ending {
             Ending::Exited(0) => {}
             Ending::Interrupted(signal) => return Some(signal),
@@ -513,20 +610,6 @@ impl Run<'_> {
                 .hook_failed(name, &format!("could not start: {error}"));
         }
         finished.interrupted_by
-    }
-
-    /// When the last attempt held the terminal and a key killed it (Ctrl-C,
-    /// Ctrl-\), the key was meant for the whole job: `retry` dies of the same
-    /// signal, so that a calling shell or script stops too.
-    fn keyboard_exit(&self) -> Option<Exit> {
-        match self.last_ending {
-            Some((Ending::Signalled(signal), true))
-                if signal == libc::SIGINT || signal == libc::SIGQUIT =>
-            {
-                Some(Exit::Signal(signal))
-            }
-            _ => None,
-        }
     }
 }
 

@@ -9,9 +9,9 @@ use common::{assert_groups_gone, attempt_groups, events, retry};
 
 use core::time::Duration;
 use std::io::Write;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::Instant;
 
 /// `retry ARGS -- sh -c SCRIPT`, in `dir` (exported as `$DIR`), with tiny delays.
@@ -22,7 +22,7 @@ fn retry_sh(dir: &Path, args: &[&str], script: &str) -> Output {
         .iter()
         .any(|a| matches!(*a, "--json" | "--events" | "--dry-run"));
     let log = dir.join("events.jsonl");
-    let mut command = Command::new(retry());
+    let mut command = common::command(retry());
     if !args.contains(&"--delays") {
         command.args(["--delay", "5ms", "--jitter", "none"]);
     }
@@ -169,7 +169,7 @@ fn stop_wins_over_retry() {
 #[test]
 fn a_missing_command_is_127_and_not_retried() {
     let dir = tmp();
-    let out = Command::new(retry())
+    let out = common::command(retry())
         .args(["--delay", "5ms", "--", "/nonexistent/definitely-not-here"])
         .output()
         .unwrap();
@@ -186,7 +186,7 @@ fn a_non_executable_command_is_126_and_not_retried() {
     let dir = tmp();
     let path = dir.path().join("script");
     std::fs::write(&path, "#!/bin/sh\nexit 0\n").unwrap();
-    let out = Command::new(retry())
+    let out = common::command(retry())
         .args(["--delay", "5ms", "--"])
         .arg(&path)
         .output()
@@ -284,7 +284,7 @@ fn wait_for_file(path: &Path) -> String {
 }
 
 fn send(pid: u32, signal: &str) {
-    let status = Command::new("kill")
+    let status = common::command("kill")
         .args([format!("-{signal}"), pid.to_string()])
         .status()
         .unwrap();
@@ -295,7 +295,7 @@ fn send(pid: u32, signal: &str) {
 fn sigterm_is_forwarded_and_leaves_no_orphan() {
     let dir = tmp();
     let began = Instant::now();
-    let child = Command::new(retry())
+    let child = common::command(retry())
         .args([
             "--delay",
             "5ms",
@@ -333,7 +333,7 @@ fn sigterm_is_forwarded_and_leaves_no_orphan() {
 #[test]
 fn a_signal_during_the_sleep_ends_retry_at_once() {
     let dir = tmp();
-    let child = Command::new(retry())
+    let child = common::command(retry())
         .args(["--delay", "30s", "--jitter", "none", "--", "sh", "-c"])
         .arg(counted("echo >> \"$DIR/pid\"; exit 1"))
         .env("DIR", dir.path())
@@ -356,7 +356,7 @@ fn replayed_stdin_is_byte_identical_for_every_attempt() {
     let mut input: Vec<u8> = (0..=255u8).collect();
     input.extend_from_slice(b"\0\xff\xfe not utf-8 \xc3\x28\n");
     input.extend(core::iter::repeat_n(b'z', 100_000));
-    let mut child = Command::new(retry())
+    let mut child = common::command(retry())
         .args([
             "--delay",
             "5ms",
@@ -494,7 +494,7 @@ fn bad_flags_are_125_and_name_the_flag() {
         (&["--config", "/nonexistent.toml"], "--config"),
     ];
     for (args, flag) in cases {
-        let out = Command::new(retry())
+        let out = common::command(retry())
             .args(*args)
             .args(["--", "true"])
             .output()
@@ -503,7 +503,7 @@ fn bad_flags_are_125_and_name_the_flag() {
         assert!(stderr(&out).contains(flag), "{args:?}: {}", stderr(&out));
         assert!(out.stdout.is_empty());
     }
-    let out = Command::new(retry()).output().unwrap();
+    let out = common::command(retry()).output().unwrap();
     assert_eq!(out.status.code(), Some(125));
     assert!(stderr(&out).contains("no command"), "{}", stderr(&out));
 }
@@ -528,7 +528,7 @@ fn the_command_sees_its_attempt_in_the_environment() {
 #[test]
 fn the_command_inherits_the_environment_with_the_retry_variables_replaced() {
     let dir = tmp();
-    let out = Command::new(retry())
+    let out = common::command(retry())
         .args(["-n", "1", "--", "sh", "-c", "env > \"$DIR/env\""])
         .env("DIR", dir.path())
         .env("RETRY_ATTEMPT", "99")
@@ -642,7 +642,7 @@ fn dry_run_runs_nothing() {
 // --- Plans (insta snapshots) ------------------------------------------------
 
 fn plan(args: &[&str]) -> String {
-    let out = Command::new(retry())
+    let out = common::command(retry())
         .arg("plan")
         .args(args)
         .output()
@@ -788,7 +788,7 @@ fn a_config_file_sets_the_policy_and_flags_override_it() {
     .unwrap();
     let run = |extra: &[&str]| {
         let _ = std::fs::remove_file(dir.path().join("count"));
-        let out = Command::new(retry())
+        let out = common::command(retry())
             .arg("--config")
             .arg(&toml)
             .args(extra)
@@ -806,7 +806,7 @@ fn a_config_file_sets_the_policy_and_flags_override_it() {
 
     let json = dir.path().join("policy.json");
     std::fs::write(&json, r#"{"max_retries": 0}"#).unwrap();
-    let out = Command::new(retry())
+    let out = common::command(retry())
         .arg("--config")
         .arg(&json)
         .args(["--", "sh", "-c", "exit 3"])
@@ -818,7 +818,7 @@ fn a_config_file_sets_the_policy_and_flags_override_it() {
     // A bad value is exit 125 naming the flag and the field.
     let bad = dir.path().join("bad.toml");
     std::fs::write(&bad, "jitter = \"wobbly\"\n").unwrap();
-    let out = Command::new(retry())
+    let out = common::command(retry())
         .arg("--config")
         .arg(&bad)
         .args(["--", "true"])
@@ -829,7 +829,7 @@ fn a_config_file_sets_the_policy_and_flags_override_it() {
     assert!(err.contains("--config") && err.contains("jitter"), "{err}");
     let unknown = dir.path().join("unknown.toml");
     std::fs::write(&unknown, "max_attempt = 3\n").unwrap();
-    let out = Command::new(retry())
+    let out = common::command(retry())
         .arg("--config")
         .arg(&unknown)
         .args(["--", "true"])
@@ -846,7 +846,7 @@ fn a_config_file_sets_the_policy_and_flags_override_it() {
 /// `RETRY_BINARY`). The script should append `$$` to `$DIR/pids`; the groups
 /// named there must be gone afterwards.
 fn retry_plain(dir: &Path, args: &[&str], script: &str) -> Output {
-    let out = Command::new(retry())
+    let out = common::command(retry())
         .args(args)
         .args(["--", "sh", "-c", script])
         .env("DIR", dir)
@@ -881,7 +881,7 @@ fn named<'a>(events: &'a [serde_json::Value], name: &str) -> Vec<&'a serde_json:
 fn a_command_killed_by_sigpipe_is_not_retried_and_exits_141() {
     let dir = tmp();
     // `yes` dies of SIGPIPE once `head` has its line: its reader went away.
-    let out = Command::new("bash")
+    let out = common::command("bash")
         .arg("-c")
         .arg("\"$RETRY\" --delay 5ms -- sh -c 'echo $$ >> \"$DIR/pids\"; exec yes' | head -n1; echo \"${PIPESTATUS[0]}\"")
         .env("RETRY", retry())
@@ -990,7 +990,7 @@ fn a_config_file_sets_the_programs_own_keys() {
     // A bad program key is named.
     let bad = dir.path().join("bad.toml");
     std::fs::write(&bad, "success_count = 0\n").unwrap();
-    let out = Command::new(retry())
+    let out = common::command(retry())
         .arg("--config")
         .arg(&bad)
         .args(["--", "true"])
@@ -1006,7 +1006,7 @@ fn events_have_their_own_channel_and_parse_while_the_command_floods_stderr() {
     // then fails; the events go to fd 3, a pipe read line by line.
     let flood =
         "i=0; while [ $i -lt 2000 ]; do printf 'noise %0100d' $i >&2; i=$((i+1)); done; exit 3";
-    let mut child = Command::new("bash")
+    let mut child = common::command("bash")
         .arg("-c")
         .arg("exec 3>&1 1>/dev/null; exec \"$RETRY\" -n 3 -d 5ms --jitter none --events fd:3 -- sh -c \"$FLOOD\"")
         .env("RETRY", retry())
@@ -1148,7 +1148,7 @@ fn a_missing_interpreter_is_named() {
     let script = dir.path().join("script.sh");
     std::fs::write(&script, "#!/nonexistent/interpreter -x\necho hi\n").unwrap();
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let out = Command::new(retry())
+    let out = common::command(retry())
         .args(["--delay", "5ms", "--"])
         .arg(&script)
         .stdin(Stdio::null())
@@ -1238,7 +1238,7 @@ fn http(status: &str, headers: &[&str], body: &str) -> String {
 }
 
 fn require_curl() {
-    let found = Command::new("curl")
+    let found = common::command("curl")
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
@@ -1611,7 +1611,7 @@ fn short_flags_work() {
 
 #[test]
 fn a_bare_number_duration_is_refused_with_both_spellings() {
-    let out = Command::new(retry())
+    let out = common::command(retry())
         .args(["--delay", "2", "--", "true"])
         .output()
         .unwrap();
@@ -1642,7 +1642,7 @@ fn a_bare_number_duration_is_refused_with_both_spellings() {
 
 #[test]
 fn help_documents_every_flag_the_config_keys_and_curl() {
-    let out = Command::new(retry()).arg("--help").output().unwrap();
+    let out = common::command(retry()).arg("--help").output().unwrap();
     assert_eq!(out.status.code(), Some(0));
     let help = String::from_utf8(out.stdout).unwrap();
     for flag in [
@@ -1761,7 +1761,7 @@ fn a_signal_ignored_at_start_stays_ignored_for_the_command() {
     // `nohup retry ...`: SIGHUP is ignored; retry keeps it so, and so does the
     // command, which survives a hangup.
     let dir = tmp();
-    let out = Command::new("nohup")
+    let out = common::command("nohup")
         .arg(retry())
         .args(["--attempts", "1", "--", "sh", "-c"])
         .arg("echo $$ >> \"$DIR/pids\"; kill -HUP $$; echo alive")
@@ -1776,27 +1776,28 @@ fn a_signal_ignored_at_start_stays_ignored_for_the_command() {
 
 #[test]
 fn sigtstp_to_retry_stops_the_command_too_and_stopped_time_is_not_a_hang() {
-    // Without a terminal: `kill -TSTP` on retry stops the command's group and
-    // retry; `kill -CONT` continues both. A command under a 4 s timeout,
-    // stopped for 5 s in between, finishes (the stopped time is not counted:
-    // the call spans more than the timeout).
-    // The command cannot finish before the test lets it (it waits for a file
-    // the test creates while it is stopped), so a loaded machine delivering
-    // the stop late still finds it running; once let go it runs about 1 s.
+    // `kill -TSTP` on retry stops the command and retry; `kill -CONT`
+    // continues both. A command under a 2 s timeout, stopped for 2.5 s in
+    // between, finishes (the stopped time is not counted: the call spans more
+    // than the timeout).
+    // The command cannot finish before the test lets it: it blocks opening a
+    // FIFO the test writes to once it has continued it, so a loaded machine
+    // delivering the stop late still finds it waiting (and never inside a
+    // fork: a shell stopped in vfork(2) waits for its child's exec, not 'T');
+    // once let go it runs about 1 s.
     // retry runs in a process group of its own, as a shell runs a job: were it
-    // left in the test's group and that group orphaned (the test started by a
-    // shell that has exited), the kernel would discard retry's own stop.
+    // in an orphaned group (a session of its own), the kernel would discard
+    // retry's own stop.
     let dir = tmp();
+    let fifo = dir.path().join("go");
+    let made = common::command("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
     let log = dir.path().join("events.jsonl");
-    let child = Command::new(retry())
-        .process_group(0)
-        .args(["--attempts", "1", "--timeout", "4s", "--events"])
+    let child = common::command_in_group(retry())
+        .args(["--attempts", "1", "--timeout", "2s", "--events"])
         .arg(&log)
         .args(["--", "sh", "-c"])
-        .arg(
-            "echo $$ > \"$DIR/pid\"; \
-             while [ ! -e \"$DIR/go\" ]; do sleep 0.1; done; sleep 1; echo finished",
-        )
+        .arg("echo $$ > \"$DIR/pid\"; read x < \"$DIR/go\"; sleep 1; echo finished")
         .env("DIR", dir.path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -1818,14 +1819,14 @@ fn sigtstp_to_retry_stops_the_command_too_and_stopped_time_is_not_a_hang() {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
-    std::thread::sleep(Duration::from_secs(5));
+    std::thread::sleep(Duration::from_millis(2500));
     assert_eq!(
         common::process_state(pid),
         Some('T'),
         "the command ran on while retry was stopped"
     );
-    std::fs::write(dir.path().join("go"), b"").unwrap();
     common::send_signal(retry_pid, libc::SIGCONT);
+    std::fs::write(&fifo, b"go\n").unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(out.stdout, b"finished\n");

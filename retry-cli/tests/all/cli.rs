@@ -291,6 +291,99 @@ fn send(pid: u32, signal: &str) {
     assert!(status.success());
 }
 
+/// A command's tree: a child with a child of its own, a child in a session
+/// of its own (out of the command's process group), a child that ignores
+/// SIGTERM, and a daemon (double fork: its parent exits at once, so it is
+/// adopted). Each appends its pid to `$DIR/pids`; prints `started`.
+const TREE: &str = "echo $$ >> \"$DIR/pids\"\n\
+    sh -c 'sleep 30 & echo $! >> \"$DIR/pids\"; sleep 30' & echo $! >> \"$DIR/pids\"\n\
+    setsid sleep 30 & echo $! >> \"$DIR/pids\"\n\
+    (trap '' TERM; sleep 30) & echo $! >> \"$DIR/pids\"\n\
+    sh -c 'sleep 30 & echo $! >> \"$DIR/pids\"' \n\
+    echo started\n\
+    wait\n";
+
+/// Without a terminal too, a timeout ends the whole tree of the attempt, not
+/// only its process group.
+#[test]
+fn a_timeout_ends_every_process_of_the_tree() {
+    let dir = tmp();
+    std::fs::write(dir.path().join("tree.sh"), TREE).unwrap();
+    let began = Instant::now();
+    let out = common::command(retry())
+        .args(["-n", "1", "--timeout", "500ms", "--kill-after", "200ms"])
+        .args(["--", "sh", "tree.sh"])
+        .env("DIR", dir.path())
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(124), "{}", stderr(&out));
+    assert!(began.elapsed() < Duration::from_secs(5));
+    let pids = pids(dir.path());
+    assert_eq!(pids.len(), 6, "{pids:?}");
+    common::assert_gone(&pids);
+}
+
+/// A TERM sent to retry ends the whole tree of the attempt.
+#[test]
+fn a_term_to_retry_ends_every_process_of_the_tree() {
+    let dir = tmp();
+    std::fs::write(dir.path().join("tree.sh"), TREE).unwrap();
+    let mut child = common::command(retry())
+        .args(["-n", "3", "--kill-after", "200ms", "--", "sh", "tree.sh"])
+        .env("DIR", dir.path())
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line, "started\n");
+    let until = Instant::now() + Duration::from_secs(5);
+    while pids(dir.path()).len() < 6 {
+        assert!(Instant::now() < until, "{:?}", pids(dir.path()));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    send(child.id(), "TERM");
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGTERM));
+    common::assert_gone(&pids(dir.path()));
+}
+
+/// What an attempt leaves running when it ends normally (a server it
+/// started) is not part of a later attempt's tree: a later timeout does not
+/// end it. (retry adopts it, and lets it go when it exits.)
+#[test]
+fn what_an_earlier_attempt_left_running_survives_a_later_timeout() {
+    let dir = tmp();
+    let out = common::command(retry())
+        .args(["-n", "2", "-d", "0", "--timeout", "300ms", "--kill-after", "100ms"])
+        .args(["--", "sh", "-c"])
+        .arg(
+            "if [ \"$RETRY_ATTEMPT\" = 1 ]; then \
+               sh -c 'sleep 30 >/dev/null 2>&1 & echo $! > \"$DIR/server\"'; exit 1; \
+             fi; echo $$ > \"$DIR/second\"; sleep 10",
+        )
+        .env("DIR", dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(124), "{}", stderr(&out));
+    let server = common::read_pid(&dir.path().join("server"));
+    assert!(
+        common::process_alive(server),
+        "the first attempt's server was ended"
+    );
+    common::assert_gone(&[common::read_pid(&dir.path().join("second"))]);
+    common::send_signal(server, libc::SIGKILL);
+}
+
 #[test]
 fn sigterm_is_forwarded_and_leaves_no_orphan() {
     let dir = tmp();

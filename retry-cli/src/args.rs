@@ -296,7 +296,8 @@ struct Flags {
     hold_stdout: bool,
     on_retry: Option<String>,
     on_give_up: Option<String>,
-    config: Option<PathBuf>,
+    /// Every `--config`, in order (layered).
+    config: Vec<PathBuf>,
     events: Option<Events>,
     json: bool,
     quiet: bool,
@@ -308,18 +309,37 @@ struct Flags {
     given: u64,
 }
 
-/// A whole number for `--attempts`, `--retries`, `--success-count`, `--seed`.
+/// A whole number for `--attempts`, `--retries`, `--success-count`.
 fn whole<N: core::str::FromStr>(text: &str) -> Result<N, String> {
     text.trim()
         .parse()
         .map_err(|_| format!("`{text}` is not a whole number (or is too large)"))
 }
 
+/// A `--seed`: a whole number from 0 to 2^64 - 1, in decimal or in hex with
+/// `0x`, bare or in double quotes (as `jq .seed` prints the `seed` of a
+/// `start` event, which is a string so that no JSON reader rounds it).
+pub(super) fn parse_seed(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let t = t
+        .strip_prefix('"')
+        .and_then(|t| t.strip_suffix('"'))
+        .unwrap_or(t)
+        .trim();
+    let parsed = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => t.parse().ok(),
+    };
+    parsed.ok_or_else(|| {
+        format!("`{text}` is not a seed (a whole number below 2^64, decimal or 0x hex)")
+    })
+}
+
 impl Flags {
     /// Sets the flag `spec` from its value (`None` for a switch).
     fn set(&mut self, spec: &FlagSpec, value: Option<&OsStr>) -> Result<(), String> {
         if spec.long == "config" {
-            self.config = value.map(PathBuf::from);
+            self.config.extend(value.map(PathBuf::from));
             return Ok(());
         }
         let text = match value {
@@ -351,7 +371,7 @@ impl Flags {
             "min-delay" => self.min_delay = Some(parse_duration(text)?),
             "jitter" => self.jitter = Some(parse_jitter(text)?),
             "delays" => self.delays = Some(parse_delays(text)?),
-            "seed" => self.seed = Some(whole(text)?),
+            "seed" => self.seed = Some(parse_seed(text)?),
             "max-time" => self.max_time = Some(parse_duration(text)?),
             "timeout" => self.timeout = Some(parse_duration(text)?),
             "kill-after" => self.kill_after = Some(parse_duration(text)?),
@@ -744,20 +764,25 @@ where
 
 /// The program's defaults, the base a config file and the flags are laid over:
 /// the core's default policy, with a command's hint file honoured in the core's
-/// at-least mode (the longer of the hint and the curve, the hint capped at 5 min).
+/// at-least mode (the longer of the hint and the curve, the hint capped at 5 min),
+/// and equal jitter: a stated delay is never shortened by more than half
+/// (`-d 5s` waits 2.5 s to 5 s), where the libraries' full jitter may retry at
+/// once.
 #[must_use]
 pub fn program_defaults() -> RetryPolicy {
     RetryPolicy::default()
         .to_builder()
         .hints(HintMode::AT_LEAST_DEFAULT)
+        .jitter(Jitter::Equal)
         .build()
         .unwrap_or_default()
 }
 
 fn invocation(flags: Flags, plan: bool) -> Result<Invocation, CliError> {
-    let (base, keys) = match &flags.config {
-        Some(path) => config::load(path, &program_defaults())?,
-        None => (program_defaults(), ProgramKeys::default()),
+    let (base, keys) = if flags.config.is_empty() {
+        (program_defaults(), ProgramKeys::default())
+    } else {
+        config::load_all(&flags.config, &program_defaults())?
     };
     let retry_on = flags.retry_on.or(keys.retry_on);
     let stop_on = flags.stop_on.or(keys.stop_on);
@@ -784,6 +809,10 @@ fn invocation(flags: Flags, plan: bool) -> Result<Invocation, CliError> {
     }
     if let Some(j) = flags.jitter {
         builder = builder.jitter(j);
+    } else if !keys.sets_jitter && builder.build().is_ok_and(|p| p.backoff() == Backoff::None) {
+        // The program's default jitter is for a curve that waits: without
+        // one there is nothing to jitter, and the plan says so.
+        builder = builder.jitter(Jitter::None);
     }
     if let Some(d) = flags.max_time {
         builder = builder.budget(d).cap_attempt_to_budget(true);
@@ -1062,7 +1091,8 @@ mod tests {
             Backoff::exponential(Duration::from_secs(1), 2.0)
         );
         assert_eq!(inv.policy.max_delay(), Duration::from_secs(60));
-        assert_eq!(inv.policy.jitter(), Jitter::Full);
+        // Equal jitter: a stated delay is never shortened by more than half.
+        assert_eq!(inv.policy.jitter(), Jitter::Equal);
         assert_eq!(inv.policy.hints(), HintMode::AT_LEAST_DEFAULT);
         assert_eq!(inv.goal, Goal::Success);
         assert_eq!(inv.kill_after, Duration::from_secs(10));

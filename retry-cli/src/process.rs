@@ -60,6 +60,16 @@ impl RunClock {
         self.start.elapsed()
     }
 
+    /// The run's time so far, wall and counted, from one reading.
+    #[must_use]
+    pub fn spent(&self) -> super::output::Spent {
+        let elapsed = self.start.elapsed();
+        super::output::Spent {
+            elapsed,
+            counted: elapsed.saturating_sub(self.paused),
+        }
+    }
+
     /// When the run started.
     #[must_use]
     pub const fn started(&self) -> WallInstant {

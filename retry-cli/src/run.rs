@@ -375,6 +375,14 @@ pub fn run(invocation: &Invocation, command: &[OsString]) -> Exit {
                         }
                     }
                 };
+                // The interval a jittered curve delay is drawn from, for the
+                // report (not with a hint, whose floor moves it, nor with a
+                // delay list, which has no jitter).
+                let hinted = matches!(event, Event::Failed(f) if f.hint().is_some());
+                let range = (!hinted && list.is_none())
+                    .then(|| machine_policy.delay_interval(number))
+                    .flatten()
+                    .filter(|(lo, hi)| lo < hi);
                 action = machine.poll(event, run.clock.now());
                 if let Action::Withdraw { .. } = action {
                     // The command line has no shared retry budget: every
@@ -389,7 +397,16 @@ pub fn run(invocation: &Invocation, command: &[OsString]) -> Exit {
                         run.attempt_pid,
                         run.attempt_took,
                         &action,
-                        run.clock.elapsed(),
+                        range.filter(|_| {
+                            matches!(
+                                action,
+                                Action::Sleep {
+                                    reason: retry_core::SleepReason::Curve,
+                                    ..
+                                }
+                            )
+                        }),
+                        run.clock.spent(),
                     );
                 }
             }
@@ -421,7 +438,7 @@ pub fn run(invocation: &Invocation, command: &[OsString]) -> Exit {
                 } else {
                     run.last_status.unwrap_or(1)
                 };
-                run.reporter.done(attempts, code, run.clock.elapsed());
+                run.reporter.done(attempts, code, run.clock.spent());
                 return Exit::Code(code);
             }
             Action::GiveUp(give_up) => {
@@ -429,7 +446,7 @@ pub fn run(invocation: &Invocation, command: &[OsString]) -> Exit {
                     run.reporter.give_up(
                         &give_up,
                         128_i32.saturating_add(signal),
-                        run.clock.elapsed(),
+                        run.clock.spent(),
                     );
                     return Exit::Signal(signal);
                 }
@@ -437,7 +454,7 @@ pub fn run(invocation: &Invocation, command: &[OsString]) -> Exit {
                     GiveUpReason::TimedOut { .. } | GiveUpReason::Budget => 124,
                     _ => run.last_status.unwrap_or(1),
                 };
-                run.reporter.give_up(&give_up, code, run.clock.elapsed());
+                run.reporter.give_up(&give_up, code, run.clock.spent());
                 if let Some(hook) = &invocation.on_give_up {
                     let mut env = attempt_env(give_up.attempts, invocation, Some(code), None);
                     env.push((

@@ -363,7 +363,16 @@ fn a_term_to_retry_ends_every_process_of_the_tree() {
 fn what_an_earlier_attempt_left_running_survives_a_later_timeout() {
     let dir = tmp();
     let out = common::command(retry())
-        .args(["-n", "2", "-d", "0", "--timeout", "300ms", "--kill-after", "100ms"])
+        .args([
+            "-n",
+            "2",
+            "-d",
+            "0",
+            "--timeout",
+            "300ms",
+            "--kill-after",
+            "100ms",
+        ])
         .args(["--", "sh", "-c"])
         .arg(
             "if [ \"$RETRY_ATTEMPT\" = 1 ]; then \
@@ -702,7 +711,7 @@ fn json_events_are_json_lines_with_a_schema() {
             "give_up"
         ]
     );
-    assert!(events.iter().all(|e| e["schema"] == 1));
+    assert!(events.iter().all(|e| e["schema"] == 2));
     assert_eq!(events[2]["code"], 3);
     assert_eq!(events[2]["timed_out"], false);
     assert_eq!(events[3]["delay_ms"], 5);
@@ -1146,7 +1155,7 @@ fn events_have_their_own_channel_and_parse_while_the_command_floods_stderr() {
     // Every event has a schema, an RFC 3339 UTC time and a monotonic elapsed time.
     let mut last_elapsed = 0;
     for event in &lines {
-        assert_eq!(event["schema"], 1);
+        assert_eq!(event["schema"], 2);
         let time = event["time"].as_str().unwrap();
         assert_eq!(time.len(), "2024-05-01T12:34:56.789Z".len(), "{time}");
         assert!(time.ends_with('Z') && &time[10..11] == "T", "{time}");
@@ -1217,7 +1226,7 @@ fn plan_json_is_one_object_per_line() {
         assert!(records.len() >= 3, "{text}");
         assert_eq!(records[0]["record"], "policy");
         assert_eq!(records.last().unwrap()["record"], "result");
-        assert!(records.iter().all(|r| r["schema"] == 2));
+        assert!(records.iter().all(|r| r["schema"] == 3));
         assert!(records[1..records.len() - 1]
             .iter()
             .all(|r| r["record"] == "attempt"));
@@ -2015,4 +2024,316 @@ fn huge_durations_never_panic() {
             stderr(&out)
         );
     }
+}
+
+// --- Issue 29, items 4 to 9; issue 28, items 6, 8 and 10 --------------------
+
+/// `--events fd:3`: retry keeps fd 3 for itself (close-on-exec, the caller's
+/// own number included); the command gets exactly the descriptors the caller
+/// passed, but 3: 0, 1, 2 and the caller's fd 4 here (the same command run by
+/// the caller directly lists what it passes). Before, fd 3 leaked to
+/// the command and kept a reader of the events from seeing end of file while a
+/// background grandchild lived.
+#[test]
+fn the_events_descriptor_and_retrys_own_never_reach_the_command() {
+    let dir = tmp();
+    let out = common::command("bash")
+        .arg("-c")
+        .arg(
+            "exec 3>\"$DIR/events\" 4>\"$DIR/other\"; \
+             sh -c 'ls /proc/$$/fd > \"$DIR/caller\"'; \
+             exec \"$RETRY\" -n 1 --events fd:3 -- sh -c 'ls /proc/$$/fd > \"$DIR/command\"'",
+        )
+        .env("RETRY", retry())
+        .env("DIR", dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let fds = |name: &str| -> Vec<i32> {
+        let mut fds: Vec<i32> = std::fs::read_to_string(dir.path().join(name))
+            .unwrap()
+            .split_whitespace()
+            .map(|n| n.parse().unwrap())
+            .collect();
+        fds.sort_unstable();
+        fds
+    };
+    let mut expected = fds("caller");
+    assert!(
+        expected.contains(&3) && expected.contains(&4),
+        "{expected:?}"
+    );
+    expected.retain(|&fd| fd != 3);
+    assert_eq!(fds("command"), expected);
+    // The events went to fd 3.
+    assert!(!events(&dir.path().join("events")).is_empty());
+    // A background grandchild no longer holds the events open: the reader
+    // sees end of file when retry exits.
+    let began = Instant::now();
+    let out = common::command("bash")
+        .arg("-c")
+        .arg("\"$RETRY\" -n 1 --events fd:3 -- sh -c 'sleep 5 >/dev/null 2>&1 &' 3>&1 >/dev/null | wc -l")
+        .env("RETRY", retry())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        began.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        began.elapsed()
+    );
+    // start, attempt_start, attempt_end, done.
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "4");
+}
+
+/// The `start` event's seed is a string (a number above 2^53 is rounded by jq
+/// and JavaScript), and `--seed` takes it back: as jq prints it (in quotes),
+/// bare, or in hex. The run with it draws the same delays.
+#[test]
+fn the_seed_of_an_event_is_a_string_that_seed_takes_back() {
+    let seed = "18446744073709551557"; // above 2^53: a JSON number would round it
+    let dir = tmp();
+    let (_, first) = retry_events(
+        dir.path(),
+        &["-n", "4", "-d", "20ms", "--jitter", "full", "--seed", seed],
+        "exit 1",
+    );
+    let start = named(&first, "start")[0];
+    assert_eq!(start["seed"], seed, "{start}");
+    let delays = |events: &[serde_json::Value]| -> Vec<u64> {
+        named(events, "sleep")
+            .iter()
+            .map(|e| e["delay_ms"].as_u64().unwrap())
+            .collect()
+    };
+    // Random seeds round-trip too.
+    let dir = tmp();
+    let (_, random) = retry_events(
+        dir.path(),
+        &["-n", "4", "-d", "20ms", "--jitter", "full"],
+        "exit 1",
+    );
+    let drawn = named(&random, "start")[0]["seed"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for (events, given) in [
+        (&first, format!("\"{seed}\"")),
+        (&first, format!("0x{:x}", seed.parse::<u64>().unwrap())),
+        (&random, drawn.clone()),
+        (&random, format!("\"{drawn}\"")),
+    ] {
+        let dir = tmp();
+        let (out, again) = retry_events(
+            dir.path(),
+            &[
+                "-n", "4", "-d", "20ms", "--jitter", "full", "--seed", &given,
+            ],
+            "exit 1",
+        );
+        assert_eq!(out.status.code(), Some(1), "{given}: {}", stderr(&out));
+        assert_eq!(delays(&again), delays(events), "--seed {given}");
+    }
+    // The plan's seed is a string too.
+    let first_line = plan(&["--json", "--seed", seed]);
+    let policy: serde_json::Value =
+        serde_json::from_str(first_line.lines().next().unwrap()).unwrap();
+    assert_eq!(policy["seed"], seed);
+    let out = common::command(retry())
+        .args(["plan", "--seed", "\"12x\""])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    assert!(stderr(&out).contains("--seed"), "{}", stderr(&out));
+}
+
+/// A root retry running a command that drops privileges (setpriv, runuser,
+/// sudo -u) gives it a hint file it can still write; the directory holding it
+/// is gone after the run. Before, the command's write failed with Permission
+/// denied on /proc/<pid>/fd/N and the hint was lost.
+#[test]
+fn a_command_that_dropped_privileges_can_write_its_hint_file() {
+    let dir = tmp();
+    let root = common::is_root();
+    let setpriv = common::command("setpriv")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    let (out, events) = if root && setpriv {
+        retry_events(
+            dir.path(),
+            &["-n", "2", "-d", "0"],
+            "exec setpriv --reuid=65534 --regid=65534 --clear-groups \
+             sh -c 'echo retry-after=0.2 > \"$RETRY_HINT_FILE\" && echo $RETRY_HINT_FILE; exit 75'",
+        )
+    } else {
+        println!(
+            "SKIPPED the privilege drop: needs root and setpriv; the same user's write is checked"
+        );
+        retry_events(
+            dir.path(),
+            &["-n", "2", "-d", "0"],
+            "echo retry-after=0.2 > \"$RETRY_HINT_FILE\" && echo $RETRY_HINT_FILE; exit 75",
+        )
+    };
+    assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("ermission denied"),
+        "{}",
+        stderr(&out)
+    );
+    let sleep = named(&events, "sleep")[0];
+    assert_eq!(
+        (sleep["delay_ms"].as_u64(), sleep["reason"].as_str()),
+        (Some(200), Some("hint")),
+        "{events:?}"
+    );
+    // Nothing of the hint files is left behind.
+    for path in String::from_utf8_lossy(&out.stdout).lines() {
+        let path = Path::new(path);
+        assert!(!path.exists(), "{} is left", path.display());
+        if !path.starts_with("/proc") {
+            assert!(
+                !path.parent().unwrap().exists(),
+                "{} is left",
+                path.display()
+            );
+        }
+    }
+}
+
+/// The program's default jitter never shortens a stated delay by more than
+/// half (equal jitter: `-d 5s` waits 2.5 s to 5 s), and the status line and
+/// the plan show the range. Before, full jitter could retry at once.
+#[test]
+fn the_default_jitter_keeps_at_least_half_of_a_stated_delay_and_shows_its_range() {
+    for seed in 0..200u64 {
+        let text = plan(&["-d", "5s", "-n", "2", "--seed", &seed.to_string(), "--json"]);
+        let row: serde_json::Value = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
+        let then = &row["then"];
+        let delay = then["delay_ms"].as_u64().unwrap();
+        assert!((2500..=5000).contains(&delay), "seed {seed}: {delay} ms");
+        assert_eq!(
+            (then["delay_min_ms"].as_u64(), then["delay_max_ms"].as_u64()),
+            (Some(2500), Some(5000))
+        );
+    }
+    let text = plan(&["-d", "5s", "-n", "2", "--seed", "1"]);
+    assert!(text.contains("jitter equal"), "{text}");
+    assert!(
+        text.contains("(curve, jittered within 2.500s to 5.000s)"),
+        "{text}"
+    );
+    // A run says it too.
+    let dir = tmp();
+    let out = common::command(retry())
+        .args(["-n", "2", "-d", "40ms", "--", "false"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(", jittered within 20ms to 40ms ("),
+        "{}",
+        stderr(&out)
+    );
+    // Unjittered delays show no range.
+    let text = plan(&["-d", "5s", "-n", "2", "--seed", "1", "--jitter", "none"]);
+    assert!(text.contains("sleep 5.000s (curve)\n"), "{text}");
+}
+
+/// `retry plan` with a retry budget: a grant of the budget is followed by the
+/// retry, as in the real run (issue 28, item 8). Before, the plan printed
+/// `"then": null` where a retry followed.
+#[test]
+fn a_plan_with_a_retry_budget_shows_the_retries_the_run_makes() {
+    let dir = tmp();
+    let config = dir.path().join("budget.json");
+    std::fs::write(
+        &config,
+        r#"{"max_attempts":3,"backoff":"none","use_retry_budget":true}"#,
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let text = plan(&["--config", config, "--simulate", "1,1,0", "--json"]);
+    let thens: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["record"] == "attempt")
+        .map(|r| r["then"].clone())
+        .collect();
+    assert_eq!(thens.len(), 3, "{text}");
+    assert_eq!(thens[0]["action"], "retry", "{text}");
+    assert_eq!(thens[1]["action"], "retry", "{text}");
+    assert_eq!(thens[2]["action"], "done", "{text}");
+    let table = plan(&["--config", config, "--simulate", "1,1,0"]);
+    assert_eq!(table.matches("retry at once").count(), 2, "{table}");
+    assert!(!table.contains('…'), "{table}");
+    // The real run: three attempts, each failure retried at once.
+    let script = counted("[ $(wc -l < \"$DIR/count\") -ge 3 ]");
+    let dir = tmp();
+    let (out, events) = retry_events(dir.path(), &["--config", config], &script);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(attempts(dir.path()), 3);
+    assert!(named(&events, "sleep").is_empty());
+    assert_eq!(
+        stderr(&out).matches("retrying now").count(),
+        2,
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Without a curve there is nothing to jitter: `backoff: none` shows no
+/// jitter (issue 28, item 10), unless one is asked for.
+#[test]
+fn a_plan_without_a_curve_shows_no_jitter() {
+    let dir = tmp();
+    let config = dir.path().join("none.json");
+    std::fs::write(&config, r#"{"backoff":"none"}"#).unwrap();
+    let text = plan(&["--config", config.to_str().unwrap(), "--seed", "1"]);
+    assert!(text.contains("none, delays in"), "{text}");
+    assert!(text.contains("jitter none"), "{text}");
+    let text = plan(&["--backoff", "none", "--seed", "1"]);
+    assert!(text.contains("jitter none"), "{text}");
+    let text = plan(&[
+        "--backoff",
+        "none",
+        "--jitter",
+        "add:0.1",
+        "--min-delay",
+        "1s",
+    ]);
+    assert!(text.contains("jitter add"), "{text}");
+}
+
+/// Every time the program reports is measured from the run's start (issue 28,
+/// item 6): reading a replayed stdin that takes a second is part of the run.
+/// Before, the clock started after it, and "giving up … (25ms elapsed)"
+/// left that second out.
+#[test]
+fn reported_times_count_the_whole_run() {
+    let dir = tmp();
+    let log = dir.path().join("events.jsonl");
+    let out = common::command("bash")
+        .arg("-c")
+        .arg("(sleep 1; echo input) | \"$RETRY\" --replay-stdin -n 2 -d 10ms --events \"$LOG\" -- sh -c 'cat >/dev/null; exit 3'")
+        .env("RETRY", retry())
+        .env("LOG", &log)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let err = stderr(&out);
+    let line = err.lines().find(|l| l.contains("giving up")).unwrap();
+    let took = line.rsplit('(').next().unwrap();
+    assert!(
+        took.starts_with('1') && took.contains("s elapsed"),
+        "the report leaves out the time stdin took: {line}"
+    );
+    let events = events(&log);
+    let give_up = named(&events, "give_up")[0];
+    assert!(give_up["elapsed_ms"].as_u64().unwrap() >= 1000, "{give_up}");
 }

@@ -458,3 +458,41 @@ fn no_process_of_the_tree_is_left_after_a_timeout_or_a_term() {
         assert_groups_gone(&[pid]);
     }
 }
+
+/// With a terminal too (retry holds `/dev/tty` open), the command gets only
+/// the descriptors its shell passed: not retry's terminal, not its events.
+#[test]
+fn the_command_gets_only_the_descriptors_its_shell_passed() {
+    let dir = tmp();
+    let mut t = bash(dir.path());
+    assert_eq!(
+        t.status_of(
+            "sh -c 'ls /proc/$$/fd > \"$DIR/caller\"' 3>\"$DIR/other\"",
+            LONG
+        ),
+        0
+    );
+    assert_eq!(
+        t.status_of(
+            "\"$RETRY\" -n 1 --events fd:3 -- sh -c 'ls /proc/$$/fd > \"$DIR/command\"' 3>\"$DIR/events\"",
+            LONG
+        ),
+        0
+    );
+    let fds = |name: &str| -> Vec<i32> {
+        let mut fds: Vec<i32> = std::fs::read_to_string(dir.path().join(name))
+            .unwrap()
+            .split_whitespace()
+            .map(|n| n.parse().unwrap())
+            .collect();
+        fds.sort_unstable();
+        fds
+    };
+    let mut expected = fds("caller");
+    assert!(expected.contains(&3), "{expected:?}");
+    expected.retain(|&fd| fd != 3);
+    assert_eq!(fds("command"), expected);
+    assert!(!std::fs::read_to_string(dir.path().join("events"))
+        .unwrap()
+        .is_empty());
+}

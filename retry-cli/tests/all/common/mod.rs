@@ -71,6 +71,12 @@ pub(crate) fn command_in_group(program: impl AsRef<OsStr>) -> Command {
     command
 }
 
+/// Whether the tests run as root.
+pub(crate) fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
 /// Whether any process of group `group` is alive.
 pub(crate) fn group_alive(group: i32) -> bool {
     // SAFETY: kill with signal 0 only checks; a negative pid names a group.

@@ -1822,6 +1822,41 @@ fn help_documents_every_flag_the_config_keys_and_curl() {
         help.contains("curl -fsS -D \"$RETRY_HINT_FILE\""),
         "no curl recipe"
     );
+    // What it does with the terminal, and the trade-offs; signals started
+    // ignored; the hint file and other users; layered configs.
+    for words in [
+        "runs in retry's own process group, the job's",
+        "The trade-offs:",
+        "Without a terminal",
+        "subreaper",
+        "SIGNALS STARTED IGNORED",
+        "stays ignored, for retry and for the",
+        "env --default-signal=INT,QUIT",
+        "Permission denied",
+        "layered in the order given",
+        "a quoted number without a unit",
+        "between half of it and all of it",
+    ] {
+        assert!(help.contains(words), "--help does not say: {words}");
+    }
+}
+
+/// A script's background job starts with SIGINT and SIGQUIT ignored (POSIX):
+/// retry keeps them ignored, for itself and for the command, as --help says.
+#[test]
+fn int_and_quit_started_ignored_stay_ignored_for_the_command() {
+    let dir = tmp();
+    let out = common::command("sh")
+        .arg("-c")
+        .arg("\"$RETRY\" -n 2 -d 10ms -- sh -c 'echo $$ >> \"$DIR/pids\"; kill -INT $$; kill -QUIT $$; echo alive' & wait $!")
+        .env("RETRY", retry())
+        .env("DIR", dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"alive\n");
+    assert_eq!(pids(dir.path()).len(), 1);
 }
 
 /// Voluntary context switches of a process, from /proc.

@@ -1368,10 +1368,10 @@ fn curl_header_dumps_in_the_hint_file_set_the_delay() {
         http("200 OK", &[], "ok\n"),
     ]);
     let dir = tmp();
-    let out = retry_plain(
+    let (out, events) = retry_events(
         dir.path(),
         &["--attempts", "3", "--delay", "10ms", "--jitter", "none"],
-        &curl_plain(port),
+        &curl(port),
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(out.stdout, b"ok\n");
@@ -1389,13 +1389,6 @@ fn curl_header_dumps_in_the_hint_file_set_the_delay() {
     );
     assert!(err.contains("next in 1s as the command asked"), "{err}");
     // The same run's events.
-    let (port, _) = serve(vec![
-        http("503 Service Unavailable", &["Retry-After: 1"], "busy\n"),
-        http("200 OK", &[], "ok\n"),
-    ]);
-    let dir = tmp();
-    let (out, events) = retry_events(dir.path(), &["-n", "3", "-d", "10ms"], &curl(port));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let sleep = named(&events, "sleep")[0];
     assert_eq!(sleep["reason"], "hint");
     assert_eq!(sleep["delay_ms"], 1000);
@@ -1434,12 +1427,14 @@ fn retry_after_ms_wins_and_http_dates_are_read() {
         "{}",
         stderr(&out)
     );
-    // An HTTP-date two seconds ahead.
-    let mut date = [0u8; 29];
+    // An HTTP-date two seconds ahead. The wait is measured from the moment
+    // retry reads the hint, which its `hint` event stamps (to the millisecond,
+    // a moment later): under any load, the delay is the date less that time.
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs();
+    let mut date = [0u8; 29];
     retry_core::format_http_date(now + 2, &mut date);
     let header = format!("Retry-After: {}", String::from_utf8_lossy(&date));
     let (port, _) = serve(vec![
@@ -1450,7 +1445,31 @@ fn retry_after_ms_wins_and_http_dates_are_read() {
     let (out, events) = retry_events(dir.path(), &["-n", "2", "-d", "10ms"], &curl(port));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let delay = named(&events, "sleep")[0]["delay_ms"].as_u64().unwrap();
-    assert!((1000..=3000).contains(&delay), "{delay}");
+    assert_eq!(unix_ms("1994-11-06T08:49:37.042Z"), 784_111_777_042);
+    let read_at = unix_ms(named(&events, "hint")[0]["time"].as_str().unwrap());
+    let left = (now + 2) * 1000 - read_at;
+    assert!(
+        left <= delay + 1 && delay <= left + 50,
+        "waited {delay} ms for a date {left} ms after the hint was read"
+    );
+    assert!(delay <= 2000, "{delay}");
+}
+
+/// An event's RFC 3339 UTC `time` (`2024-05-01T12:34:56.789Z`) in milliseconds
+/// since 1970.
+fn unix_ms(time: &str) -> u64 {
+    let number = |range: core::ops::Range<usize>| -> i64 { time[range].parse().unwrap() };
+    let (year, month, day) = (number(0..4), number(5..7), number(8..10));
+    // Days from civil (the era-based conversion).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + number(11..13) * 3600 + number(14..16) * 60 + number(17..19);
+    u64::try_from(secs * 1000 + number(20..23)).unwrap()
 }
 
 #[test]
@@ -1504,7 +1523,9 @@ fn forever_and_attempts_zero_have_no_limit() {
     for flag in [&["--forever"][..], &["--attempts", "0"], &["-n", "0"]] {
         let dir = tmp();
         let script = counted("[ $(wc -l < \"$DIR/count\") -ge 8 ]");
-        let (out, events) = retry_events(dir.path(), flag, &script);
+        // A constant 5 ms: the count is what matters, not the curve.
+        let args = [flag, &["--backoff", "constant"]].concat();
+        let (out, events) = retry_events(dir.path(), &args, &script);
         assert_eq!(out.status.code(), Some(0), "{flag:?}: {}", stderr(&out));
         assert_eq!(attempts(dir.path()), 8);
         assert!(named(&events, "start")[0]["max_attempts"].is_null());
@@ -1556,7 +1577,11 @@ fn a_config_file_can_ask_for_unlimited_attempts() {
         let script = counted(
             "echo \"max=[$RETRY_MAX_ATTEMPTS]\" > \"$DIR/max\"; [ $(wc -l < \"$DIR/count\") -ge 8 ]",
         );
-        let (out, events) = retry_events(dir.path(), &["--config", config], &script);
+        let (out, events) = retry_events(
+            dir.path(),
+            &["--config", config, "--backoff", "constant"],
+            &script,
+        );
         assert_eq!(out.status.code(), Some(0), "{key}: {}", stderr(&out));
         assert_eq!(attempts(dir.path()), 8, "{key}");
         assert!(named(&events, "start")[0]["max_attempts"].is_null());
@@ -1870,26 +1895,26 @@ fn voluntary_switches(status: &str) -> u64 {
 
 #[test]
 fn retry_does_not_wake_while_it_waits() {
-    // While the command runs for a second, and while retry sleeps a second
-    // before the next attempt, retry itself blocks: a handful of context
-    // switches, not one per tick. The command reads its parent's (retry's)
-    // counters at its end.
+    // While the command runs for half a second, and while retry sleeps half a
+    // second before the next attempt, retry itself blocks: a handful of
+    // context switches, not one per tick (a 5 ms tick is 100 of them). The
+    // command reads its parent's (retry's) counters at its end.
     let dir = tmp();
     let out = retry_plain(
         dir.path(),
-        &["--attempts", "2", "--delay", "1s", "--jitter", "none"],
-        "echo $$ >> \"$DIR/pids\"; sleep 1; cat /proc/$PPID/status > \"$DIR/status.$RETRY_ATTEMPT\"; exit 1",
+        &["--attempts", "2", "--delay", "500ms", "--jitter", "none"],
+        "echo $$ >> \"$DIR/pids\"; sleep 0.5; cat /proc/$PPID/status > \"$DIR/status.$RETRY_ATTEMPT\"; exit 1",
     );
     assert_eq!(out.status.code(), Some(1));
     let first = voluntary_switches(&std::fs::read_to_string(dir.path().join("status.1")).unwrap());
     let second = voluntary_switches(&std::fs::read_to_string(dir.path().join("status.2")).unwrap());
     assert!(
         first <= 10,
-        "{first} voluntary switches during a 1 s attempt"
+        "{first} voluntary switches during a 0.5 s attempt"
     );
     assert!(
         second <= 20,
-        "{second} voluntary switches after 2 attempts and a 1 s sleep"
+        "{second} voluntary switches after 2 attempts and a 0.5 s sleep"
     );
 }
 
@@ -1914,14 +1939,14 @@ fn a_signal_ignored_at_start_stays_ignored_for_the_command() {
 #[test]
 fn sigtstp_to_retry_stops_the_command_too_and_stopped_time_is_not_a_hang() {
     // `kill -TSTP` on retry stops the command and retry; `kill -CONT`
-    // continues both. A command under a 2 s timeout, stopped for 2.5 s in
+    // continues both. A command under a 1.2 s timeout, stopped for 1.5 s in
     // between, finishes (the stopped time is not counted: the call spans more
     // than the timeout).
     // The command cannot finish before the test lets it: it blocks opening a
     // FIFO the test writes to once it has continued it, so a loaded machine
     // delivering the stop late still finds it waiting (and never inside a
     // fork: a shell stopped in vfork(2) waits for its child's exec, not 'T');
-    // once let go it runs about 1 s.
+    // once let go it runs about half a second.
     // retry runs in a process group of its own, as a shell runs a job: were it
     // in an orphaned group (a session of its own), the kernel would discard
     // retry's own stop.
@@ -1931,10 +1956,10 @@ fn sigtstp_to_retry_stops_the_command_too_and_stopped_time_is_not_a_hang() {
     assert!(made.success());
     let log = dir.path().join("events.jsonl");
     let child = common::command_in_group(retry())
-        .args(["--attempts", "1", "--timeout", "2s", "--events"])
+        .args(["--attempts", "1", "--timeout", "1200ms", "--events"])
         .arg(&log)
         .args(["--", "sh", "-c"])
-        .arg("echo $$ > \"$DIR/pid\"; read x < \"$DIR/go\"; sleep 1; echo finished")
+        .arg("echo $$ > \"$DIR/pid\"; read x < \"$DIR/go\"; sleep 0.5; echo finished")
         .env("DIR", dir.path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -1956,7 +1981,7 @@ fn sigtstp_to_retry_stops_the_command_too_and_stopped_time_is_not_a_hang() {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
-    std::thread::sleep(Duration::from_millis(2500));
+    std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(
         common::process_state(pid),
         Some('T'),
@@ -1974,7 +1999,7 @@ fn sigtstp_to_retry_stops_the_command_too_and_stopped_time_is_not_a_hang() {
     let continued = named(&events, "continued");
     assert_eq!(continued.len(), 1, "{events:?}");
     assert!(
-        continued[0]["stopped_ms"].as_u64().unwrap() >= 2000,
+        continued[0]["stopped_ms"].as_u64().unwrap() >= 1500,
         "{events:?}"
     );
     assert_groups_gone(&[pid]);

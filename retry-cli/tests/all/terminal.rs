@@ -189,7 +189,7 @@ fn a_pager_in_the_pipeline_keeps_the_terminal_and_the_job_runs_to_the_end() {
         let mut t = shell(name, dir.path(), &[("TERM", "vt100"), ("LESS", "")]);
         let shell_pid = t.shell_pid();
         t.line(&format!(
-            "\"$RETRY\" -n 1 -- sh -c 'echo $$ > \"$DIR/pid\"; seq 1 1000; sleep 1; echo $$ > \"$DIR/finished\"' | {pager}; echo \"st\"\"atus=$?.\""
+            "\"$RETRY\" -n 1 -- sh -c 'echo $$ > \"$DIR/pid\"; seq 1 1000; sleep 0.5; echo $$ > \"$DIR/finished\"' | {pager}; echo \"st\"\"atus=$?.\""
         ));
         let pid = read_pid(&dir.path().join("pid"));
         let retry_pid = parent_of(pid);
@@ -279,7 +279,7 @@ fn a_command_exiting_130_on_ctrl_c_is_not_retried() {
         let path = script(
             dir.path(),
             "trap.sh",
-            "\"$RETRY\" -n 3 -d 1s -- sh -c 'echo $$ >> \"$DIR/pids\"; trap \"exit 130\" INT; echo ready; read x'\n\
+            "\"$RETRY\" -n 3 -d 300ms -- sh -c 'echo $$ >> \"$DIR/pids\"; trap \"exit 130\" INT; echo ready; read x'\n\
              echo \"after=$?\"\n",
         );
         let mut t = shell(name, dir.path(), &[]);
@@ -295,7 +295,8 @@ fn a_command_exiting_130_on_ctrl_c_is_not_retried() {
             !shown.contains("after="),
             "{name}: the script went on:\n{shown}"
         );
-        std::thread::sleep(Duration::from_millis(1200));
+        // Past the delay (300 ms at most): a retry would have started.
+        std::thread::sleep(Duration::from_millis(500));
         assert_eq!(pids_in(&dir.path().join("pids")), [pid], "{name}");
         assert_gone(&[pid, retry_pid]);
     }
@@ -307,12 +308,12 @@ fn ctrl_z_stops_the_command_with_retry_and_fg_continues_both() {
         let dir = tmp();
         let mut t = shell(name, dir.path(), &[]);
         let shell_pid = t.shell_pid();
-        // 1 s of work under a 2.5 s timeout; stopped for 2 s in between, which
-        // must not count as a hang. (The work is started before the marker: a
+        // Half a second of work under a 1.3 s timeout; stopped for a second in
+        // between, which must not count as a hang. (The work is started before the marker: a
         // shell stopped inside vfork(2), before its child's exec, cannot report
         // the stop to anyone.)
         t.line(
-            "\"$RETRY\" --attempts 1 --timeout 2500ms -- sh -c 'echo $$ > \"$DIR/pid\"; sleep 1 & echo \"be\"\"gun\"; wait $!; echo \"fin\"\"ished\"'",
+            "\"$RETRY\" --attempts 1 --timeout 1300ms -- sh -c 'echo $$ > \"$DIR/pid\"; sleep 0.5 & echo \"be\"\"gun\"; wait $!; echo \"fin\"\"ished\"'",
         );
         t.expect("begun", LONG);
         let pid = read_pid(&dir.path().join("pid"));
@@ -338,7 +339,7 @@ fn ctrl_z_stops_the_command_with_retry_and_fg_continues_both() {
             shell_pid,
             "{name} has the terminal while the job is stopped"
         );
-        t.expect_quiet("finished", Duration::from_secs(2));
+        t.expect_quiet("finished", Duration::from_secs(1));
         assert_eq!(process_state(pid), Some('T'));
         // fg: the shell continues the job, retry and the command together; the
         // command ends normally, within its timeout.
@@ -355,13 +356,14 @@ fn ctrl_z_while_retry_sleeps_stops_retry_and_fg_resumes_the_schedule() {
     let dir = tmp();
     let mut t = bash(dir.path());
     let shell = t.shell_pid();
-    t.line("\"$RETRY\" --attempts 2 --delay 1s --jitter none -- sh -c 'echo $$ >> \"$DIR/pids\"; echo \"try\"\"-$RETRY_ATTEMPT\"; exit 3'");
+    t.line("\"$RETRY\" --attempts 2 --delay 600ms --jitter none -- sh -c 'echo $$ >> \"$DIR/pids\"; echo \"try\"\"-$RETRY_ATTEMPT\"; exit 3'");
     t.expect("try-1", LONG);
-    std::thread::sleep(Duration::from_millis(200));
+    std::thread::sleep(Duration::from_millis(100));
     t.send("\x1a");
     t.expect("Stopped", LONG);
     t.expect(PROMPT, LONG);
-    t.expect_quiet("try-2", Duration::from_secs(2));
+    // Longer than the delay: a retry that went on sleeping would show it.
+    t.expect_quiet("try-2", Duration::from_secs(1));
     t.run("fg");
     t.expect("try-2", LONG);
     assert_eq!(t.status(LONG), 3);

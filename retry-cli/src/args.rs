@@ -12,7 +12,10 @@ use core::time::Duration;
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
-use retry_core::{Backoff, DurationParseError, Goal, HintMode, Jitter, PolicyError, RetryPolicy};
+use retry_core::{
+    Backoff, DurationParseError, Goal, HintMode, Jitter, PolicyError, RetryPolicy,
+    RetryPolicyBuilder,
+};
 
 use super::config::{self, ProgramKeys};
 use super::duration::parse_duration;
@@ -820,25 +823,35 @@ where
 /// once.
 #[must_use]
 pub fn program_defaults() -> RetryPolicy {
+    program_defaults_builder().build().unwrap_or_default()
+}
+
+/// [`program_defaults`], not built yet (a policy is validated and planned
+/// when built: once per run is enough).
+fn program_defaults_builder() -> RetryPolicyBuilder {
     RetryPolicy::default()
         .to_builder()
         .hints(HintMode::AT_LEAST_DEFAULT)
         .jitter(Jitter::Equal)
-        .build()
-        .unwrap_or_default()
 }
 
 fn invocation(flags: Flags, plan: bool) -> Result<Invocation, CliError> {
-    let (base, keys) = if flags.config.is_empty() {
-        (program_defaults(), ProgramKeys::default())
+    // Without a config file the defaults need not be built first: the flags
+    // go onto their builder.
+    let (mut builder, base_backoff, keys) = if flags.config.is_empty() {
+        (
+            program_defaults_builder(),
+            RetryPolicy::default().backoff(),
+            ProgramKeys::default(),
+        )
     } else {
-        config::load_all(&flags.config, &program_defaults())?
+        let (base, keys) = config::load_all(&flags.config, &program_defaults())?;
+        (base.to_builder(), base.backoff(), keys)
     };
     let retry_on = flags.retry_on.or(keys.retry_on);
     let stop_on = flags.stop_on.or(keys.stop_on);
     let lists_given = retry_on.is_some() || stop_on.is_some();
     let classifier = Classifier::from_lists(retry_on, stop_on);
-    let mut builder = base.to_builder();
     match flags.attempts {
         Some(0) => builder = builder.unlimited_attempts(),
         Some(n) => builder = builder.max_attempts(n),
@@ -848,7 +861,8 @@ fn invocation(flags: Flags, plan: bool) -> Result<Invocation, CliError> {
     if let Some(n) = flags.retries {
         builder = builder.max_retries(n);
     }
-    if let Some(backoff) = backoff(&flags, base.backoff())? {
+    let curve = backoff(&flags, base_backoff)?;
+    if let Some(backoff) = curve {
         builder = builder.backoff(backoff);
     }
     if let Some(d) = flags.max_delay {
@@ -859,7 +873,7 @@ fn invocation(flags: Flags, plan: bool) -> Result<Invocation, CliError> {
     }
     if let Some(j) = flags.jitter {
         builder = builder.jitter(j);
-    } else if !keys.sets_jitter && builder.build().is_ok_and(|p| p.backoff() == Backoff::None) {
+    } else if !keys.sets_jitter && curve.unwrap_or(base_backoff) == Backoff::None {
         // The program's default jitter is for a curve that waits: without
         // one there is nothing to jitter, and the plan says so.
         builder = builder.jitter(Jitter::None);

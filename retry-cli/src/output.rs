@@ -247,7 +247,7 @@ impl Reporter {
                 "max_attempts": self.max_attempts,
                 "goal": self.goal.to_string(),
                 "seed": seed.to_string(),
-                "pid": std::process::id(),
+                "pid": super::sys::own_pid().as_raw_nonzero(),
             })
         });
     }

@@ -4,6 +4,7 @@
 //! an explicit [`DelayList`] (`--delays`).
 
 use core::time::Duration;
+use std::ffi::CString;
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -47,7 +48,7 @@ enum HintFile {
         /// `retry`'s descriptor of the file.
         file: std::fs::File,
         /// The path the command is given.
-        path: PathBuf,
+        path: CString,
     },
 }
 
@@ -68,7 +69,7 @@ const HINT_FILE_LIMIT: u64 = 64 * 1024;
 #[derive(Default)]
 struct HintDirectory {
     /// The directory, once made.
-    path: Option<PathBuf>,
+    path: Option<CString>,
     /// Whether it could not be made (then no hint files).
     failed: bool,
 }
@@ -82,59 +83,48 @@ impl HintDirectory {
             }
         }
         let dir = self.directory()?;
-        let path = dir.join(format!("hint-{attempt}"));
-        let _ = std::fs::remove_file(&path);
-        let file = {
-            use std::os::unix::fs::OpenOptionsExt;
-            std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&path)
-                .ok()?
-        };
+        let mut path = dir.into_bytes();
+        path.extend_from_slice(format!("/hint-{attempt}").as_bytes());
+        let path = CString::new(path).ok()?;
         // Any user may write it (a command that switched users); only retry
-        // reads it. Set after creation: the umask applies to the mode given.
-        if sys::set_mode(&file, 0o622).is_err() {
-            let _ = std::fs::remove_file(&path);
-            return None;
-        }
-        Some(HintFile::Disk { file, path })
+        // reads it.
+        let fd = sys::create_file(&path, 0o622).ok()?;
+        Some(HintFile::Disk {
+            file: std::fs::File::from(fd),
+            path,
+        })
     }
 
     /// The run's directory, made on first use.
-    fn directory(&mut self) -> Option<PathBuf> {
+    fn directory(&mut self) -> Option<CString> {
         if self.failed {
             return None;
         }
         if let Some(path) = &self.path {
             return Some(path.clone());
         }
-        let shm = PathBuf::from("/dev/shm");
-        let parent = if shm.is_dir() {
-            shm
-        } else {
-            std::env::temp_dir()
-        };
-        for _ in 0..8 {
-            let path = parent.join(format!(
-                "retry-{}-{:016x}",
-                std::process::id(),
-                random_seed()
-            ));
-            let made = {
-                use std::os::unix::fs::DirBuilderExt;
-                std::fs::DirBuilder::new().mode(0o700).create(&path)
-            };
-            if made.is_ok() {
-                let opened = std::fs::File::open(&path);
-                if opened.and_then(|dir| sys::set_mode(&dir, 0o711)).is_err() {
-                    let _ = std::fs::remove_dir(&path);
+        let temporary = std::env::temp_dir();
+        for parent in [std::path::Path::new("/dev/shm"), temporary.as_path()] {
+            for _ in 0..4 {
+                let name = format!(
+                    "{}/retry-{}-{:016x}",
+                    parent.display(),
+                    sys::own_pid().as_raw_nonzero(),
+                    random_seed()
+                );
+                let Ok(path) = CString::new(name) else {
                     break;
+                };
+                match sys::make_private_dir(&path, 0o711) {
+                    Ok(()) => {
+                        self.path = Some(path.clone());
+                        return Some(path);
+                    }
+                    // Taken (a name seen before): draw another.
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    // Not there, or not writable: the next parent.
+                    Err(_) => break,
                 }
-                self.path = Some(path.clone());
-                return Some(path);
             }
         }
         self.failed = true;
@@ -144,13 +134,9 @@ impl HintDirectory {
 
 impl Drop for HintDirectory {
     fn drop(&mut self) {
+        // Each hint file removed itself when its attempt ended.
         if let Some(path) = &self.path {
-            if let Ok(entries) = std::fs::read_dir(path) {
-                for entry in entries.flatten() {
-                    let _ = std::fs::remove_file(entry.path());
-                }
-            }
-            let _ = std::fs::remove_dir(path);
+            sys::remove_dir(path);
         }
     }
 }
@@ -165,7 +151,7 @@ impl HintFile {
         let fd = sys::memory_file().ok()?;
         let path = PathBuf::from(format!(
             "/proc/{}/fd/{}",
-            std::process::id(),
+            sys::own_pid().as_raw_nonzero(),
             fd.as_raw_fd()
         ));
         Some(HintFile::Memory {
@@ -175,9 +161,11 @@ impl HintFile {
     }
 
     /// The path the command is given.
-    fn path(&self) -> &std::path::Path {
+    fn path(&self) -> OsString {
+        use std::os::unix::ffi::OsStrExt;
         match self {
-            HintFile::Memory { path, .. } | HintFile::Disk { path, .. } => path,
+            HintFile::Memory { path, .. } => path.as_os_str().to_owned(),
+            HintFile::Disk { path, .. } => std::ffi::OsStr::from_bytes(path.as_bytes()).to_owned(),
         }
     }
 
@@ -197,20 +185,26 @@ impl HintFile {
 impl Drop for HintFile {
     fn drop(&mut self) {
         if let HintFile::Disk { path, .. } = self {
-            let _ = std::fs::remove_file(path);
+            sys::remove_file(path);
         }
     }
 }
 
-/// A seed from the OS's hash randomness, the time and the process id.
+/// A seed from the kernel's randomness (or, without it, the time and the
+/// process id).
 fn random_seed() -> u64 {
-    use core::hash::{BuildHasher, Hasher};
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    if let Ok(now) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
-        hasher.write_u128(now.as_nanos());
+    if let Some(seed) = sys::random_u64() {
+        return seed;
     }
-    hasher.write_u32(std::process::id());
-    hasher.finish()
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let pid = u64::from(sys::own_pid().as_raw_nonzero().get().unsigned_abs());
+    // splitmix64 of the two.
+    let mut z = (nanos as u64 ^ (pid << 32)).wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// Signals `retry` passes on and then dies of.
@@ -486,7 +480,7 @@ impl Run<'_> {
         let hint_file = self.hint_directory.create(number);
         let mut env = attempt_env(number, invocation, self.last_status, deadline_in);
         if let Some(hint) = &hint_file {
-            env.push(("RETRY_HINT_FILE", hint.path().as_os_str().to_owned()));
+            env.push(("RETRY_HINT_FILE", hint.path()));
         }
         let began = std::time::Instant::now();
         let finished = {

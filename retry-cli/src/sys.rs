@@ -447,12 +447,15 @@ impl SpawnPlan {
             pair.extend_from_slice(value.as_bytes());
             env.push(c(&pair)?);
         }
+        // The extra variables are all RETRY_*: one byte tells most entries
+        // apart.
         let replaced = |entry: &[u8]| {
-            extra.iter().any(|(k, _)| {
-                entry
-                    .strip_prefix(k.as_bytes())
-                    .is_some_and(|rest| rest.first() == Some(&b'='))
-            })
+            entry.first() == Some(&b'R')
+                && extra.iter().any(|(k, _)| {
+                    entry
+                        .strip_prefix(k.as_bytes())
+                        .is_some_and(|rest| rest.first() == Some(&b'='))
+                })
         };
         let mut inherited = inherited_environment();
         inherited.retain(|entry| !replaced(entry.to_bytes()));
@@ -519,17 +522,107 @@ pub(super) fn proc_is_mounted() -> bool {
     rustix::fs::statfs(c"/proc").is_ok_and(|info| info.f_type == rustix::fs::PROC_SUPER_MAGIC)
 }
 
+/// Reads a small file whole (`/proc` entries): `None` if it cannot be read.
+/// Direct system calls, no buffering: a `/proc` file is generated per read.
+pub(super) fn read_small(path: &CStr) -> Option<Vec<u8>> {
+    use rustix::fs::{open, Mode, OFlags};
+    let fd = open(path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
+    let mut bytes = Vec::with_capacity(512);
+    let mut chunk = [0u8; 512];
+    loop {
+        match rustix::io::read(&fd, &mut chunk) {
+            Ok(0) => return Some(bytes),
+            Ok(n) => bytes.extend_from_slice(chunk.get(..n)?),
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+/// The numeric entries of `/proc` (the processes), or `None` without `/proc`.
+pub(super) fn proc_entries() -> Option<Vec<i32>> {
+    use rustix::fs::{open, Dir, Mode, OFlags};
+    let fd = open(
+        c"/proc",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let mut dir = Dir::new(fd).ok()?;
+    let mut pids = Vec::with_capacity(256);
+    while let Some(entry) = dir.read() {
+        let Ok(entry) = entry else {
+            break;
+        };
+        if let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .ok()
+            .and_then(|n| n.parse::<i32>().ok())
+        {
+            pids.push(pid);
+        }
+    }
+    Some(pids)
+}
+
+/// Waits `duration` (a poll of nothing: no signal handler is disturbed).
+pub(super) fn pause_for(duration: Duration) {
+    let spec = Timespec {
+        tv_sec: i64::try_from(duration.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: i64::from(duration.subsec_nanos()),
+    };
+    let _ = rustix::event::poll(&mut [], Some(&spec));
+}
+
+/// Eight random bytes from the kernel (`None` if it has none to give).
+pub(super) fn random_u64() -> Option<u64> {
+    let mut bytes = [0u8; 8];
+    rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::NONBLOCK).ok()?;
+    Some(u64::from_ne_bytes(bytes))
+}
+
+/// Makes directory `path` with permission bits `mode`, whatever the umask.
+pub(super) fn make_private_dir(path: &CStr, mode: u32) -> io::Result<()> {
+    let mode = rustix::fs::Mode::from_raw_mode(mode);
+    rustix::fs::mkdir(path, mode)?;
+    if let Err(error) = rustix::fs::chmod(path, mode) {
+        let _ = rustix::fs::rmdir(path);
+        return Err(error.into());
+    }
+    Ok(())
+}
+
+/// Creates file `path` (it must not exist), open for reading and writing and
+/// close-on-exec, with permission bits `mode` whatever the umask.
+pub(super) fn create_file(path: &CStr, mode: u32) -> io::Result<OwnedFd> {
+    use rustix::fs::{open, Mode, OFlags};
+    let mode = Mode::from_raw_mode(mode);
+    let fd = open(
+        path,
+        OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
+        Mode::RUSR | Mode::WUSR,
+    )?;
+    if let Err(error) = rustix::fs::fchmod(&fd, mode) {
+        let _ = rustix::fs::unlink(path);
+        return Err(error.into());
+    }
+    Ok(fd)
+}
+
+/// Removes directory `path` (empty).
+pub(super) fn remove_dir(path: &CStr) {
+    let _ = rustix::fs::rmdir(path);
+}
+
+/// Removes file `path`.
+pub(super) fn remove_file(path: &CStr) {
+    let _ = rustix::fs::unlink(path);
+}
+
 /// Whether `retry` runs as root (effective user 0).
 pub(super) fn is_root() -> bool {
     rustix::process::geteuid().is_root()
-}
-
-/// Sets the permission bits of an open file.
-pub(super) fn set_mode(file: &impl AsFd, mode: u32) -> io::Result<()> {
-    Ok(rustix::fs::fchmod(
-        file,
-        rustix::fs::Mode::from_raw_mode(mode),
-    )?)
 }
 
 /// A pipe: (read end, write end), both close-on-exec.

@@ -15,7 +15,7 @@
 //! process with that number is still the one the walk found (same start time):
 //! a number reused meanwhile by an unrelated process is never signalled.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use super::sys::{self, ProcessId};
 
@@ -33,8 +33,9 @@ struct Entry {
 
 /// Reads `/proc/<pid>/stat`.
 fn entry(pid: i32) -> Option<Entry> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(pid, &stat)
+    let path = std::ffi::CString::new(format!("/proc/{pid}/stat")).ok()?;
+    let stat = sys::read_small(&path)?;
+    parse_stat(pid, &String::from_utf8_lossy(&stat))
 }
 
 /// Parses a `stat` line: `pid (comm) state ppid pgrp … starttime …`, the
@@ -59,18 +60,7 @@ fn parse_stat(pid: i32, stat: &str) -> Option<Entry> {
 
 /// Every process `/proc` lists, or `None` without `/proc`.
 fn scan() -> Option<Vec<Entry>> {
-    let dir = std::fs::read_dir("/proc").ok()?;
-    let mut entries = Vec::new();
-    for item in dir.flatten() {
-        let name = item.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.parse::<i32>().ok()) else {
-            continue;
-        };
-        if let Some(e) = entry(pid) {
-            entries.push(e);
-        }
-    }
-    Some(entries)
+    Some(sys::proc_entries()?.into_iter().filter_map(entry).collect())
 }
 
 /// `retry`'s children now (with `/proc`): those are the ones an attempt
@@ -79,8 +69,9 @@ fn scan() -> Option<Vec<Entry>> {
 /// `/proc` where the kernel lacks that file.
 pub(super) fn children_of_self() -> Vec<i32> {
     let me = sys::own_pid().as_raw_nonzero().get();
-    if let Ok(text) = std::fs::read_to_string(format!("/proc/{me}/task/{me}/children")) {
-        return text
+    let path = std::ffi::CString::new(format!("/proc/{me}/task/{me}/children")).ok();
+    if let Some(text) = path.as_deref().and_then(sys::read_small) {
+        return String::from_utf8_lossy(&text)
             .split_ascii_whitespace()
             .filter_map(|n| n.parse().ok())
             .collect();
@@ -105,7 +96,7 @@ pub(super) struct Tree {
 /// The members of the tree among `entries`: the root and every child of
 /// `me` not in `before`, and everything below them.
 fn members(entries: &[Entry], me: i32, root: i32, before: &[i32]) -> Vec<Entry> {
-    let mut below: HashMap<i32, Vec<usize>> = HashMap::new();
+    let mut below: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
     for (index, e) in entries.iter().enumerate() {
         below.entry(e.parent).or_default().push(index);
     }
@@ -200,7 +191,7 @@ impl Tree {
             if self.signal(libc::SIGKILL, None) == 0 || std::time::Instant::now() >= until {
                 return;
             }
-            std::thread::sleep(core::time::Duration::from_millis(1));
+            sys::pause_for(core::time::Duration::from_millis(1));
             if self.live().is_some_and(|l| l.is_empty()) {
                 return;
             }

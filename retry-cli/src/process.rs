@@ -486,11 +486,16 @@ impl Watch {
     /// job mode holds the command.
     fn pass_on(&self, signal: i32, from_terminal: bool) {
         match self.grouping {
-            Grouping::Own => {
-                // The command's group at once (atomically: a fork meanwhile
-                // joins the group and gets it too), then whoever left it.
+            // The command's group at once (atomically: a fork meanwhile joins
+            // the group and gets it too), then whoever left it. Once the
+            // command is reaped its number (the group's) may be another's:
+            // then the tree alone, which holds what is left of the group.
+            Grouping::Own if self.tree.root().is_some() => {
                 sys::signal_group(self.pid, signal);
                 self.tree.signal(signal, Some(self.pid));
+            }
+            Grouping::Own => {
+                self.tree.signal(signal, None);
             }
             Grouping::Job if from_terminal => {
                 self.tree.signal(signal, Some(sys::own_group()));
@@ -503,7 +508,7 @@ impl Watch {
 
     /// Ends every process of the attempt (SIGKILL): no orphans.
     fn kill_all(&self) {
-        if self.grouping == Grouping::Own {
+        if self.grouping == Grouping::Own && self.tree.root().is_some() {
             sys::signal_group(self.pid, libc::SIGKILL);
         }
         self.tree.kill();
@@ -568,7 +573,9 @@ impl Watch {
             }
             if check_child || pending.has(libc::SIGCHLD) {
                 check_child = false;
-                for state in sys::reap(Some(self.pid)) {
+                let reaped = sys::reap(Some(self.pid));
+                self.tree.forget(&reaped.others);
+                for state in reaped.command {
                     if ended.is_some() {
                         break;
                     }
@@ -597,7 +604,10 @@ impl Watch {
                                 (cx.notify)(Notice::Continued(stopped));
                             }
                         }
-                        state => ended = Some(state),
+                        state => {
+                            ended = Some(state);
+                            self.tree.root_reaped();
+                        }
                     }
                 }
                 // The reports of `retry`'s own stop came with this round.

@@ -262,19 +262,25 @@ pub(super) enum ChildState {
     Continued,
 }
 
+/// What [`reap`] collected.
+#[derive(Debug, Default)]
+pub(super) struct Reaped {
+    /// The changes of the command, in order.
+    pub(super) command: Vec<ChildState>,
+    /// Every other child that ended (and is gone now).
+    pub(super) others: Vec<i32>,
+}
+
 /// Collects the changes of `retry`'s children without blocking: the reports
-/// of `command` are returned in order; every other child that ended (an
-/// orphan `retry` adopted as subreaper, a hook's leftover) is reaped and
-/// forgotten. With `command` `None`, only reaps.
-pub(super) fn reap(command: Option<ProcessId>) -> Vec<ChildState> {
-    let mut reports = Vec::new();
+/// of `command`, in order, and every other child that ended (an orphan `retry`
+/// adopted as subreaper, a hook's leftover), reaped. With `command` `None`,
+/// only reaps.
+pub(super) fn reap(command: Option<ProcessId>) -> Reaped {
+    let mut reaped = Reaped::default();
     let options = WaitOptions::NOHANG | WaitOptions::UNTRACED | WaitOptions::CONTINUED;
     // wait(2) (waitpid -1: any child, whatever its group). No child at all
     // (ECHILD) or none changed: done.
     while let Ok(Some((pid, status))) = rustix::process::wait(options) {
-        if Some(pid) != command {
-            continue;
-        }
         let state = if let Some(code) = status.exit_status() {
             ChildState::Exited(code)
         } else if let Some(signal) = status.terminating_signal() {
@@ -284,9 +290,13 @@ pub(super) fn reap(command: Option<ProcessId>) -> Vec<ChildState> {
         } else {
             ChildState::Continued
         };
-        reports.push(state);
+        if Some(pid) == command {
+            reaped.command.push(state);
+        } else if matches!(state, ChildState::Exited(_) | ChildState::Killed(_)) {
+            reaped.others.push(pid.as_raw_nonzero().get());
+        }
     }
-    reports
+    reaped
 }
 
 /// Sends `signal` to process `pid`. A process that is gone is not an error.

@@ -87,9 +87,11 @@ pub(super) fn children_of_self() -> Vec<i32> {
 /// The processes of one attempt.
 #[derive(Debug)]
 pub(super) struct Tree {
-    /// The command (`retry`'s child, not reaped yet while it matters).
-    root: ProcessId,
-    /// `retry`'s children before the command started.
+    /// The command, `retry`'s child, until it is reaped: after that its number
+    /// may name another process, and what it left below it is `retry`'s (the
+    /// subreaper's) anyway.
+    root: Option<ProcessId>,
+    /// `retry`'s children before the command started, less those reaped since.
     before: Vec<i32>,
 }
 
@@ -127,13 +129,32 @@ impl Tree {
     /// The tree of the command `root`, started when `retry`'s children were
     /// `before`.
     pub(super) fn new(root: ProcessId, before: Vec<i32>) -> Tree {
-        Tree { root, before }
+        Tree {
+            root: Some(root),
+            before,
+        }
+    }
+
+    /// The command, until it is reaped.
+    pub(super) const fn root(&self) -> Option<ProcessId> {
+        self.root
+    }
+
+    /// Notes that the command was reaped (its number is free now).
+    pub(super) fn root_reaped(&mut self) {
+        self.root = None;
+    }
+
+    /// Notes that these children of `retry` were reaped: their numbers are
+    /// free, and a process of this attempt may get one.
+    pub(super) fn forget(&mut self, reaped: &[i32]) {
+        self.before.retain(|pid| !reaped.contains(pid));
     }
 
     /// The live members now; `None` without `/proc`.
     fn live(&self) -> Option<Vec<Entry>> {
         let me = sys::own_pid().as_raw_nonzero().get();
-        let root = self.root.as_raw_nonzero().get();
+        let root = self.root.map_or(0, |r| r.as_raw_nonzero().get());
         let entries = scan()?;
         let mut found = members(&entries, me, root, &self.before);
         found.retain(|e| e.alive);
@@ -145,12 +166,15 @@ impl Tree {
     /// the command's own group). Returns how many were signalled.
     pub(super) fn signal(&self, signal: i32, except_group: Option<ProcessId>) -> usize {
         let Some(live) = self.live() else {
-            // No /proc: the command alone (retry's unreaped child: its number
-            // cannot have been reused).
-            if except_group.is_none() {
-                sys::signal_process(self.root, signal);
-            }
-            return 1;
+            // No /proc: the command alone, while it is retry's unreaped child
+            // (its number cannot have been reused).
+            return match self.root {
+                Some(root) if except_group.is_none() => {
+                    sys::signal_process(root, signal);
+                    1
+                }
+                _ => 0,
+            };
         };
         let skip = except_group.map(|g| g.as_raw_nonzero().get());
         let mut sent = 0;

@@ -498,3 +498,32 @@ fn the_command_gets_only_the_descriptors_its_shell_passed() {
         .unwrap()
         .is_empty());
 }
+
+/// `retry … &` and then `fg`: a command that reads the terminal in the
+/// background stops with its job (the shell says so), and `fg` gives the
+/// whole job the terminal, as for any job. retry hands nothing around.
+#[test]
+fn a_background_job_that_reads_the_terminal_stops_and_fg_brings_it_back() {
+    for name in SHELLS {
+        let dir = tmp();
+        let mut t = shell(name, dir.path(), &[]);
+        let shell_pid = t.shell_pid();
+        t.line("\"$RETRY\" -n 1 -- sh -c 'echo $$ > \"$DIR/pid\"; read x; echo \"got=$x\"' &");
+        let pid = read_pid(&dir.path().join("pid"));
+        let retry_pid = parent_of(pid);
+        eventually("the job stops for its read", || {
+            process_state(pid) == Some('T') && process_state(retry_pid) == Some('T')
+        });
+        assert_eq!(t.foreground_group(), shell_pid, "{name}");
+        t.expect(PROMPT, LONG);
+        t.line("fg");
+        eventually("the job has the terminal", || {
+            t.foreground_group() == group_of(retry_pid)
+        });
+        t.line("hello");
+        t.expect("got=hello", LONG);
+        assert_eq!(t.last_status(LONG), 0, "{name}");
+        assert_eq!(t.foreground_group(), shell_pid, "{name}");
+        assert_gone(&[pid, retry_pid]);
+    }
+}

@@ -69,7 +69,8 @@ THE COMMAND'S ENVIRONMENT
   for another user, gives each attempt a file in a directory of its own instead
   (/dev/shm/retry-<pid>-<random>, or under TMPDIR; mode 0711, the file 0622: any
   user can write it, only root can list or read it), removed when retry ends
-  (not if it is killed with SIGKILL). The command sees no other descriptor of
+  (not if it is killed with SIGKILL); sudo passes the variable on with
+  --preserve-env=RETRY_HINT_FILE. The command sees no other descriptor of
   retry's: only 0, 1, 2 and those its caller passed (--events fd:N excepted).
   Before it fails, the command may write in the hint file:
     retry-after=SECONDS        wait at least this long (a number or an HTTP-date)

@@ -1,7 +1,7 @@
 //! The controlling terminal, when `retry` has one.
 //!
-//! With a terminal, `retry` runs each attempt in its own process group, the
-//! job's, as `timeout --foreground`, `env` and `nice` do: the terminal's keys
+//! With a terminal, `retry` runs each attempt in `retry`'s own process group,
+//! the job's, as `timeout --foreground`, `env` and `nice` do: the terminal's keys
 //! reach the shell, `retry` and the command together, a pager or `cat` in the
 //! same pipeline keeps the terminal, and the shell's job control (Ctrl-Z, `fg`,
 //! `bg`) works on the whole job as on any other. `retry` never hands the

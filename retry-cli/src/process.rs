@@ -547,6 +547,9 @@ impl Watch {
                 // job stop. The command's reports of that stop are drained
                 // below and not counted twice.
                 let running = ended.is_none() && stopped_since.is_none();
+                // A SIGTTIN or SIGTTOU from the terminal stopped `retry` in
+                // its handler already (the whole job got it).
+                let already = sys::stopped_in_handler(pending, signal);
                 if running {
                     if !(job && pending.only_from_kernel(signal)) {
                         self.pass_on(signal, false);
@@ -555,10 +558,12 @@ impl Watch {
                     (cx.notify)(Notice::Stopped(signal));
                 }
                 let since = WallInstant::now();
-                suspend(signal);
+                if !already {
+                    suspend(signal);
+                }
+                let stopped = since.elapsed() + sys::take_stopped_in_handler();
                 if running {
                     self.pass_on(libc::SIGCONT, false);
-                    let stopped = since.elapsed();
                     cx.clock.pause(stopped);
                     (cx.notify)(Notice::Continued(stopped));
                 }

@@ -222,9 +222,13 @@ fn signals_between_attempts(clock: &mut RunClock) -> Option<i32> {
     }
     if let Some(&signal) = JOB_CONTROL.iter().find(|&&s| pending.has(s)) {
         let since = std::time::Instant::now();
-        let _ = std::io::stderr().flush();
-        sys::stop_self(signal);
-        let stopped = since.elapsed();
+        // A SIGTTIN or SIGTTOU from the terminal stopped retry in its handler
+        // already.
+        if !sys::stopped_in_handler(pending, signal) {
+            let _ = std::io::stderr().flush();
+            sys::stop_self(signal);
+        }
+        let stopped = since.elapsed() + sys::take_stopped_in_handler();
         clock.pause(stopped);
     }
     FORWARDED.into_iter().find(|&s| pending.has(s))

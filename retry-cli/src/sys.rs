@@ -45,6 +45,9 @@ static PENDING: AtomicU64 = AtomicU64::new(0);
 /// keys (Ctrl-C, Ctrl-\, Ctrl-Z), a background read or write, a hangup. A
 /// terminal sends them to its whole foreground process group at once.
 static FROM_KERNEL: AtomicU64 = AtomicU64::new(0);
+/// Nanoseconds `retry` spent stopped inside the handler (see [`remember`]),
+/// not yet taken.
+static STOPPED_IN_HANDLER: AtomicU64 = AtomicU64::new(0);
 /// The self-pipe's write end, set once by [`install`].
 static WAKE_WRITE: OnceLock<OwnedFd> = OnceLock::new();
 
@@ -74,12 +77,48 @@ extern "C" fn remember(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut 
     };
     if code == SI_KERNEL {
         FROM_KERNEL.fetch_or(bit(signal), Ordering::SeqCst);
+        if signal == libc::SIGTTIN || signal == libc::SIGTTOU {
+            // A read or write of the terminal from the background (`retry`'s
+            // own or, in the job's group, the command's). The kernel restarts
+            // the interrupted call after the handler and sends the signal
+            // again at once: stop here, as the default action would, until
+            // continued (`fg`). kill(2) and clock_gettime(2) are
+            // async-signal-safe; the time stopped is counted for the run.
+            let since = monotonic_nanos();
+            let _ = rustix::process::kill_process(
+                rustix::process::getpid(),
+                rustix::process::Signal::STOP,
+            );
+            STOPPED_IN_HANDLER.fetch_add(monotonic_nanos().saturating_sub(since), Ordering::SeqCst);
+        }
     }
     PENDING.fetch_or(bit(signal), Ordering::SeqCst);
     if let Some(fd) = WAKE_WRITE.get() {
         // A full pipe fails with EAGAIN, which is fine: a wake-up is pending.
         let _ = rustix::io::write(fd, &[0]);
     }
+}
+
+/// The monotonic clock in nanoseconds (async-signal-safe: the vDSO or the
+/// system call).
+fn monotonic_nanos() -> u64 {
+    let now = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    u64::try_from(now.tv_sec)
+        .unwrap_or(0)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::try_from(now.tv_nsec).unwrap_or(0))
+}
+
+/// The time `retry` spent stopped in its handler since the last call: a
+/// SIGTTIN or SIGTTOU from the terminal stops it there, not in the main loop.
+pub(super) fn take_stopped_in_handler() -> Duration {
+    Duration::from_nanos(STOPPED_IN_HANDLER.swap(0, Ordering::SeqCst))
+}
+
+/// Whether `signal` in `pending` already stopped `retry` in its handler (a
+/// SIGTTIN or SIGTTOU the terminal sent).
+pub(super) const fn stopped_in_handler(pending: Pending, signal: i32) -> bool {
+    (signal == libc::SIGTTIN || signal == libc::SIGTTOU) && pending.only_from_kernel(signal)
 }
 
 /// The read end of the self-pipe: readable whenever a caught signal arrived.

@@ -72,6 +72,30 @@ fn stat_field(pid: i32, n: usize) -> i32 {
     rest.split_whitespace().nth(n).unwrap().parse().unwrap()
 }
 
+/// Waits until `pid` is blocked waiting for a child (`wait4`). A shell that
+/// gets SIGINT before it reaches its wait for the foreground command (it just
+/// forked it, and the command ran first on a busy machine) dies of it at
+/// once, by design of bash; a key typed after that point shows what the test
+/// is about.
+fn wait_until_waiting(pid: i32) {
+    let wchan = || std::fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default();
+    if !wchan().chars().any(|c| c.is_ascii_alphabetic()) {
+        // A kernel that does not name where a process sleeps: give the
+        // shell time to get there.
+        std::thread::sleep(Duration::from_millis(300));
+        return;
+    }
+    eventually_or(
+        || {
+            format!(
+                "{pid} waits for its child; its wchan is {:?}",
+                std::fs::read_to_string(format!("/proc/{pid}/wchan"))
+            )
+        },
+        || std::fs::read_to_string(format!("/proc/{pid}/wchan")).is_ok_and(|w| w == "do_wait"),
+    );
+}
+
 /// Writes `text` to `dir/name` and returns its path.
 fn script(dir: &Path, name: &str, text: &str) -> String {
     let path = dir.join(name);
@@ -257,6 +281,7 @@ fn ctrl_c_in_a_scripts_loop_of_retry_calls_ends_the_loop() {
         let pid = read_pid(&dir.path().join("pids"));
         let retry_pid = parent_of(pid);
         let script_pid = parent_of(retry_pid);
+        wait_until_waiting(script_pid);
         t.send("\x03"); // Ctrl-C
         assert_eq!(t.last_status(LONG), 130, "{name}");
         let shown = String::from_utf8_lossy(t.seen()).into_owned();
@@ -287,6 +312,7 @@ fn a_command_exiting_130_on_ctrl_c_is_not_retried() {
         t.expect("ready", LONG);
         let pid = read_pid(&dir.path().join("pids"));
         let retry_pid = parent_of(pid);
+        wait_until_waiting(parent_of(retry_pid));
         t.send("\x03");
         assert_eq!(t.last_status(LONG), 130, "{name}");
         let shown = String::from_utf8_lossy(t.seen()).into_owned();
@@ -525,5 +551,47 @@ fn a_background_job_that_reads_the_terminal_stops_and_fg_brings_it_back() {
         assert_eq!(t.last_status(LONG), 0, "{name}");
         assert_eq!(t.foreground_group(), shell_pid, "{name}");
         assert_gone(&[pid, retry_pid]);
+    }
+}
+
+/// `retry --replay-stdin … &` reads the terminal from the background: the
+/// kernel stops it (SIGTTIN) until `fg`, as it stops `cat &`. Before, retry
+/// caught SIGTTIN and the kernel restarted its read at once: it spun on the
+/// CPU in the background instead of stopping.
+#[test]
+fn retry_reading_the_terminal_in_the_background_stops_instead_of_spinning() {
+    for name in SHELLS {
+        let dir = tmp();
+        let mut t = shell(name, dir.path(), &[]);
+        let shell_pid = t.shell_pid();
+        t.line("\"$RETRY\" --replay-stdin -n 1 -- sh -c 'echo $PPID > \"$DIR/retry\"; cat' & echo \"jo\"\"b=$!.\"");
+        t.expect("job=", LONG);
+        let retry_pid: i32 = t
+            .expect(".", LONG)
+            .trim_end_matches('.')
+            .trim()
+            .parse()
+            .unwrap();
+        eventually_or(
+            || {
+                format!(
+                    "{name}: retry is stopped, not {:?}",
+                    process_state(retry_pid)
+                )
+            },
+            || process_state(retry_pid) == Some('T'),
+        );
+        t.expect(PROMPT, LONG);
+        t.line("fg");
+        eventually("the job has the terminal", || {
+            t.foreground_group() == group_of(retry_pid)
+        });
+        t.line("replayed");
+        t.send("\x04");
+        t.expect("replayed\r\nreplayed", LONG);
+        assert_eq!(t.last_status(LONG), 0, "{name}");
+        assert_eq!(read_pid(&dir.path().join("retry")), retry_pid);
+        assert_eq!(t.foreground_group(), shell_pid, "{name}");
+        assert_gone(&[retry_pid]);
     }
 }

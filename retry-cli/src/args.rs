@@ -12,7 +12,10 @@ use core::time::Duration;
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
-use retry_core::{Backoff, DurationParseError, Goal, HintMode, Jitter, PolicyError, RetryPolicy};
+use retry_core::{
+    Backoff, DurationParseError, Goal, HintMode, Jitter, PolicyError, RetryPolicy,
+    RetryPolicyBuilder,
+};
 
 use super::config::{self, ProgramKeys};
 use super::duration::parse_duration;
@@ -31,27 +34,45 @@ EXIT STATUS
   N); 124 when the last attempt timed out or --max-time ran out; 125 for retry's
   own errors (bad flags or config); 126 command not executable, 127 command (or its
   #! interpreter) not found, neither retried. With --until-fail: the failing
-  attempt's status, or 0 if every attempt succeeded. When retry itself is ended by
-  a signal (INT, TERM, HUP, QUIT) it passes the signal on, waits for the command,
-  and dies of the same signal; so does Ctrl-C or Ctrl-\\ that ended a command
-  holding the terminal.
+  attempt's status, or 0 if every attempt succeeded. When retry itself gets INT,
+  TERM, HUP or QUIT (a key at its terminal, or a kill), it stops retrying, passes
+  the signal on to the command if the command did not get it too, waits for it
+  (at most --kill-after), and dies of the same signal, so that a calling script
+  stops too.
 
 WHAT IS RETRIED
   Every non-zero exit code and timeouts; always 75 (EX_TEMPFAIL); never 64, 65, 77,
   78 (usage, data, permission and config errors), 126, 127; never a command killed
   by SIGINT (Ctrl-C) or SIGPIPE (its reader went away, as in `retry -- yes | head
-  -n1`, which exits 141 after one attempt). --retry-on / --stop-on take exit codes,
-  ranges (1-5), signal names (SIGTERM, TERM) and `timeout`; either replaces the
-  defaults, a value in both stops, and SIGINT and SIGPIPE keep stopping unless
-  --retry-on names them.
+  -n1`, which exits 141 after one attempt); never anything once retry itself got
+  SIGINT, whatever the command's status (a command that traps Ctrl-C and exits 130
+  is not retried). --retry-on / --stop-on take exit codes, ranges (1-5), signal
+  names (SIGTERM, TERM) and `timeout`; either replaces the defaults, a value in
+  both stops, and SIGINT and SIGPIPE keep stopping unless --retry-on names them.
+
+JITTER
+  By default a delay is jittered equally: between half of it and all of it (`-d
+  5s` waits 2.5s to 5s), never shorter, so that many clients retrying together
+  spread out without any retrying at once. The status line, the `sleep` event
+  and `retry plan` show the interval each delay was drawn from. --jitter none
+  keeps delays exact; full (0 to the delay) is the libraries' default.
 
 THE COMMAND'S ENVIRONMENT
   RETRY_ATTEMPT (1, 2, ...), RETRY_MAX_ATTEMPTS (empty when unlimited),
   RETRY_LAST_EXIT (empty on the first attempt), RETRY_DEADLINE_MS (when the attempt
-  has a deadline) and RETRY_HINT_FILE, a fresh empty file per attempt (in memory,
-  named under /proc/<retry's pid>/fd/: write to it; it cannot be removed, or
-  replaced by renaming another file over it). Before it fails, the command may
-  write there:
+  has a deadline) and RETRY_HINT_FILE, a fresh empty file per attempt: write to it.
+  A retry that is not root keeps it in memory, named under /proc/<retry's
+  pid>/fd/ (nothing on disk; it cannot be removed or replaced by renaming), which
+  only the same user (or root) can open: a command that switches to another user
+  (sudo -u, su, setpriv, runuser) cannot write it there (Permission denied), so
+  run retry inside the switch. A retry that is root, which commands often leave
+  for another user, gives each attempt a file in a directory of its own instead
+  (/dev/shm/retry-<pid>-<random>, or under TMPDIR; mode 0711, the file 0622: any
+  user can write it, only root can list or read it), removed when retry ends
+  (not if it is killed with SIGKILL); sudo passes the variable on with
+  --preserve-env=RETRY_HINT_FILE. The command sees no other descriptor of
+  retry's: only 0, 1, 2 and those its caller passed (--events fd:N excepted).
+  Before it fails, the command may write in the hint file:
     retry-after=SECONDS        wait at least this long (a number or an HTTP-date)
     retry-after-ms=MS          the same in milliseconds
     stop                       do not retry
@@ -73,28 +94,58 @@ CURL RECIPE
       case $code in 2??) exit 0;; 408|429|5??) exit 75;; *) exit 78;; esac'
 
 TERMINALS, PIPES AND JOB CONTROL
-  The command runs directly (no shell) in its own process group. When retry runs in
-  the foreground of a terminal, each attempt gets the terminal (it can prompt, read
-  passwords, run stty) and retry takes it back, with its modes, when the attempt
-  ends, on every exit path. Ctrl-Z stops the command and retry together (the shell
-  shows the job stopped; `fg` continues both); time spent stopped counts neither
-  against --timeout nor --max-time. INT, TERM, HUP and QUIT sent to retry are passed
-  on to the command's group. Without --replay-stdin every attempt inherits retry's
-  stdin as is (so only the first attempt sees data from a pipe); with it, stdin is
-  read once and every attempt gets the same bytes.
+  The command runs directly (no shell). With a controlling terminal, every attempt
+  runs in retry's own process group, the job's, as with `timeout --foreground`:
+  a pager (`retry ... | less`) or a reader (`cat | retry ...`) in the same
+  pipeline keeps the terminal; the terminal's keys reach the shell, retry and the
+  command together, so Ctrl-C in a script's loop of retry calls ends the loop
+  (retry dies of SIGINT, or QUIT for Ctrl-\\), and Ctrl-Z stops the whole job,
+  which `fg` continues. The trade-offs: a Ctrl-C at retry's terminal always ends
+  the run, even for a command that handles it and carries on (a REPL); and with no
+  process group of its own to signal, retry finds the attempt's processes in
+  /proc (without /proc it reaches only the command itself). Without a terminal
+  (cron, CI, a service), each attempt gets a process group of its own.
+  Either way retry is the subreaper of what it runs: a process whose parent exits
+  (a grandchild, a daemon that double-forked or called setsid) becomes retry's
+  child. After a timeout, and when retry gets INT, TERM, HUP or QUIT, every
+  process of the attempt gets the signal (SIGTERM for a timeout), what is left
+  after --kill-after gets SIGKILL, and none is left when retry exits; what an
+  earlier attempt left running when it ended normally is not touched. Time spent
+  stopped counts neither against --timeout nor --max-time. After an attempt retry
+  ended (a timeout, a signal), it puts back the terminal's modes if the attempt
+  left them changed (a password prompt killed with echo off). Without
+  --replay-stdin every attempt inherits retry's stdin as is (so only the first
+  attempt sees data from a pipe); with it, stdin is read once and every attempt
+  gets the same bytes.
+
+SIGNALS STARTED IGNORED
+  A signal retry was started with ignored stays ignored, for retry and for the
+  command: SIGHUP under nohup, and SIGINT and SIGQUIT for a background job of a
+  script (POSIX has a shell without job control start those with INT and QUIT
+  ignored, so that a Ctrl-C meant for the foreground does not reach them).
+  retry neither reacts to such a signal nor passes it on. To have it end the run,
+  start retry with the signal at its default: `env --default-signal=INT,QUIT
+  retry ... &` (coreutils 8.31 or later), or in bash `(trap - INT QUIT; exec
+  retry ...) &`.
 
 EVENTS (JSON LINES)
   --events FILE (appended) or --events fd:N writes one JSON object per line, each
-  with \"schema\": 1, \"event\", \"time\" (RFC 3339 UTC) and \"elapsed_ms\" (monotonic,
-  since start): start, attempt_start, attempt_end, sleep, hint, hint_unreadable,
-  stopped, continued, hook_failed, error, done, give_up. Human lines stay on stderr
-  unless -q. --json alone sends the events to stderr instead of the human lines
-  (the command's own stderr is mixed in there: prefer --events to parse them).
-  `retry plan --json` prints the plan as JSON Lines on stdout.
+  with \"schema\": 2, \"event\", \"time\" (RFC 3339 UTC) and \"elapsed_ms\" (monotonic,
+  since retry started): start, attempt_start, attempt_end, sleep, hint,
+  hint_unreadable, stopped, continued, hook_failed, error, done, give_up. The
+  start event's \"seed\" is a string of digits (a JSON number above 2^53 would be
+  rounded): `--seed \"$(jq -r .seed events.jsonl | head -n1)\"`, or jq's quoted
+  output as is, replays the same delays. A jittered `sleep` carries delay_min_ms
+  and delay_max_ms. Human lines stay on stderr unless -q. --json alone sends the
+  events to stderr instead of the human lines (the command's own stderr is mixed
+  in there: prefer --events to parse them). `retry plan --json` prints the plan as
+  JSON Lines on stdout (\"schema\": 3).
 
 CONFIG FILE (--config FILE: TOML, or JSON for *.json)
   Keys set in the file replace the program's defaults; keys it leaves out keep
-  them (an empty file changes nothing); flags override the file. Keys and flags:
+  them (an empty file, TOML or JSON, changes nothing); flags override the file.
+  --config may be given more than once: the files are layered in the order given,
+  each over the ones before. Keys and flags:
     max_attempts, max_retries    -n/--attempts, --retries
     backoff, initial_delay       --backoff, -d/--delay
     factor                       --factor
@@ -102,7 +153,8 @@ CONFIG FILE (--config FILE: TOML, or JSON for *.json)
     max_delay, min_delay         --max-delay, --min-delay
     jitter                       --jitter
     delays                       --delays
-    budget                       --max-time (which also sets cap_attempt_to_budget)
+    budget                       --max-time (attempts are cut at the budget too,
+                                 unless the file sets cap_attempt_to_budget)
     attempt_timeout              -t/--timeout
     retry_on, stop_on            --retry-on, --stop-on
     retry_timeouts               (`timeout` in --retry-on / --stop-on)
@@ -112,13 +164,15 @@ CONFIG FILE (--config FILE: TOML, or JSON for *.json)
     resolution, retry_after, retry_after_min, retry_after_max, retry_after_cap,
     respect_retry_after, cap_attempt_to_budget, use_retry_budget, idempotent,
     wait_on_open_circuit         (file only; see retry_core::config)
-  Durations in the file are text (\"500ms\") or whole milliseconds (500).
+  Durations in the file are text with a unit (\"500ms\") or bare numbers of
+  milliseconds (500); a quoted number without a unit (\"500\") is an error, as
+  `--delay 500` is. Every error names the file, the line and the column.
   Example (retry.toml):
     max_attempts = 8
     backoff = \"exponential\"
     initial_delay = \"500ms\"
     max_delay = \"30s\"
-    jitter = \"full\"
+    jitter = \"equal\"
     budget = \"5m\"
     attempt_timeout = \"1m\"
     retry_on = \"1,22,75,timeout\"
@@ -192,9 +246,9 @@ pub const FLAGS: &[FlagSpec] = &[
     flag(None, "factor", Some("F"), "Growth factor of the exponential curve [default: 2]"),
     flag(None, "max-delay", Some("D"), "Cap on every delay [default: 60s]"),
     flag(None, "min-delay", Some("D"), "Floor on every delay [default: 0]"),
-    flag(None, "jitter", Some("KIND"), "none, full, equal, decorrelated, subtract:F, add:F or spread:F [default: full]"),
+    flag(None, "jitter", Some("KIND"), "none, full, equal, decorrelated, subtract:F, add:F or spread:F [default: equal: half the delay to all of it]"),
     flag(None, "delays", Some("LIST"), "Exact delays instead of a curve, e.g. 1s,2s,5s (the last one repeats; no jitter)"),
-    flag(None, "seed", Some("N"), "Jitter seed, for reproducible delays [default: random]"),
+    flag(None, "seed", Some("N"), "Jitter seed, for reproducible delays: decimal, 0x hex, or the start event's quoted string [default: random]"),
     flag(None, "max-time", Some("D"), "Total time budget: no sleep runs past it, and each attempt is cut at it"),
     flag(Some('t'), "timeout", Some("D"), "Timeout of each attempt"),
     flag(None, "kill-after", Some("D"), "Grace between SIGTERM and SIGKILL when an attempt is stopped [default: 10s]"),
@@ -206,7 +260,7 @@ pub const FLAGS: &[FlagSpec] = &[
     flag(None, "hold-stdout", None, "Release stdout of a successful attempt only; failed attempts' goes to stderr"),
     flag(None, "on-retry", Some("CMD"), "Shell command run (sh -c) before each retry, with the RETRY_* environment"),
     flag(None, "on-give-up", Some("CMD"), "Shell command run (sh -c) once retry gives up, with RETRY_* and RETRY_REASON"),
-    flag(None, "config", Some("FILE"), "Policy file (TOML, or JSON by extension .json); flags override it"),
+    flag(None, "config", Some("FILE"), "Policy file (TOML, or JSON by extension .json); given twice, layered in order; flags override it"),
     flag(None, "events", Some("FILE|fd:N"), "JSON Lines events to FILE (appended) or to fd:N; human lines stay on stderr"),
     flag(None, "json", None, "JSON Lines events on stderr instead of the human lines (plan: JSON Lines on stdout)"),
     flag(Some('q'), "quiet", None, "No human lines on stderr"),
@@ -296,7 +350,8 @@ struct Flags {
     hold_stdout: bool,
     on_retry: Option<String>,
     on_give_up: Option<String>,
-    config: Option<PathBuf>,
+    /// Every `--config`, in order (layered).
+    config: Vec<PathBuf>,
     events: Option<Events>,
     json: bool,
     quiet: bool,
@@ -308,18 +363,37 @@ struct Flags {
     given: u64,
 }
 
-/// A whole number for `--attempts`, `--retries`, `--success-count`, `--seed`.
+/// A whole number for `--attempts`, `--retries`, `--success-count`.
 fn whole<N: core::str::FromStr>(text: &str) -> Result<N, String> {
     text.trim()
         .parse()
         .map_err(|_| format!("`{text}` is not a whole number (or is too large)"))
 }
 
+/// A `--seed`: a whole number from 0 to 2^64 - 1, in decimal or in hex with
+/// `0x`, bare or in double quotes (as `jq .seed` prints the `seed` of a
+/// `start` event, which is a string so that no JSON reader rounds it).
+pub(super) fn parse_seed(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let t = t
+        .strip_prefix('"')
+        .and_then(|t| t.strip_suffix('"'))
+        .unwrap_or(t)
+        .trim();
+    let parsed = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => t.parse().ok(),
+    };
+    parsed.ok_or_else(|| {
+        format!("`{text}` is not a seed (a whole number below 2^64, decimal or 0x hex)")
+    })
+}
+
 impl Flags {
     /// Sets the flag `spec` from its value (`None` for a switch).
     fn set(&mut self, spec: &FlagSpec, value: Option<&OsStr>) -> Result<(), String> {
         if spec.long == "config" {
-            self.config = value.map(PathBuf::from);
+            self.config.extend(value.map(PathBuf::from));
             return Ok(());
         }
         let text = match value {
@@ -351,7 +425,7 @@ impl Flags {
             "min-delay" => self.min_delay = Some(parse_duration(text)?),
             "jitter" => self.jitter = Some(parse_jitter(text)?),
             "delays" => self.delays = Some(parse_delays(text)?),
-            "seed" => self.seed = Some(whole(text)?),
+            "seed" => self.seed = Some(parse_seed(text)?),
             "max-time" => self.max_time = Some(parse_duration(text)?),
             "timeout" => self.timeout = Some(parse_duration(text)?),
             "kill-after" => self.kill_after = Some(parse_duration(text)?),
@@ -744,26 +818,41 @@ where
 
 /// The program's defaults, the base a config file and the flags are laid over:
 /// the core's default policy, with a command's hint file honoured in the core's
-/// at-least mode (the longer of the hint and the curve, the hint capped at 5 min).
+/// at-least mode (the longer of the hint and the curve, the hint capped at 5 min),
+/// and equal jitter: a stated delay is never shortened by more than half
+/// (`-d 5s` waits 2.5 s to 5 s), where the libraries' full jitter may retry at
+/// once.
 #[must_use]
 pub fn program_defaults() -> RetryPolicy {
+    program_defaults_builder().build().unwrap_or_default()
+}
+
+/// [`program_defaults`], not built yet (a policy is validated and planned
+/// when built: once per run is enough).
+fn program_defaults_builder() -> RetryPolicyBuilder {
     RetryPolicy::default()
         .to_builder()
         .hints(HintMode::AT_LEAST_DEFAULT)
-        .build()
-        .unwrap_or_default()
+        .jitter(Jitter::Equal)
 }
 
 fn invocation(flags: Flags, plan: bool) -> Result<Invocation, CliError> {
-    let (base, keys) = match &flags.config {
-        Some(path) => config::load(path, &program_defaults())?,
-        None => (program_defaults(), ProgramKeys::default()),
+    // Without a config file the defaults need not be built first: the flags
+    // go onto their builder.
+    let (mut builder, base_backoff, keys) = if flags.config.is_empty() {
+        (
+            program_defaults_builder(),
+            RetryPolicy::default().backoff(),
+            ProgramKeys::default(),
+        )
+    } else {
+        let (base, keys) = config::load_all(&flags.config, &program_defaults())?;
+        (base.to_builder(), base.backoff(), keys)
     };
     let retry_on = flags.retry_on.or(keys.retry_on);
     let stop_on = flags.stop_on.or(keys.stop_on);
     let lists_given = retry_on.is_some() || stop_on.is_some();
     let classifier = Classifier::from_lists(retry_on, stop_on);
-    let mut builder = base.to_builder();
     match flags.attempts {
         Some(0) => builder = builder.unlimited_attempts(),
         Some(n) => builder = builder.max_attempts(n),
@@ -773,7 +862,8 @@ fn invocation(flags: Flags, plan: bool) -> Result<Invocation, CliError> {
     if let Some(n) = flags.retries {
         builder = builder.max_retries(n);
     }
-    if let Some(backoff) = backoff(&flags, base.backoff())? {
+    let curve = backoff(&flags, base_backoff)?;
+    if let Some(backoff) = curve {
         builder = builder.backoff(backoff);
     }
     if let Some(d) = flags.max_delay {
@@ -784,6 +874,10 @@ fn invocation(flags: Flags, plan: bool) -> Result<Invocation, CliError> {
     }
     if let Some(j) = flags.jitter {
         builder = builder.jitter(j);
+    } else if !keys.sets_jitter && curve.unwrap_or(base_backoff) == Backoff::None {
+        // The program's default jitter is for a curve that waits: without
+        // one there is nothing to jitter, and the plan says so.
+        builder = builder.jitter(Jitter::None);
     }
     if let Some(d) = flags.max_time {
         builder = builder.budget(d).cap_attempt_to_budget(true);
@@ -1062,7 +1156,8 @@ mod tests {
             Backoff::exponential(Duration::from_secs(1), 2.0)
         );
         assert_eq!(inv.policy.max_delay(), Duration::from_secs(60));
-        assert_eq!(inv.policy.jitter(), Jitter::Full);
+        // Equal jitter: a stated delay is never shortened by more than half.
+        assert_eq!(inv.policy.jitter(), Jitter::Equal);
         assert_eq!(inv.policy.hints(), HintMode::AT_LEAST_DEFAULT);
         assert_eq!(inv.goal, Goal::Success);
         assert_eq!(inv.kill_after, Duration::from_secs(10));

@@ -4,13 +4,14 @@
 //! Every decision (whether to retry an exit code or a signal, how long to wait,
 //! what a hint file asks for, when the budget is spent, whether a run toward
 //! `--until-fail` or `--success-count` is over, which delay of a `--delays` list
-//! comes next) is made by `retry-core`; this module spawns, waits, sleeps, hands
-//! the terminal over, passes signals on and reports. [`parse_args`] is a plain
+//! comes next) is made by `retry-core`; this module spawns, waits, sleeps,
+//! passes signals on, ends what a timed-out command left, and reports. [`parse_args`] is a plain
 //! function so the argument parser can be fuzzed; it never panics.
 //!
 //! Nothing polls: [`process`] blocks in `ppoll(2)` on a self-pipe that the signal
 //! handlers write to (SIGCHLD included), the command's pipes and the next
-//! deadline. The only `unsafe` code is the system-call layer, `sys`.
+//! deadline. The only `unsafe` code is in the system-call layer, `sys`, where
+//! neither rustix nor nix has a safe form.
 
 pub mod args;
 pub mod config;
@@ -22,6 +23,7 @@ pub mod process;
 pub mod run;
 mod sys;
 pub mod terminal;
+mod tree;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -78,7 +80,6 @@ where
 
 /// The program's entry point: [`main_with`] on the process's arguments, then exit.
 pub fn main() -> ! {
-    sys::give_terminal_back_on_panic();
     let code = main_with(std::env::args_os());
     // `exit` flushes stdout itself (and sets up no buffer when nothing was
     // written to it, as for a plain run).

@@ -4,8 +4,12 @@
 //!
 //! Every event is one JSON object on one line, written with a single `write(2)`
 //! so that it never interleaves with the command's own output, even on a shared
-//! stderr. Each carries `"schema": 1`, `"event"`, `"time"` (RFC 3339 UTC wall
+//! stderr. Each carries `"schema": 2`, `"event"`, `"time"` (RFC 3339 UTC wall
 //! time, milliseconds) and `"elapsed_ms"` (monotonic, since the run began).
+//! Schema 2: the `start` event's `seed` is a string of decimal digits (a
+//! number above 2^53 would be rounded by jq and JavaScript; `--seed` takes the
+//! string back, quotes included), and a jittered curve `sleep` carries the
+//! interval it was drawn from.
 
 use core::time::Duration;
 use std::fs::File;
@@ -19,6 +23,9 @@ use super::args::{Events, Verbosity};
 use super::duration::humane;
 use super::outcome::signal_name;
 use super::process::Ending;
+
+/// The version of the events' schema: 2 since the seed became a string.
+pub(crate) const EVENT_SCHEMA: u32 = 2;
 
 /// Milliseconds as an integer, for JSON.
 pub(crate) fn millis(d: Duration) -> u64 {
@@ -44,6 +51,17 @@ pub struct Reporter {
     budget: Option<Duration>,
     goal: Goal,
     start: WallInstant,
+}
+
+/// The run's time at a report, both measured from the run's start: wall time,
+/// and the time that counts against `--max-time` (wall time less the time the
+/// job spent stopped).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Spent {
+    /// Since the run started.
+    pub elapsed: Duration,
+    /// Of that, what counts against the budget.
+    pub counted: Duration,
 }
 
 /// How an attempt ended, in words.
@@ -110,12 +128,15 @@ fn unix_ms_now() -> u64 {
 }
 
 impl Reporter {
-    /// A reporter for a run. `events` opens its sink: the returned error names
-    /// the destination that could not be opened.
+    /// A reporter for a run that started at `started` (every `elapsed_ms` is
+    /// measured from there). `events` opens its sink: the returned error names
+    /// the destination that could not be opened. Call before `retry` opens any
+    /// descriptor of its own (`--events fd:N` takes the caller's `N`).
     ///
     /// # Errors
     /// A message when the events destination cannot be opened.
     pub fn new(
+        started: WallInstant,
         verbosity: Verbosity,
         events: Option<&Events>,
         max_attempts: Option<u32>,
@@ -133,7 +154,7 @@ impl Reporter {
                     .map_err(|e| format!("--events {}: {e}", path.display()))?,
             )),
             Some(Events::Fd(fd)) => Some(Sink::File(File::from(
-                super::sys::dup_inherited(*fd).map_err(|e| format!("--events fd:{fd}: {e}"))?,
+                super::sys::take_inherited(*fd).map_err(|e| format!("--events fd:{fd}: {e}"))?,
             ))),
         };
         // Events on stderr replace the human lines there.
@@ -147,7 +168,7 @@ impl Reporter {
             max_attempts,
             budget,
             goal,
-            start: WallInstant::now(),
+            start: started,
         })
     }
 
@@ -167,7 +188,7 @@ impl Reporter {
             return;
         };
         let mut record = serde_json::Map::new();
-        record.insert("schema".to_owned(), json!(1));
+        record.insert("schema".to_owned(), json!(EVENT_SCHEMA));
         record.insert("event".to_owned(), json!(name));
         record.insert("time".to_owned(), json!(rfc3339(unix_ms_now())));
         record.insert("elapsed_ms".to_owned(), json!(millis(self.start.elapsed())));
@@ -190,10 +211,20 @@ impl Reporter {
         }
     }
 
-    fn used(&self, elapsed: Duration) -> String {
+    /// The run's time so far: since it started, and, with a budget, how much
+    /// of it counts (stopped time does not).
+    fn used(&self, spent: Spent) -> String {
         match self.budget {
-            Some(budget) => format!("{} of {} used", humane(elapsed), humane(budget)),
-            None => format!("{} elapsed", humane(elapsed)),
+            Some(budget) if spent.counted == spent.elapsed => {
+                format!("{} of {} used", humane(spent.counted), humane(budget))
+            }
+            Some(budget) => format!(
+                "{} of {} used, {} elapsed",
+                humane(spent.counted),
+                humane(budget),
+                humane(spent.elapsed)
+            ),
+            None => format!("{} elapsed", humane(spent.elapsed)),
         }
     }
 
@@ -215,8 +246,8 @@ impl Reporter {
                 "policy": policy(),
                 "max_attempts": self.max_attempts,
                 "goal": self.goal.to_string(),
-                "seed": seed,
-                "pid": std::process::id(),
+                "seed": seed.to_string(),
+                "pid": super::sys::own_pid().as_raw_nonzero(),
             })
         });
     }
@@ -297,8 +328,9 @@ impl Reporter {
     }
 
     /// An attempt ended with `ending` after `took`; the machine answered `next`
-    /// (never `Withdraw`: the caller answers that first). `succeeded`: whether the
-    /// command succeeded (exit 0).
+    /// (never `Withdraw`: the caller answers that first). `range`: the interval
+    /// a jittered curve delay was drawn from.
+    #[allow(clippy::too_many_arguments)]
     pub fn attempt_end(
         &self,
         number: u32,
@@ -306,7 +338,8 @@ impl Reporter {
         pid: Option<u32>,
         took: Duration,
         next: &Action,
-        elapsed: Duration,
+        range: Option<(Duration, Duration)>,
+        spent: Spent,
     ) {
         let success = ending == Ending::Exited(0);
         let (code, signal) = match ending {
@@ -338,6 +371,8 @@ impl Reporter {
                     "delay_ms": millis(delay),
                     "reason": reason_name(reason),
                     "until_ms": millis(until.as_duration()),
+                    "delay_min_ms": range.map(|(lo, _)| millis(lo)),
+                    "delay_max_ms": range.map(|(_, hi)| millis(hi)),
                 })
             });
         }
@@ -374,9 +409,12 @@ impl Reporter {
         let then = match *next {
             Action::GiveUp(_) | Action::Done { .. } => String::new(),
             Action::Sleep { delay, reason, .. } => {
-                let why = match reason {
-                    SleepReason::Hint => " as the command asked",
-                    _ => "",
+                let why = match (reason, range) {
+                    (SleepReason::Hint, _) => " as the command asked".to_owned(),
+                    (_, Some((lo, hi))) => {
+                        format!(", jittered within {} to {}", humane(lo), humane(hi))
+                    }
+                    _ => String::new(),
                 };
                 format!("; next in {}{why}", humane(delay))
             }
@@ -387,12 +425,12 @@ impl Reporter {
             "attempt {} {what} after {}{then} ({})",
             self.of(number),
             humane(took),
-            self.used(elapsed)
+            self.used(spent)
         ));
     }
 
     /// The run failed for good; `retry` exits with `exit_code`.
-    pub fn give_up(&self, give_up: &GiveUp, exit_code: i32, elapsed: Duration) {
+    pub fn give_up(&self, give_up: &GiveUp, exit_code: i32, spent: Spent) {
         self.event("give_up", || {
             json!({
                 "reason": give_up.reason.code().trim_start_matches("retry."),
@@ -413,13 +451,13 @@ impl Reporter {
             self.line(&format!(
                 "giving up after {} attempt(s): {why}; exit status {exit_code} ({})",
                 give_up.attempts,
-                humane(elapsed)
+                self.used(spent)
             ));
         }
     }
 
     /// The run reached its goal; `retry` exits with `exit_code`.
-    pub fn done(&self, attempts: u32, exit_code: i32, elapsed: Duration) {
+    pub fn done(&self, attempts: u32, exit_code: i32, spent: Spent) {
         self.event(
             "done",
             || json!({ "attempts": attempts, "code": exit_code }),
@@ -436,7 +474,7 @@ impl Reporter {
             self.line(&format!(
                 "{what} on attempt {} ({})",
                 self.of(attempts),
-                self.used(elapsed)
+                self.used(spent)
             ));
         }
     }

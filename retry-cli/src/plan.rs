@@ -24,6 +24,8 @@ enum Then {
     Sleep {
         delay: Duration,
         reason: SleepReason,
+        /// The interval a jittered curve delay was drawn from.
+        range: Option<(Duration, Duration)>,
     },
     RetryNow,
     GiveUp(GiveUp),
@@ -82,6 +84,10 @@ fn scripted(event: Event) -> Scripted {
         _ => Scripted::succeed(),
     }
 }
+
+/// The version of `retry plan --json`'s records: 3 since the seed became a
+/// string.
+const PLAN_SCHEMA: u32 = 3;
 
 /// Most attempts a plan lists; a policy allowing more is cut with a note.
 const MAX_ROWS: usize = 1000;
@@ -161,8 +167,10 @@ impl Plan {
                 Action::Attempt {
                     number, deadline, ..
                 } => {
-                    if is_outcome {
-                        if let Some(row) = rows.last_mut() {
+                    // An attempt right after an outcome (or after a grant of the
+                    // retry budget that followed it) is a retry at once.
+                    if let Some(row) = rows.last_mut() {
+                        if row.outcome.is_some() && row.then.is_none() {
                             row.then = Some(Then::RetryNow);
                         }
                     }
@@ -177,13 +185,27 @@ impl Plan {
                 }
                 Action::Sleep { delay, reason, .. } => {
                     total_sleep = total_sleep.saturating_add(delay);
-                    Some(Then::Sleep { delay, reason })
+                    // The interval of a jittered curve delay (a scripted
+                    // outcome carries no hint; a delay list has no jitter).
+                    let range = match (reason, list, rows.last()) {
+                        (SleepReason::Curve, None, Some(row)) => machine_policy
+                            .delay_interval(row.attempt)
+                            .filter(|(lo, hi)| lo < hi),
+                        _ => None,
+                    };
+                    Some(Then::Sleep {
+                        delay,
+                        reason,
+                        range,
+                    })
                 }
                 Action::GiveUp(give_up) => {
                     end = Some(give_up);
                     Some(Then::GiveUp(give_up))
                 }
                 Action::Done { .. } => Some(Then::Done),
+                // The simulator grants the withdrawal: what follows is the
+                // answer to the attempt's outcome.
                 Action::Withdraw { .. } => None,
             };
             if let (Some(then), Some(row)) = (then, rows.last_mut()) {
@@ -250,11 +272,24 @@ impl Plan {
                 .unwrap_or_else(|| "-".to_owned());
             let outcome = row.outcome.map(outcome_text).unwrap_or_default();
             let then = match row.then {
-                Some(Then::Sleep { delay, reason }) => format!(
-                    "sleep {} ({})",
-                    retry_core::DisplayDuration(delay),
-                    self.reason_text(reason)
-                ),
+                Some(Then::Sleep {
+                    delay,
+                    reason,
+                    range,
+                }) => match range {
+                    Some((lo, hi)) => format!(
+                        "sleep {} ({}, jittered within {} to {})",
+                        retry_core::DisplayDuration(delay),
+                        self.reason_text(reason),
+                        retry_core::DisplayDuration(lo),
+                        retry_core::DisplayDuration(hi)
+                    ),
+                    None => format!(
+                        "sleep {} ({})",
+                        retry_core::DisplayDuration(delay),
+                        self.reason_text(reason)
+                    ),
+                },
                 Some(Then::RetryNow) => "retry at once".to_owned(),
                 Some(Then::GiveUp(g)) => format!("give up: {}", g.reason),
                 Some(Then::Done) => "done".to_owned(),
@@ -294,8 +329,11 @@ impl Plan {
         out
     }
 
-    /// The plan as JSON Lines: one object per line, each with `"schema": 2` and
-    /// a `"record"`: first `policy`, then one `attempt` per row, then `result`.
+    /// The plan as JSON Lines: one object per line, each with `"schema": 3` and
+    /// a `"record"`: first `policy` (its `seed` a string of decimal digits, which
+    /// no JSON reader rounds), then one `attempt` per row, then `result`. A
+    /// jittered curve sleep carries the interval it was drawn from,
+    /// `delay_min_ms` to `delay_max_ms` (`null` otherwise).
     #[must_use]
     pub fn json_lines(&self) -> String {
         let mut out = String::new();
@@ -304,9 +342,9 @@ impl Plan {
             out.push('\n');
         };
         put(json!({
-            "schema": 2,
+            "schema": PLAN_SCHEMA,
             "record": "policy",
-            "seed": self.seed,
+            "seed": self.seed.to_string(),
             "policy": self.policy.to_string(),
             "max_attempts": self.policy.max_attempts(),
             "budget_ms": self.policy.budget().map(millis),
@@ -315,10 +353,16 @@ impl Plan {
         }));
         for row in &self.rows {
             let then = match row.then {
-                Some(Then::Sleep { delay, reason }) => json!({
+                Some(Then::Sleep {
+                    delay,
+                    reason,
+                    range,
+                }) => json!({
                     "action": "sleep",
                     "delay_ms": millis(delay),
                     "reason": self.reason_text(reason),
+                    "delay_min_ms": range.map(|(lo, _)| millis(lo)),
+                    "delay_max_ms": range.map(|(_, hi)| millis(hi)),
                 }),
                 Some(Then::RetryNow) => json!({ "action": "retry", "delay_ms": 0 }),
                 Some(Then::GiveUp(g)) => json!({
@@ -329,7 +373,7 @@ impl Plan {
                 None => Value::Null,
             };
             put(json!({
-                "schema": 2,
+                "schema": PLAN_SCHEMA,
                 "record": "attempt",
                 "attempt": row.attempt,
                 "start_ms": millis(row.start.as_duration()),
@@ -339,7 +383,7 @@ impl Plan {
             }));
         }
         put(json!({
-            "schema": 2,
+            "schema": PLAN_SCHEMA,
             "record": "result",
             "reason": match (self.end, self.goal) {
                 (Some(g), _) => g.reason.code().trim_start_matches("retry."),

@@ -1,6 +1,7 @@
-//! Running one attempt: spawning the command in its own process group, handing
-//! it the terminal, feeding its stdin, holding its stdout, and waiting for it
-//! while watching its deadline and the signals sent to `retry`.
+//! Running one attempt: spawning the command (in the job's process group with a
+//! terminal, in one of its own without), feeding its stdin, holding its stdout,
+//! and waiting for it while watching its deadline and the signals sent to
+//! `retry`; after a timeout or a signal, ending every process it left.
 //!
 //! Nothing here polls: the wait blocks in `ppoll(2)` on a self-pipe that the
 //! signal handlers (SIGCHLD included) write to, on the command's pipes, and on
@@ -11,15 +12,16 @@ use core::time::Duration;
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant as WallInstant;
 
 use retry_core::Instant;
 
-use super::sys::{self, ChildState, SpawnPlan, Wake};
+use super::sys::{self, ChildState, Interest, ProcessId, SpawnPlan, Wake};
 use super::terminal::Terminal;
+use super::tree::{self, Tree};
 
 /// The run's clock: machine time is wall time since the start, minus the time
 /// the command spent stopped (Ctrl-Z), which counts neither against an attempt's
@@ -56,6 +58,22 @@ impl RunClock {
     #[must_use]
     pub fn elapsed(&self) -> Duration {
         self.start.elapsed()
+    }
+
+    /// The run's time so far, wall and counted, from one reading.
+    #[must_use]
+    pub fn spent(&self) -> super::output::Spent {
+        let elapsed = self.start.elapsed();
+        super::output::Spent {
+            elapsed,
+            counted: elapsed.saturating_sub(self.paused),
+        }
+    }
+
+    /// When the run started.
+    #[must_use]
+    pub const fn started(&self) -> WallInstant {
+        self.start
     }
 
     /// Time spent stopped so far.
@@ -100,6 +118,17 @@ pub enum Output {
     Stderr,
 }
 
+/// Which process group an attempt runs in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Grouping {
+    /// `retry`'s own, the job's (with a controlling terminal): the terminal's
+    /// signals reach the shell, `retry` and the command together, and the
+    /// shell's job control works on the whole job.
+    Job,
+    /// A new group per attempt (without a terminal).
+    Own,
+}
+
 /// What to run.
 #[derive(Debug)]
 pub struct Launch<'a> {
@@ -115,8 +144,6 @@ pub struct Launch<'a> {
     pub deadline: Option<Instant>,
     /// Grace between SIGTERM and SIGKILL.
     pub kill_after: Duration,
-    /// Whether the command gets the terminal (when `retry` has it).
-    pub terminal: bool,
 }
 
 /// What the wait needs from the run.
@@ -127,6 +154,11 @@ pub struct Context<'a> {
     pub(super) wake: &'a Wake,
     /// The controlling terminal, if any.
     pub terminal: Option<&'a Terminal>,
+    /// The process group attempts run in.
+    pub grouping: Grouping,
+    /// Whether `retry` started a process before (until then it has no child,
+    /// and an attempt need not look for leftovers of earlier ones).
+    pub spawned_before: bool,
     /// Told of job-control changes as they happen (before `retry` stops itself).
     pub notify: &'a dyn Fn(Notice),
 }
@@ -136,6 +168,7 @@ impl core::fmt::Debug for Context<'_> {
         f.debug_struct("Context")
             .field("clock", &self.clock)
             .field("terminal", &self.terminal)
+            .field("grouping", &self.grouping)
             .finish_non_exhaustive()
     }
 }
@@ -172,7 +205,7 @@ impl Ending {
 /// Something that happened while an attempt ran, for the report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Notice {
-    /// The command's group was stopped by this signal.
+    /// The command was stopped by this signal.
     Stopped(i32),
     /// It was continued after being stopped for this long.
     Continued(Duration),
@@ -183,7 +216,7 @@ pub enum Notice {
 pub struct Finished {
     /// How it ended.
     pub ending: Ending,
-    /// Its process id (its group's id too), once started.
+    /// Its process id, once started.
     pub pid: Option<u32>,
     /// Its stdout, when held.
     pub stdout: Option<Vec<u8>>,
@@ -191,8 +224,6 @@ pub struct Finished {
     pub error: Option<String>,
     /// The signal `retry` received while it ran, if any.
     pub interrupted_by: Option<i32>,
-    /// Whether it had the terminal (so a key's signal reached it, not `retry`).
-    pub had_terminal: bool,
     /// Job-control changes while it ran.
     pub notices: Vec<Notice>,
 }
@@ -208,6 +239,7 @@ pub fn run(launch: Launch<'_>, cx: &mut Context<'_>) -> Finished {
             126,
         );
     };
+    plan.own_group = cx.grouping == Grouping::Own;
     // The child's ends of its pipes, closed here once it has them.
     let mut child_ends: Vec<OwnedFd> = Vec::new();
     let mut stdin = None;
@@ -243,14 +275,18 @@ pub fn run(launch: Launch<'_>, cx: &mut Context<'_>) -> Finished {
         },
         Output::Stderr => plan.stdout = Some(2),
     }
-    // The terminal the command may have (now, or after `fg`), and whether it
-    // takes it at once: the child takes it itself, before its exec, so it has it
-    // before its first read.
-    let eligible = cx.terminal.filter(|_| launch.terminal);
-    let terminal = eligible.filter(|t| t.in_foreground());
-    plan.tty = terminal.map(Terminal::raw);
-    let spawned = match sys::spawn(&plan) {
-        Ok(spawned) => spawned,
+    // What the terminal looked like before, to put back after an attempt
+    // `retry` had to end.
+    let modes = cx.terminal.and_then(Terminal::modes);
+    // The processes already there are not this attempt's.
+    let before = if cx.spawned_before {
+        tree::children_of_self()
+    } else {
+        Vec::new()
+    };
+    cx.spawned_before = true;
+    let pid = match sys::spawn(&plan) {
+        Ok(pid) => pid,
         Err(error) => {
             let code = match error.kind() {
                 io::ErrorKind::NotFound => 127,
@@ -260,45 +296,23 @@ pub fn run(launch: Launch<'_>, cx: &mut Context<'_>) -> Finished {
         }
     };
     drop(child_ends);
-    let pid = spawned.pid;
-    if let Some(tty) = terminal {
-        tty.given(pid);
-    }
     let mut watch = Watch {
-        group: pid,
+        pid,
+        tree: Tree::new(pid, before),
+        grouping: cx.grouping,
         deadline: launch.deadline,
         kill_after: launch.kill_after,
-        terminal: eligible,
-        had_terminal: terminal.is_some(),
-        exec_report: spawned.exec_report,
-        exec_error: None,
         stdin,
         stdout,
-        child_modes: None,
         own_stop: false,
         notices: Vec::new(),
     };
     let (state, timed_out, interrupted) = watch.wait(cx);
-    if let Some(report) = watch.exec_report.take() {
-        watch.exec_error = sys::exec_result(&report);
-    }
-    if let Some(tty) = eligible.filter(|_| watch.had_terminal) {
-        tty.take_back();
-        // A command killed in raw or no-echo mode cannot restore the terminal.
-        if !matches!(state, ChildState::Exited(_)) || timed_out || interrupted.is_some() {
-            tty.restore_modes();
+    let ended_by_retry = timed_out || interrupted.is_some();
+    if let (Some(tty), Some(modes)) = (cx.terminal, &modes) {
+        if ended_by_retry || matches!(state, ChildState::Killed(_)) {
+            tty.restore(modes);
         }
-    }
-    let pid = u32::try_from(pid).ok();
-    if let Some(error) = watch.exec_error.take() {
-        let code = match error.kind() {
-            io::ErrorKind::NotFound => 127,
-            _ => 126,
-        };
-        let mut finished = not_started(explain_spawn_error(program, &error), code);
-        finished.pid = pid;
-        finished.interrupted_by = interrupted;
-        return finished;
     }
     let ending = match (interrupted, timed_out, state) {
         (Some(signal), _, _) => Ending::Interrupted(signal),
@@ -309,11 +323,10 @@ pub fn run(launch: Launch<'_>, cx: &mut Context<'_>) -> Finished {
     };
     Finished {
         ending,
-        pid,
+        pid: u32::try_from(pid.as_raw_nonzero().get()).ok(),
         stdout: watch.stdout.map(|c| c.bytes),
         error: None,
         interrupted_by: interrupted,
-        had_terminal: watch.had_terminal,
         notices: watch.notices,
     }
 }
@@ -325,7 +338,6 @@ fn not_started(error: String, code: i32) -> Finished {
         stdout: None,
         error: Some(error),
         interrupted_by: None,
-        had_terminal: false,
         notices: Vec::new(),
     }
 }
@@ -384,7 +396,7 @@ struct Feeder {
 
 impl Feeder {
     fn new(pipe: File, bytes: Arc<Vec<u8>>) -> Feeder {
-        let pipe = sys::set_nonblocking(pipe.as_raw_fd()).ok().map(|()| pipe);
+        let pipe = sys::set_nonblocking(&pipe).ok().map(|()| pipe);
         let mut feeder = Feeder {
             pipe,
             bytes,
@@ -392,10 +404,6 @@ impl Feeder {
         };
         feeder.pump();
         feeder
-    }
-
-    fn fd(&self) -> Option<RawFd> {
-        self.pipe.as_ref().map(AsRawFd::as_raw_fd)
     }
 
     /// Writes what the pipe takes; closes it when all is written or the reader
@@ -427,15 +435,11 @@ struct Collector {
 
 impl Collector {
     fn new(pipe: File) -> Collector {
-        let pipe = sys::set_nonblocking(pipe.as_raw_fd()).ok().map(|()| pipe);
+        let pipe = sys::set_nonblocking(&pipe).ok().map(|()| pipe);
         Collector {
             pipe,
             bytes: Vec::new(),
         }
-    }
-
-    fn fd(&self) -> Option<RawFd> {
-        self.pipe.as_ref().map(AsRawFd::as_raw_fd)
     }
 
     /// Reads what is there; closes the pipe at end of file.
@@ -457,25 +461,18 @@ impl Collector {
 
 /// The state of one wait.
 #[derive(Debug)]
-struct Watch<'t> {
-    group: i32,
+struct Watch {
+    /// The command.
+    pid: ProcessId,
+    /// The command and everything below it.
+    tree: Tree,
+    grouping: Grouping,
     deadline: Option<Instant>,
     kill_after: Duration,
-    /// The terminal, when the command may have it (whenever `retry` is in the
-    /// foreground).
-    terminal: Option<&'t Terminal>,
-    /// Whether the command had the terminal at some point.
-    had_terminal: bool,
-    /// The child's exec report, until read.
-    exec_report: Option<OwnedFd>,
-    /// Why its exec failed, if it did.
-    exec_error: Option<io::Error>,
     stdin: Option<Feeder>,
     stdout: Option<Collector>,
-    /// The command's terminal modes while it is stopped.
-    child_modes: Option<sys::Modes>,
-    /// `retry` itself was stopped and stopped the group, then continued both:
-    /// the group's stop and continue reports that follow are already accounted.
+    /// `retry` itself was stopped and stopped the command, then continued both:
+    /// the command's stop and continue reports that follow are already counted.
     own_stop: bool,
     notices: Vec<Notice>,
 }
@@ -483,12 +480,45 @@ struct Watch<'t> {
 const FORWARDED: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
 const JOB_CONTROL: [i32; 3] = [libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU];
 
-impl Watch<'_> {
+impl Watch {
+    /// Sends `signal` to the attempt's processes that did not get it yet.
+    /// `from_terminal`: a terminal sent it to `retry`'s whole group, which in
+    /// job mode holds the command.
+    fn pass_on(&self, signal: i32, from_terminal: bool) {
+        match self.grouping {
+            // The command's group at once (atomically: a fork meanwhile joins
+            // the group and gets it too), then whoever left it. Once the
+            // command is reaped its number (the group's) may be another's:
+            // then the tree alone, which holds what is left of the group.
+            Grouping::Own if self.tree.root().is_some() => {
+                sys::signal_group(self.pid, signal);
+                self.tree.signal(signal, Some(self.pid));
+            }
+            Grouping::Own => {
+                self.tree.signal(signal, None);
+            }
+            Grouping::Job if from_terminal => {
+                self.tree.signal(signal, Some(sys::own_group()));
+            }
+            Grouping::Job => {
+                self.tree.signal(signal, None);
+            }
+        }
+    }
+
+    /// Ends every process of the attempt (SIGKILL): no orphans.
+    fn kill_all(&self) {
+        if self.grouping == Grouping::Own && self.tree.root().is_some() {
+            sys::signal_group(self.pid, libc::SIGKILL);
+        }
+        self.tree.kill();
+    }
+
     /// Waits for the command to end (and its held stdout to close). Returns how
     /// it ended, whether the deadline stopped it, and the first signal `retry`
     /// received meanwhile.
     fn wait(&mut self, cx: &mut Context<'_>) -> (ChildState, bool, Option<i32>) {
-        let pid = self.group;
+        let job = self.grouping == Grouping::Job;
         let mut ended: Option<ChildState> = None;
         let mut timed_out = false;
         let mut interrupted: Option<i32> = None;
@@ -498,56 +528,80 @@ impl Watch<'_> {
         loop {
             let pending = sys::take_pending();
             for signal in FORWARDED {
-                if sys::has(pending, signal) {
-                    sys::signal_group(self.group, signal);
+                if pending.has(signal) {
+                    self.pass_on(signal, job && pending.only_from_kernel(signal));
                     if stopped_since.is_some() {
-                        sys::signal_group(self.group, libc::SIGCONT);
-                    }
-                    if interrupted.is_none() {
-                        interrupted = Some(signal);
-                        kill_at = Some(later(WallInstant::now(), self.kill_after));
+                        // A stopped command could not act on it.
+                        self.pass_on(libc::SIGCONT, false);
                     }
                 }
+                if pending.has(signal) && interrupted.is_none() {
+                    interrupted = Some(signal);
+                    kill_at = Some(later(WallInstant::now(), self.kill_after));
+                }
             }
-            if let Some(&signal) = JOB_CONTROL.iter().find(|&&s| sys::has(pending, s)) {
-                // Ctrl-Z reached `retry` (or someone sent it the signal): the
-                // command's group stops with it, then `retry` stops. The reports
-                // of that stop are drained below and not counted twice.
+            if let Some(&signal) = JOB_CONTROL.iter().find(|&&s| pending.has(s)) {
+                // Ctrl-Z (or someone's `kill -TSTP`) reached `retry`: the
+                // command stops with it (a terminal's key reached it already
+                // in job mode), then `retry` stops, so that its shell sees the
+                // job stop. The command's reports of that stop are drained
+                // below and not counted twice.
                 let running = ended.is_none() && stopped_since.is_none();
+                // A SIGTTIN or SIGTTOU from the terminal stopped `retry` in
+                // its handler already (the whole job got it).
+                let already = sys::stopped_in_handler(pending, signal);
                 if running {
-                    sys::signal_group(self.group, signal);
+                    if !(job && pending.only_from_kernel(signal)) {
+                        self.pass_on(signal, false);
+                    }
                     self.own_stop = true;
                     (cx.notify)(Notice::Stopped(signal));
                 }
                 let since = WallInstant::now();
-                self.suspend(signal);
+                if !already {
+                    suspend(signal);
+                }
+                let stopped = since.elapsed() + sys::take_stopped_in_handler();
                 if running {
-                    sys::signal_group(self.group, libc::SIGCONT);
-                    let stopped = since.elapsed();
+                    self.pass_on(libc::SIGCONT, false);
                     cx.clock.pause(stopped);
                     (cx.notify)(Notice::Continued(stopped));
                 }
                 check_child = true;
-            } else if sys::has(pending, libc::SIGCONT) && ended.is_none() {
-                // `retry` was continued (after a stop it could not see coming):
-                // the command's group goes on with it.
-                self.regain_terminal();
-                sys::signal_group(self.group, libc::SIGCONT);
+            } else if pending.has(libc::SIGCONT) && ended.is_none() {
+                // `retry` was continued (after a stop it could not see coming,
+                // SIGSTOP): the command goes on with it.
+                self.pass_on(
+                    libc::SIGCONT,
+                    job && pending.only_from_kernel(libc::SIGCONT),
+                );
             }
-            if check_child || sys::has(pending, libc::SIGCHLD) {
+            if check_child || pending.has(libc::SIGCHLD) {
                 check_child = false;
-                while ended.is_none() {
-                    match sys::try_wait(pid) {
-                        Ok(None) => break,
-                        Ok(Some(ChildState::Stopped(_) | ChildState::Continued))
-                            if self.own_stop => {}
-                        Ok(Some(ChildState::Stopped(signal))) => {
+                let reaped = sys::reap(Some(self.pid));
+                self.tree.forget(&reaped.others);
+                for state in reaped.command {
+                    if ended.is_some() {
+                        break;
+                    }
+                    match state {
+                        ChildState::Stopped(_) | ChildState::Continued if self.own_stop => {}
+                        ChildState::Stopped(signal) => {
                             stopped_since.get_or_insert_with(WallInstant::now);
                             self.notices.push(Notice::Stopped(signal));
                             (cx.notify)(Notice::Stopped(signal));
-                            self.child_stopped(signal);
+                            if job && JOB_CONTROL.contains(&signal) {
+                                // The command stopped itself (a pager's own
+                                // Ctrl-Z, a read from the background): the job
+                                // stops with it, so that the shell sees it and
+                                // `fg` continues it.
+                                sys::forget(&JOB_CONTROL);
+                                suspend(signal);
+                                self.pass_on(libc::SIGCONT, false);
+                                check_child = true;
+                            }
                         }
-                        Ok(Some(ChildState::Continued)) => {
+                        ChildState::Continued => {
                             if let Some(since) = stopped_since.take() {
                                 let stopped = since.elapsed();
                                 cx.clock.pause(stopped);
@@ -555,11 +609,9 @@ impl Watch<'_> {
                                 (cx.notify)(Notice::Continued(stopped));
                             }
                         }
-                        Ok(Some(state)) => ended = Some(state),
-                        // Cannot happen for a child of ours; make sure it is gone.
-                        Err(_) => {
-                            sys::signal_group(self.group, libc::SIGKILL);
-                            ended = Some(ChildState::Killed(libc::SIGKILL));
+                        state => {
+                            ended = Some(state);
+                            self.tree.root_reaped();
                         }
                     }
                 }
@@ -574,21 +626,26 @@ impl Watch<'_> {
                 && wall_deadline.is_some_and(|d| now >= d)
             {
                 timed_out = true;
-                sys::signal_group(self.group, libc::SIGTERM);
+                self.pass_on(libc::SIGTERM, false);
                 kill_at = Some(later(now, self.kill_after));
             }
             if kill_at.is_some_and(|k| now >= k) {
-                sys::signal_group(self.group, libc::SIGKILL);
+                self.kill_all();
                 kill_at = None;
             }
             if let Some(state) = ended {
                 let stdout_open = self.stdout.as_ref().is_some_and(|c| c.pipe.is_some());
-                if !stdout_open {
-                    if timed_out || interrupted.is_some() {
-                        // Whatever the command left behind in its group goes with
-                        // it: no orphans.
-                        sys::signal_group(self.group, libc::SIGKILL);
+                if timed_out || interrupted.is_some() {
+                    // Whatever the command left behind goes with it: no
+                    // orphans (and a held stdout closes: what is left in it
+                    // is read).
+                    self.kill_all();
+                    if let Some(collector) = &mut self.stdout {
+                        collector.pump();
                     }
+                    return (state, timed_out, interrupted);
+                }
+                if !stdout_open {
                     return (state, timed_out, interrupted);
                 }
             }
@@ -598,100 +655,41 @@ impl Watch<'_> {
                 let left = wake.saturating_duration_since(now);
                 timeout = Some(timeout.map_or(left, |t| t.min(left)));
             }
-            let mut fds: Vec<libc::pollfd> = Vec::with_capacity(2);
-            let stdin_fd = self.stdin.as_ref().and_then(Feeder::fd);
-            let stdout_fd = self.stdout.as_ref().and_then(Collector::fd);
-            let report_fd = self.exec_report.as_ref().map(AsRawFd::as_raw_fd);
-            if let Some(fd) = report_fd {
-                fds.push(libc::pollfd {
-                    fd,
-                    events: libc::POLLIN,
-                    revents: 0,
-                });
+            let stdin_fd = self.stdin.as_ref().and_then(|f| f.pipe.as_ref());
+            let stdout_fd = self.stdout.as_ref().and_then(|c| c.pipe.as_ref());
+            let mut fds: Vec<(BorrowedFd<'_>, Interest)> = Vec::with_capacity(2);
+            if let Some(pipe) = stdin_fd {
+                fds.push((pipe.as_fd(), Interest::Write));
             }
-            if let Some(fd) = stdin_fd {
-                fds.push(libc::pollfd {
-                    fd,
-                    events: libc::POLLOUT,
-                    revents: 0,
-                });
+            if let Some(pipe) = stdout_fd {
+                fds.push((pipe.as_fd(), Interest::Read));
             }
-            if let Some(fd) = stdout_fd {
-                fds.push(libc::pollfd {
-                    fd,
-                    events: libc::POLLIN,
-                    revents: 0,
-                });
-            }
-            cx.wake.wait(&mut fds, timeout);
-            for polled in &fds {
-                if polled.revents == 0 {
-                    continue;
-                }
-                if Some(polled.fd) == stdin_fd {
-                    if let Some(feeder) = &mut self.stdin {
-                        if polled.revents & (libc::POLLERR | libc::POLLHUP) != 0 {
-                            feeder.pipe = None;
-                        } else {
-                            feeder.pump();
-                        }
+            let (has_stdin, has_stdout) = (stdin_fd.is_some(), stdout_fd.is_some());
+            let ready = cx.wake.wait(&fds, timeout);
+            let mut ready = ready.into_iter();
+            if has_stdin {
+                if let (Some(r), Some(feeder)) = (ready.next(), &mut self.stdin) {
+                    if r.hung_up && !r.ready {
+                        feeder.pipe = None;
+                    } else if r.ready || r.hung_up {
+                        feeder.pump();
                     }
-                } else if Some(polled.fd) == stdout_fd {
-                    if let Some(collector) = &mut self.stdout {
+                }
+            }
+            if has_stdout {
+                if let (Some(r), Some(collector)) = (ready.next(), &mut self.stdout) {
+                    if r.ready || r.hung_up {
                         collector.pump();
                     }
-                } else if Some(polled.fd) == report_fd {
-                    if let Some(report) = self.exec_report.take() {
-                        self.exec_error = sys::exec_result(&report);
-                    }
                 }
             }
         }
     }
+}
 
-    /// The command's group was stopped by `signal`.
-    fn child_stopped(&mut self, signal: i32) {
-        let job_control = JOB_CONTROL.contains(&signal);
-        let handed = self.terminal.is_some_and(Terminal::is_handed);
-        if !handed && !job_control {
-            // Stopped by someone else (SIGSTOP): wait for them to continue it;
-            // the deadline waits too.
-            return;
-        }
-        // A key (Ctrl-Z) or the terminal stopped the command: `retry` stops the
-        // same way, so that its shell sees the job stop and gets the terminal
-        // back; `fg` continues `retry`, which continues the command.
-        self.suspend(signal);
-        sys::signal_group(self.group, libc::SIGCONT);
-    }
-
-    /// Takes the terminal back (keeping the command's modes), stops `retry` with
-    /// `signal`, and once continued hands the terminal on again if `retry` is in
-    /// the foreground.
-    fn suspend(&mut self, signal: i32) {
-        if let Some(tty) = self.terminal.filter(|t| t.is_handed()) {
-            self.child_modes = tty.modes();
-            tty.take_back();
-            tty.restore_modes();
-        }
-        let _ = std::io::stderr().flush();
-        sys::stop_self(signal);
-        self.regain_terminal();
-    }
-
-    /// After `retry` was continued: if it is in the foreground and the command
-    /// had the terminal, the command gets it back, with its modes.
-    fn regain_terminal(&mut self) {
-        let Some(tty) = self.terminal else {
-            return;
-        };
-        if tty.in_foreground() {
-            if let Some(modes) = self.child_modes.take() {
-                tty.set_modes(&modes);
-            }
-            if tty.give(self.group).is_ok() {
-                self.had_terminal = true;
-            }
-        }
-    }
+/// Stops `retry` with `signal`, as a shell's job stops, and returns once it is
+/// continued.
+fn suspend(signal: i32) {
+    let _ = std::io::stderr().flush();
+    sys::stop_self(signal);
 }

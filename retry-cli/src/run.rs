@@ -4,6 +4,7 @@
 //! an explicit [`DelayList`] (`--delays`).
 
 use core::time::Duration;
+use std::ffi::CString;
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -16,7 +17,7 @@ use retry_core::{
 
 use super::args::Invocation;
 use super::output::{describe, Reporter};
-use super::process::{self, Context, Ending, Input, Launch, Notice, Output, RunClock};
+use super::process::{self, Context, Ending, Grouping, Input, Launch, Notice, Output, RunClock};
 use super::sys::{self, Wake};
 use super::terminal::Terminal;
 
@@ -41,19 +42,106 @@ enum HintFile {
         /// The path the command is given.
         path: PathBuf,
     },
-    /// A file in the temporary directory (when `/proc` is not there), removed
-    /// when dropped.
-    Disk(PathBuf),
+    /// A file in `retry`'s private directory ([`HintDirectory`]), removed when
+    /// dropped.
+    Disk {
+        /// `retry`'s descriptor of the file.
+        file: std::fs::File,
+        /// The path the command is given.
+        path: CString,
+    },
 }
 
 /// The most of a hint file that is read (a header dump is far smaller).
 const HINT_FILE_LIMIT: u64 = 64 * 1024;
 
-impl HintFile {
-    fn create(attempt: u32) -> Option<HintFile> {
-        HintFile::in_memory().or_else(|| HintFile::on_disk(attempt))
+/// Where the hint files of a run come from: memory files for a `retry` that is
+/// not root, or a directory of its own for one that is root (or without
+/// `/proc`).
+///
+/// A memory file is opened through `/proc/<retry's pid>/fd/<n>`, which the
+/// kernel lets only processes of `retry`'s own user (or root) open. A root
+/// `retry` commonly runs commands that drop privileges (`setpriv`, `runuser`,
+/// `sudo -u`, `su`), which could then not write their hint: for root, each
+/// attempt gets a file in a directory made for the run (in `/dev/shm`, else the
+/// temporary directory) that only root can list (mode 0711) and that any user
+/// can write but not read (0622), under a name no one can guess.
+#[derive(Default)]
+struct HintDirectory {
+    /// The directory, once made.
+    path: Option<CString>,
+    /// Whether it could not be made (then no hint files).
+    failed: bool,
+}
+
+impl HintDirectory {
+    /// A fresh hint file for attempt `attempt`.
+    fn create(&mut self, attempt: u32) -> Option<HintFile> {
+        if !sys::is_root() {
+            if let Some(file) = HintFile::in_memory() {
+                return Some(file);
+            }
+        }
+        let dir = self.directory()?;
+        let mut path = dir.into_bytes();
+        path.extend_from_slice(format!("/hint-{attempt}").as_bytes());
+        let path = CString::new(path).ok()?;
+        // Any user may write it (a command that switched users); only retry
+        // reads it.
+        let fd = sys::create_file(&path, 0o622).ok()?;
+        Some(HintFile::Disk {
+            file: std::fs::File::from(fd),
+            path,
+        })
     }
 
+    /// The run's directory, made on first use.
+    fn directory(&mut self) -> Option<CString> {
+        if self.failed {
+            return None;
+        }
+        if let Some(path) = &self.path {
+            return Some(path.clone());
+        }
+        let temporary = std::env::temp_dir();
+        for parent in [std::path::Path::new("/dev/shm"), temporary.as_path()] {
+            for _ in 0..4 {
+                let name = format!(
+                    "{}/retry-{}-{:016x}",
+                    parent.display(),
+                    sys::own_pid().as_raw_nonzero(),
+                    random_seed()
+                );
+                let Ok(path) = CString::new(name) else {
+                    break;
+                };
+                match sys::make_private_dir(&path, 0o711) {
+                    Ok(()) => {
+                        self.path = Some(path.clone());
+                        return Some(path);
+                    }
+                    // Taken (a name seen before): draw another.
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    // Not there, or not writable: the next parent.
+                    Err(_) => break,
+                }
+            }
+        }
+        self.failed = true;
+        None
+    }
+}
+
+impl Drop for HintDirectory {
+    fn drop(&mut self) {
+        // Each hint file removed itself when its attempt ended.
+        if let Some(path) = &self.path {
+            sys::remove_dir(path);
+        }
+    }
+}
+
+impl HintFile {
     /// A memfd, when `/proc` is there for the command to open it by.
     fn in_memory() -> Option<HintFile> {
         use std::os::fd::AsRawFd;
@@ -63,7 +151,7 @@ impl HintFile {
         let fd = sys::memory_file().ok()?;
         let path = PathBuf::from(format!(
             "/proc/{}/fd/{}",
-            std::process::id(),
+            sys::own_pid().as_raw_nonzero(),
             fd.as_raw_fd()
         ));
         Some(HintFile::Memory {
@@ -72,35 +160,12 @@ impl HintFile {
         })
     }
 
-    fn on_disk(attempt: u32) -> Option<HintFile> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let dir = std::env::temp_dir();
-        let stamp = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        for salt in 0..16u32 {
-            let name = format!(
-                "retry-hint-{}-{attempt}-{stamp:x}-{salt}",
-                std::process::id()
-            );
-            let path = dir.join(name);
-            let created = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&path);
-            if created.is_ok() {
-                return Some(HintFile::Disk(path));
-            }
-        }
-        None
-    }
-
     /// The path the command is given.
-    fn path(&self) -> &std::path::Path {
+    fn path(&self) -> OsString {
+        use std::os::unix::ffi::OsStrExt;
         match self {
-            HintFile::Memory { path, .. } | HintFile::Disk(path) => path,
+            HintFile::Memory { path, .. } => path.as_os_str().to_owned(),
+            HintFile::Disk { path, .. } => std::ffi::OsStr::from_bytes(path.as_bytes()).to_owned(),
         }
     }
 
@@ -108,18 +173,10 @@ impl HintFile {
     fn bytes(&self) -> Vec<u8> {
         use std::io::{Seek, SeekFrom};
         let mut bytes = Vec::new();
-        match self {
-            HintFile::Memory { file, .. } => {
-                let mut file = file;
-                if file.seek(SeekFrom::Start(0)).is_ok() {
-                    let _ = file.take(HINT_FILE_LIMIT).read_to_end(&mut bytes);
-                }
-            }
-            HintFile::Disk(path) => {
-                if let Ok(file) = std::fs::File::open(path) {
-                    let _ = file.take(HINT_FILE_LIMIT).read_to_end(&mut bytes);
-                }
-            }
+        let (HintFile::Memory { file, .. } | HintFile::Disk { file, .. }) = self;
+        let mut file = file;
+        if file.seek(SeekFrom::Start(0)).is_ok() {
+            let _ = file.take(HINT_FILE_LIMIT).read_to_end(&mut bytes);
         }
         bytes
     }
@@ -127,21 +184,27 @@ impl HintFile {
 
 impl Drop for HintFile {
     fn drop(&mut self) {
-        if let HintFile::Disk(path) = self {
-            let _ = std::fs::remove_file(path);
+        if let HintFile::Disk { path, .. } = self {
+            sys::remove_file(path);
         }
     }
 }
 
-/// A seed from the OS's hash randomness, the time and the process id.
+/// A seed from the kernel's randomness (or, without it, the time and the
+/// process id).
 fn random_seed() -> u64 {
-    use core::hash::{BuildHasher, Hasher};
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    if let Ok(now) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
-        hasher.write_u128(now.as_nanos());
+    if let Some(seed) = sys::random_u64() {
+        return seed;
     }
-    hasher.write_u32(std::process::id());
-    hasher.finish()
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let pid = u64::from(sys::own_pid().as_raw_nonzero().get().unsigned_abs());
+    // splitmix64 of the two.
+    let mut z = (nanos as u64 ^ (pid << 32)).wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// Signals `retry` passes on and then dies of.
@@ -149,17 +212,26 @@ const FORWARDED: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SI
 /// Signals that stop `retry` (and the command's group, while one runs).
 const JOB_CONTROL: [i32; 3] = [libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU];
 
-/// Between attempts: stops `retry` for a job-control signal (the time stopped
-/// is not counted), and returns a forwarded signal that arrived, if any.
+/// Between attempts: reaps what earlier attempts left and what ended, stops
+/// `retry` for a job-control signal (the time stopped is not counted), and
+/// returns a forwarded signal that arrived, if any.
 fn signals_between_attempts(clock: &mut RunClock) -> Option<i32> {
     let pending = sys::take_pending();
-    if let Some(&signal) = JOB_CONTROL.iter().find(|&&s| sys::has(pending, s)) {
+    if pending.has(libc::SIGCHLD) {
+        let _ = sys::reap(None);
+    }
+    if let Some(&signal) = JOB_CONTROL.iter().find(|&&s| pending.has(s)) {
         let since = std::time::Instant::now();
-        sys::stop_self(signal);
-        let stopped = since.elapsed();
+        // A SIGTTIN or SIGTTOU from the terminal stopped retry in its handler
+        // already.
+        if !sys::stopped_in_handler(pending, signal) {
+            let _ = std::io::stderr().flush();
+            sys::stop_self(signal);
+        }
+        let stopped = since.elapsed() + sys::take_stopped_in_handler();
         clock.pause(stopped);
     }
-    FORWARDED.into_iter().find(|&s| sys::has(pending, s))
+    FORWARDED.into_iter().find(|&s| pending.has(s))
 }
 
 /// Everything a run carries from one attempt to the next.
@@ -168,12 +240,17 @@ struct Run<'a> {
     reporter: Reporter,
     wake: Wake,
     terminal: Option<Terminal>,
+    /// The process group attempts run in.
+    grouping: Grouping,
+    /// Whether a process was started before.
+    spawned_before: bool,
+    hint_directory: HintDirectory,
     clock: RunClock,
     input: Input,
     /// The last attempt's exit status.
     last_status: Option<i32>,
-    /// The last attempt's ending, and whether it had the terminal.
-    last_ending: Option<(Ending, bool)>,
+    /// The last attempt's ending.
+    last_ending: Option<Ending>,
     /// A signal sent to `retry`, which ends the run.
     received: Option<i32>,
     /// The last attempt's process id and how long it ran.
@@ -183,8 +260,12 @@ struct Run<'a> {
 
 /// Runs `command` under the invocation's policy.
 pub fn run(invocation: &Invocation, command: &[OsString]) -> Exit {
+    // The run's time is measured from here, in every report: nothing of it is
+    // left out (reading a replayed stdin included).
+    let clock = RunClock::start();
     let policy = invocation.policy;
     let reporter = match Reporter::new(
+        clock.started(),
         invocation.verbosity,
         invocation.events.as_ref(),
         invocation.attempt_limit(),
@@ -224,12 +305,21 @@ pub fn run(invocation: &Invocation, command: &[OsString]) -> Exit {
         }
     };
     let seed = invocation.seed.unwrap_or_else(random_seed);
+    let terminal = Terminal::open();
+    let grouping = if terminal.is_some() {
+        Grouping::Job
+    } else {
+        Grouping::Own
+    };
     let mut run = Run {
         invocation,
         reporter,
         wake,
-        terminal: Terminal::open(),
-        clock: RunClock::start(),
+        terminal,
+        grouping,
+        spawned_before: false,
+        hint_directory: HintDirectory::default(),
+        clock,
         input,
         last_status: None,
         last_ending: None,
@@ -283,6 +373,14 @@ pub fn run(invocation: &Invocation, command: &[OsString]) -> Exit {
                         }
                     }
                 };
+                // The interval a jittered curve delay is drawn from, for the
+                // report (not with a hint, whose floor moves it, nor with a
+                // delay list, which has no jitter).
+                let hinted = matches!(event, Event::Failed(f) if f.hint().is_some());
+                let range = (!hinted && list.is_none())
+                    .then(|| machine_policy.delay_interval(number))
+                    .flatten()
+                    .filter(|(lo, hi)| lo < hi);
                 action = machine.poll(event, run.clock.now());
                 if let Action::Withdraw { .. } = action {
                     // The command line has no shared retry budget: every
@@ -290,14 +388,23 @@ pub fn run(invocation: &Invocation, command: &[OsString]) -> Exit {
                     // the report shows.
                     action = machine.poll(Event::Granted, run.clock.now());
                 }
-                if let Some((ending, _)) = run.last_ending {
+                if let Some(ending) = run.last_ending {
                     run.reporter.attempt_end(
                         number,
                         ending,
                         run.attempt_pid,
                         run.attempt_took,
                         &action,
-                        run.clock.elapsed(),
+                        range.filter(|_| {
+                            matches!(
+                                action,
+                                Action::Sleep {
+                                    reason: retry_core::SleepReason::Curve,
+                                    ..
+                                }
+                            )
+                        }),
+                        run.clock.spent(),
                     );
                 }
             }
@@ -314,7 +421,7 @@ pub fn run(invocation: &Invocation, command: &[OsString]) -> Exit {
                     if left.is_zero() {
                         break;
                     }
-                    run.wake.wait(&mut [], Some(left));
+                    let _ = run.wake.wait(&[], Some(left));
                 }
                 if run.received.is_none() {
                     action = machine.poll(Event::Woke, run.clock.now());
@@ -329,15 +436,15 @@ pub fn run(invocation: &Invocation, command: &[OsString]) -> Exit {
                 } else {
                     run.last_status.unwrap_or(1)
                 };
-                run.reporter.done(attempts, code, run.clock.elapsed());
-                return run.keyboard_exit().unwrap_or(Exit::Code(code));
+                run.reporter.done(attempts, code, run.clock.spent());
+                return Exit::Code(code);
             }
             Action::GiveUp(give_up) => {
                 if let (GiveUpReason::Cancelled, Some(signal)) = (give_up.reason, run.received) {
                     run.reporter.give_up(
                         &give_up,
                         128_i32.saturating_add(signal),
-                        run.clock.elapsed(),
+                        run.clock.spent(),
                     );
                     return Exit::Signal(signal);
                 }
@@ -345,7 +452,7 @@ pub fn run(invocation: &Invocation, command: &[OsString]) -> Exit {
                     GiveUpReason::TimedOut { .. } | GiveUpReason::Budget => 124,
                     _ => run.last_status.unwrap_or(1),
                 };
-                run.reporter.give_up(&give_up, code, run.clock.elapsed());
+                run.reporter.give_up(&give_up, code, run.clock.spent());
                 if let Some(hook) = &invocation.on_give_up {
                     let mut env = attempt_env(give_up.attempts, invocation, Some(code), None);
                     env.push((
@@ -356,7 +463,7 @@ pub fn run(invocation: &Invocation, command: &[OsString]) -> Exit {
                         return Exit::Signal(signal);
                     }
                 }
-                return run.keyboard_exit().unwrap_or(Exit::Code(code));
+                return Exit::Code(code);
             }
         }
     }
@@ -374,10 +481,10 @@ impl Run<'_> {
         let invocation = self.invocation;
         let deadline_in = deadline.map(|d| d.saturating_duration_since(self.clock.now()));
         self.reporter.attempt_start(number, deadline_in);
-        let hint_file = HintFile::create(number);
+        let hint_file = self.hint_directory.create(number);
         let mut env = attempt_env(number, invocation, self.last_status, deadline_in);
         if let Some(hint) = &hint_file {
-            env.push(("RETRY_HINT_FILE", hint.path().as_os_str().to_owned()));
+            env.push(("RETRY_HINT_FILE", hint.path()));
         }
         let began = std::time::Instant::now();
         let finished = {
@@ -390,9 +497,11 @@ impl Run<'_> {
                 clock: &mut self.clock,
                 wake: &self.wake,
                 terminal: self.terminal.as_ref(),
+                grouping: self.grouping,
+                spawned_before: self.spawned_before,
                 notify: &notify,
             };
-            process::run(
+            let finished = process::run(
                 Launch {
                     argv: command,
                     env,
@@ -404,16 +513,17 @@ impl Run<'_> {
                     },
                     deadline,
                     kill_after: invocation.kill_after,
-                    terminal: true,
                 },
                 &mut cx,
-            )
+            );
+            self.spawned_before = cx.spawned_before;
+            finished
         };
         self.attempt_took = began.elapsed();
         self.attempt_pid = finished.pid;
         let ending = finished.ending;
         self.last_status = Some(ending.status_code());
-        self.last_ending = Some((ending, finished.had_terminal));
+        self.last_ending = Some(ending);
         if let Some(error) = &finished.error {
             let program = command
                 .first()
@@ -489,6 +599,8 @@ impl Run<'_> {
             clock: &mut self.clock,
             wake: &self.wake,
             terminal: self.terminal.as_ref(),
+            grouping: self.grouping,
+            spawned_before: self.spawned_before,
             notify: &|_| {},
         };
         let finished = process::run(
@@ -499,10 +611,10 @@ impl Run<'_> {
                 output: Output::Stderr,
                 deadline: None,
                 kill_after: Duration::from_secs(1),
-                terminal: false,
             },
             &mut cx,
         );
+        self.spawned_before = cx.spawned_before;
         match finished.ending {
             Ending::Exited(0) => {}
             Ending::Interrupted(signal) => return Some(signal),
@@ -513,20 +625,6 @@ impl Run<'_> {
                 .hook_failed(name, &format!("could not start: {error}"));
         }
         finished.interrupted_by
-    }
-
-    /// When the last attempt held the terminal and a key killed it (Ctrl-C,
-    /// Ctrl-\), the key was meant for the whole job: `retry` dies of the same
-    /// signal, so that a calling shell or script stops too.
-    fn keyboard_exit(&self) -> Option<Exit> {
-        match self.last_ending {
-            Some((Ending::Signalled(signal), true))
-                if signal == libc::SIGINT || signal == libc::SIGQUIT =>
-            {
-                Some(Exit::Signal(signal))
-            }
-            _ => None,
-        }
     }
 }
 

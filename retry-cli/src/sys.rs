@@ -1,17 +1,32 @@
-//! The only unsafe code of the program: thin wrappers over the system calls it
-//! needs (signals, a self-pipe, waiting, process groups, the terminal). Each
-//! wrapper is safe to call with any argument; the logic lives in the modules that
-//! call them.
+//! The system calls the program makes, through `rustix` (and `nix` for what
+//! rustix has no safe form of: `posix_spawnp(3)` and the signal mask). Each
+//! function here is safe to call with any argument; the logic lives in the
+//! modules that call them.
+//!
+//! Four things have no safe form in either crate and stay `unsafe`, each with
+//! the reason it is sound: installing a signal handler (`sigaction`), reading
+//! the `siginfo_t` the kernel hands that handler, borrowing a descriptor the
+//! caller passed by number (`--events fd:N`), and reading the process's
+//! environment (`environ`) without copying it.
 #![allow(unsafe_code)]
 
-use core::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU64, Ordering};
 use core::time::Duration;
+use std::ffi::{CStr, CString, OsString};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
+use std::sync::OnceLock;
 
-/// Signals `retry` catches. INT, TERM, HUP and QUIT are passed on to the command
-/// and then end `retry`; TSTP, TTIN and TTOU stop the command's group and then
-/// `retry`; CONT continues the command's group; CHLD wakes the wait.
+use nix::sys::signal::{self as nix_signal, SaFlags, SigAction, SigHandler, SigSet, SigmaskHow};
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::process::{Pid, WaitOptions};
+
+pub(super) use rustix::process::Pid as ProcessId;
+
+/// Signals `retry` catches. INT, TERM, HUP and QUIT end the run (passed on to
+/// the command when it did not get them itself); TSTP, TTIN and TTOU stop
+/// `retry` (and the command, when it did not get them itself); CONT continues
+/// the command; CHLD wakes the wait.
 pub(super) const CAUGHT: [i32; 9] = [
     libc::SIGINT,
     libc::SIGTERM,
@@ -26,154 +41,250 @@ pub(super) const CAUGHT: [i32; 9] = [
 
 /// The signals received and not yet taken, one bit per signal number.
 static PENDING: AtomicU64 = AtomicU64::new(0);
-/// The self-pipe's write end (-1 before [`install`]).
-static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
+/// Of those, the ones the kernel sent on its own (`SI_KERNEL`): a terminal's
+/// keys (Ctrl-C, Ctrl-\, Ctrl-Z), a background read or write, a hangup. A
+/// terminal sends them to its whole foreground process group at once.
+static FROM_KERNEL: AtomicU64 = AtomicU64::new(0);
+/// Nanoseconds `retry` spent stopped inside the handler (see [`remember`]),
+/// not yet taken.
+static STOPPED_IN_HANDLER: AtomicU64 = AtomicU64::new(0);
+/// The self-pipe's write end, set once by [`install`].
+static WAKE_WRITE: OnceLock<OwnedFd> = OnceLock::new();
 
-extern "C" fn remember(signal: libc::c_int) {
-    // Only atomics and write(2): async-signal-safe. errno is saved and restored
-    // so that the interrupted code never sees it change.
-    if (1..=64).contains(&signal) {
-        PENDING.fetch_or(1u64 << (signal - 1), Ordering::SeqCst);
-    }
-    let fd = WAKE_FD.load(Ordering::SeqCst);
-    if fd >= 0 {
-        // SAFETY: errno_location returns this thread's errno; writing one byte from
-        // a local to a file descriptor has no memory-safety preconditions (a full
-        // pipe fails with EAGAIN, which is fine: a wake-up is already pending).
-        unsafe {
-            let errno = *libc::__errno_location();
-            let byte = 0u8;
-            libc::write(fd, (&raw const byte).cast(), 1);
-            *libc::__errno_location() = errno;
-        }
+/// `si_code` of a signal the kernel generated itself (linux/uapi siginfo.h).
+const SI_KERNEL: i32 = 0x80;
+
+/// The bit of `signal` in a pending set.
+const fn bit(signal: i32) -> u64 {
+    if signal >= 1 && signal <= 64 {
+        1u64 << (signal - 1)
+    } else {
+        0
     }
 }
 
-fn last_error<T>() -> io::Result<T> {
-    Err(io::Error::last_os_error())
+extern "C" fn remember(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    // Only atomics and one write(2) through rustix, which calls the kernel
+    // directly and leaves errno alone: async-signal-safe, and the interrupted
+    // code sees nothing change. `OnceLock::get` is an atomic load.
+    let code = if info.is_null() {
+        0
+    } else {
+        // SAFETY: with SA_SIGINFO the kernel passes a pointer to a valid
+        // siginfo_t that lives for the whole call of the handler; it is only
+        // read, and only when not null.
+        unsafe { (*info).si_code }
+    };
+    if code == SI_KERNEL {
+        FROM_KERNEL.fetch_or(bit(signal), Ordering::SeqCst);
+        if signal == libc::SIGTTIN || signal == libc::SIGTTOU {
+            // A read or write of the terminal from the background (`retry`'s
+            // own or, in the job's group, the command's). The kernel restarts
+            // the interrupted call after the handler and sends the signal
+            // again at once: stop here, as the default action would, until
+            // continued (`fg`). kill(2) and clock_gettime(2) are
+            // async-signal-safe; the time stopped is counted for the run.
+            let since = monotonic_nanos();
+            let _ = rustix::process::kill_process(
+                rustix::process::getpid(),
+                rustix::process::Signal::STOP,
+            );
+            STOPPED_IN_HANDLER.fetch_add(monotonic_nanos().saturating_sub(since), Ordering::SeqCst);
+        }
+    }
+    PENDING.fetch_or(bit(signal), Ordering::SeqCst);
+    if let Some(fd) = WAKE_WRITE.get() {
+        // A full pipe fails with EAGAIN, which is fine: a wake-up is pending.
+        let _ = rustix::io::write(fd, &[0]);
+    }
+}
+
+/// The monotonic clock in nanoseconds (async-signal-safe: the vDSO or the
+/// system call).
+fn monotonic_nanos() -> u64 {
+    let now = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    u64::try_from(now.tv_sec)
+        .unwrap_or(0)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::try_from(now.tv_nsec).unwrap_or(0))
+}
+
+/// The time `retry` spent stopped in its handler since the last call: a
+/// SIGTTIN or SIGTTOU from the terminal stops it there, not in the main loop.
+pub(super) fn take_stopped_in_handler() -> Duration {
+    Duration::from_nanos(STOPPED_IN_HANDLER.swap(0, Ordering::SeqCst))
+}
+
+/// Whether `signal` in `pending` already stopped `retry` in its handler (a
+/// SIGTTIN or SIGTTOU the terminal sent).
+pub(super) const fn stopped_in_handler(pending: Pending, signal: i32) -> bool {
+    (signal == libc::SIGTTIN || signal == libc::SIGTTOU) && pending.only_from_kernel(signal)
 }
 
 /// The read end of the self-pipe: readable whenever a caught signal arrived.
 #[derive(Debug)]
 pub(super) struct Wake(OwnedFd);
 
-/// Creates the self-pipe and installs the catching handler for [`CAUGHT`].
-/// A child's `exec` resets caught signals to their defaults, so commands are
-/// unaffected. Call once.
+/// The named signal of `number`.
+fn named(number: i32) -> Option<nix_signal::Signal> {
+    nix_signal::Signal::try_from(number).ok()
+}
+
+/// Sets the disposition of `signal`; returns the one it had.
+fn set_disposition(signal: i32, handler: SigHandler) -> io::Result<SigHandler> {
+    let Some(signal) = named(signal) else {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    };
+    let flags = match handler {
+        SigHandler::SigAction(_) => SaFlags::SA_SIGINFO | SaFlags::SA_RESTART,
+        _ => SaFlags::SA_RESTART,
+    };
+    let action = SigAction::new(handler, flags, SigSet::empty());
+    // SAFETY: the only handler ever installed is `remember`, which is
+    // async-signal-safe (atomics and one write(2), no allocation, no lock);
+    // the other dispositions are the default action and "ignore", which have
+    // no preconditions.
+    let old = unsafe { nix_signal::sigaction(signal, &action) }?;
+    Ok(old.handler())
+}
+
+/// Creates the self-pipe, ignores SIGPIPE, installs the catching handler for
+/// [`CAUGHT`] and makes `retry` the subreaper of its descendants (a process
+/// orphaned below it becomes its child, not init's, so that a timeout or a
+/// signal can still find it). A child's `exec` resets caught signals to their
+/// defaults, so commands are unaffected. Call once.
 pub(super) fn install() -> io::Result<Wake> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
-        return last_error();
-    }
-    // SAFETY: pipe2 succeeded, so both descriptors are open and owned by nobody else.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    use rustix::pipe::{pipe_with, PipeFlags};
+    let (read, write) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
     // Writing into a pipe whose reader is gone (a command that stopped reading
     // its replayed stdin) must be an error to handle, not death.
-    // SAFETY: setting a disposition has no memory-safety preconditions.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-    }
+    set_disposition(libc::SIGPIPE, SigHandler::SigIgn)?;
     // The write end lives as long as the process: the handler may use it any time.
-    WAKE_FD.store(write.as_raw_fd(), Ordering::SeqCst);
-    core::mem::forget(write);
+    let _ = WAKE_WRITE.set(write);
     for signal in CAUGHT {
-        // A signal `retry` was started with ignored (`nohup`, a background job
-        // of a script) stays ignored, for `retry` and for the command.
-        if set_handler(signal, true)? == libc::SIG_IGN {
-            restore_ignore(signal);
+        // A signal `retry` was started with ignored (`nohup`'s HUP, INT and
+        // QUIT for a script's background job) stays ignored, for `retry` and
+        // for the command: the caller asked for it, as POSIX has shells do.
+        if matches!(
+            set_disposition(signal, SigHandler::SigAction(remember))?,
+            SigHandler::SigIgn
+        ) {
+            set_disposition(signal, SigHandler::SigIgn)?;
         }
     }
+    // Without it (a kernel before 3.4) orphans go to init as before, and only
+    // the process group reaches them.
+    let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
     Ok(Wake(read))
 }
 
-/// Puts back "ignore" for `signal`.
-fn restore_ignore(signal: i32) {
-    // SAFETY: setting a disposition has no memory-safety preconditions.
-    unsafe {
-        libc::signal(signal, libc::SIG_IGN);
+/// Signals received since the last take: all of them, and those of them the
+/// kernel generated itself (bit `n - 1` for signal `n`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Pending {
+    /// Every signal received.
+    pub(super) all: u64,
+    /// Those the kernel sent itself (a terminal's keys, a hangup).
+    pub(super) from_kernel: u64,
+}
+
+impl Pending {
+    /// Whether `signal` arrived.
+    pub(super) const fn has(self, signal: i32) -> bool {
+        self.all & bit(signal) != 0
+    }
+
+    /// Whether `signal` arrived from the kernel (a terminal) and from nobody
+    /// else: a terminal sends its keys' signals to its whole foreground group.
+    pub(super) const fn only_from_kernel(self, signal: i32) -> bool {
+        self.has(signal) && self.from_kernel & bit(signal) != 0
     }
 }
 
-/// Catches `signal` (`catch`) or restores its default action; returns the
-/// disposition it had.
-fn set_handler(signal: i32, catch: bool) -> io::Result<libc::sighandler_t> {
-    // SAFETY: `action` is fully initialised (zeroed, then the handler, an empty
-    // mask and the flags) before `sigaction` reads it; the handler only touches
-    // atomics and calls write(2); `old` is a local for the previous action.
-    let mut old: libc::sigaction = unsafe { core::mem::zeroed() };
-    let result = unsafe {
-        let mut action: libc::sigaction = core::mem::zeroed();
-        action.sa_sigaction = if catch {
-            remember as extern "C" fn(libc::c_int) as usize
-        } else {
-            libc::SIG_DFL
-        };
-        action.sa_flags = libc::SA_RESTART;
-        libc::sigemptyset(&mut action.sa_mask);
-        libc::sigaction(signal, &action, &mut old)
-    };
-    if result == 0 {
-        Ok(old.sa_sigaction)
-    } else {
-        last_error()
-    }
+/// Takes the set of signals received since the last call.
+pub(super) fn take_pending() -> Pending {
+    let all = PENDING.swap(0, Ordering::SeqCst);
+    let from_kernel = FROM_KERNEL.swap(0, Ordering::SeqCst);
+    Pending { all, from_kernel }
 }
 
-/// Takes the set of signals received since the last call (bit `n - 1` for
-/// signal `n`).
-pub(super) fn take_pending() -> u64 {
-    PENDING.swap(0, Ordering::SeqCst)
+/// Takes `signals` out of the pending set (they were handled another way).
+pub(super) fn forget(signals: &[i32]) {
+    let mask = signals.iter().fold(0, |m, &s| m | bit(s));
+    PENDING.fetch_and(!mask, Ordering::SeqCst);
+    FROM_KERNEL.fetch_and(!mask, Ordering::SeqCst);
 }
 
-/// Whether `signal` is in a set from [`take_pending`].
-pub(super) const fn has(set: u64, signal: i32) -> bool {
-    signal >= 1 && signal <= 64 && set & (1u64 << (signal - 1)) != 0
+/// What to watch a descriptor for in [`Wake::wait`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Interest {
+    /// Data to read (or end of file).
+    Read,
+    /// Room to write (or a reader gone).
+    Write,
+}
+
+/// What [`Wake::wait`] found on a descriptor.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Ready {
+    /// Ready for what was asked.
+    pub(super) ready: bool,
+    /// Closed at the other end, or in error.
+    pub(super) hung_up: bool,
 }
 
 impl Wake {
     /// Empties the pipe (the pending set says what arrived).
     fn drain(&self) {
         let mut buffer = [0u8; 64];
-        loop {
-            // SAFETY: reading into a local buffer of the length given.
-            let n =
-                unsafe { libc::read(self.0.as_raw_fd(), buffer.as_mut_ptr().cast(), buffer.len()) };
-            if n <= 0 {
-                break;
-            }
-        }
+        while matches!(rustix::io::read(&self.0, &mut buffer), Ok(n) if n > 0) {}
     }
 
-    /// Blocks until a signal arrives, one of `fds` is ready for its `events`
-    /// (`revents` are filled in), or `timeout` passes (`None`: no timeout).
-    /// Returns early, harmlessly, when interrupted.
-    pub(super) fn wait(&self, fds: &mut [libc::pollfd], timeout: Option<Duration>) {
-        let mut all: Vec<libc::pollfd> = Vec::with_capacity(fds.len() + 1);
-        all.push(libc::pollfd {
-            fd: self.0.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
+    /// Blocks until a signal arrives, one of `fds` is ready, or `timeout`
+    /// passes (`None`: no timeout). Returns what each descriptor is ready for
+    /// (in the order given). Returns early, harmlessly, when interrupted.
+    pub(super) fn wait(
+        &self,
+        fds: &[(BorrowedFd<'_>, Interest)],
+        timeout: Option<Duration>,
+    ) -> Vec<Ready> {
+        let mut polled: Vec<PollFd<'_>> = Vec::with_capacity(fds.len() + 1);
+        polled.push(PollFd::new(&self.0, PollFlags::IN));
+        for (fd, interest) in fds {
+            let events = match interest {
+                Interest::Read => PollFlags::IN,
+                Interest::Write => PollFlags::OUT,
+            };
+            polled.push(PollFd::from_borrowed_fd(*fd, events));
+        }
+        let spec = timeout.map(|t| Timespec {
+            tv_sec: i64::try_from(t.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(t.subsec_nanos()),
         });
-        all.extend_from_slice(fds);
-        let spec = timeout.map(|t| libc::timespec {
-            tv_sec: libc::time_t::try_from(t.as_secs()).unwrap_or(libc::time_t::MAX),
-            tv_nsec: libc::c_long::from(t.subsec_nanos()),
-        });
-        let spec_ptr = spec
-            .as_ref()
-            .map_or(core::ptr::null(), |s| s as *const libc::timespec);
-        let count = libc::nfds_t::try_from(all.len()).unwrap_or(0);
-        // SAFETY: `all` holds `count` initialised pollfd entries; `spec_ptr` is
-        // null or points at a local timespec living across the call; a null
-        // signal mask keeps the current one.
-        let n = unsafe { libc::ppoll(all.as_mut_ptr(), count, spec_ptr, core::ptr::null()) };
-        if n > 0 && all.first().is_some_and(|wake| wake.revents != 0) {
+        let n = rustix::event::poll(&mut polled, spec.as_ref()).unwrap_or(0);
+        if n > 0 && polled.first().is_some_and(|w| !w.revents().is_empty()) {
             self.drain();
         }
-        for (out, polled) in fds.iter_mut().zip(all.iter().skip(1)) {
-            out.revents = if n > 0 { polled.revents } else { 0 };
-        }
+        polled
+            .iter()
+            .skip(1)
+            .zip(fds)
+            .map(|(p, (_, interest))| {
+                let revents = if n > 0 {
+                    p.revents()
+                } else {
+                    PollFlags::empty()
+                };
+                let wanted = match interest {
+                    Interest::Read => PollFlags::IN,
+                    Interest::Write => PollFlags::OUT,
+                };
+                Ready {
+                    ready: revents.intersects(wanted),
+                    hung_up: revents.intersects(PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL),
+                }
+            })
+            .collect()
     }
 }
 
@@ -190,90 +301,136 @@ pub(super) enum ChildState {
     Continued,
 }
 
-/// Reports a change of `pid` without blocking: `None` if nothing changed.
-pub(super) fn try_wait(pid: i32) -> io::Result<Option<ChildState>> {
-    let mut status: libc::c_int = 0;
-    // SAFETY: `status` is a local the call fills in.
-    let got = unsafe {
-        libc::waitpid(
-            pid,
-            &mut status,
-            libc::WNOHANG | libc::WUNTRACED | libc::WCONTINUED,
-        )
-    };
-    if got < 0 {
-        return last_error();
+/// What [`reap`] collected.
+#[derive(Debug, Default)]
+pub(super) struct Reaped {
+    /// The changes of the command, in order.
+    pub(super) command: Vec<ChildState>,
+    /// Every other child that ended (and is gone now).
+    pub(super) others: Vec<i32>,
+}
+
+/// Collects the changes of `retry`'s children without blocking: the reports
+/// of `command`, in order, and every other child that ended (an orphan `retry`
+/// adopted as subreaper, a hook's leftover), reaped. With `command` `None`,
+/// only reaps.
+pub(super) fn reap(command: Option<ProcessId>) -> Reaped {
+    let mut reaped = Reaped::default();
+    let options = WaitOptions::NOHANG | WaitOptions::UNTRACED | WaitOptions::CONTINUED;
+    // wait(2) (waitpid -1: any child, whatever its group). No child at all
+    // (ECHILD) or none changed: done.
+    while let Ok(Some((pid, status))) = rustix::process::wait(options) {
+        let state = if let Some(code) = status.exit_status() {
+            ChildState::Exited(code)
+        } else if let Some(signal) = status.terminating_signal() {
+            ChildState::Killed(signal)
+        } else if let Some(signal) = status.stopping_signal() {
+            ChildState::Stopped(signal)
+        } else {
+            ChildState::Continued
+        };
+        if Some(pid) == command {
+            reaped.command.push(state);
+        } else if matches!(state, ChildState::Exited(_) | ChildState::Killed(_)) {
+            reaped.others.push(pid.as_raw_nonzero().get());
+        }
     }
-    if got == 0 {
-        return Ok(None);
+    reaped
+}
+
+/// Sends `signal` to process `pid`. A process that is gone is not an error.
+pub(super) fn signal_process(pid: ProcessId, signal: i32) {
+    if let Some(signal) = rustix_signal(signal) {
+        let _ = rustix::process::kill_process(pid, signal);
     }
-    Ok(Some(if libc::WIFEXITED(status) {
-        ChildState::Exited(libc::WEXITSTATUS(status))
-    } else if libc::WIFSIGNALED(status) {
-        ChildState::Killed(libc::WTERMSIG(status))
-    } else if libc::WIFSTOPPED(status) {
-        ChildState::Stopped(libc::WSTOPSIG(status))
-    } else {
-        ChildState::Continued
-    }))
 }
 
 /// Sends `signal` to every process of the group `group`. A group that is gone
-/// already is not an error.
-pub(super) fn signal_group(group: i32, signal: i32) {
-    if group <= 1 {
-        return; // never the caller's own group or every process
+/// already is not an error; `retry`'s own group is never signalled here.
+pub(super) fn signal_group(group: ProcessId, signal: i32) {
+    if group == own_group() || group.is_init() {
+        return;
     }
-    // SAFETY: kill(2) has no memory-safety preconditions; a negative pid names the
-    // process group `group` (> 1, checked above), never "all processes".
-    unsafe {
-        libc::kill(-group, signal);
+    if let Some(signal) = rustix_signal(signal) {
+        let _ = rustix::process::kill_process_group(group, signal);
     }
 }
 
-/// Whether any process of group `group` is still alive (zombies included).
-pub(super) fn group_exists(group: i32) -> bool {
-    if group <= 1 {
-        return false;
+/// Sends `signal` to the process a pidfd refers to: never to another process
+/// that reused its number. An exited process is not an error.
+pub(super) fn signal_pidfd(pidfd: &OwnedFd, signal: i32) {
+    if let Some(signal) = rustix_signal(signal) {
+        let _ = rustix::process::pidfd_send_signal(pidfd, signal);
     }
-    // SAFETY: signal 0 only checks for existence and permission.
-    unsafe { libc::kill(-group, 0) == 0 }
+}
+
+/// A pidfd for `pid` (`None` when the process is gone or the kernel has no
+/// pidfds, before 5.3).
+pub(super) fn pidfd(pid: ProcessId) -> io::Result<OwnedFd> {
+    Ok(rustix::process::pidfd_open(
+        pid,
+        rustix::process::PidfdFlags::empty(),
+    )?)
+}
+
+fn rustix_signal(signal: i32) -> Option<rustix::process::Signal> {
+    rustix::process::Signal::from_named_raw(signal)
+}
+
+/// This process's id.
+pub(super) fn own_pid() -> ProcessId {
+    rustix::process::getpid()
 }
 
 /// This process's group.
-pub(super) fn own_group() -> i32 {
-    // SAFETY: getpgrp has no preconditions and cannot fail.
-    unsafe { libc::getpgrp() }
+pub(super) fn own_group() -> ProcessId {
+    rustix::process::getpgrp()
 }
 
-/// Stops this process with `signal` (its default action), as a shell's job does,
-/// and returns once it is continued. The handler is restored afterwards.
+/// A process id from a number (`None` for 0 and negatives).
+pub(super) fn process_id(raw: i32) -> Option<ProcessId> {
+    Pid::from_raw(raw)
+}
+
+/// Stops this process with `signal` (its default action), as a shell's job
+/// does, and returns once it is continued. The handler is restored afterwards.
+/// In an orphaned process group the kernel discards the stop (nobody could
+/// continue it): then this returns at once.
 pub(super) fn stop_self(signal: i32) {
-    if set_handler(signal, false).is_err() {
+    if set_disposition(signal, SigHandler::SigDfl).is_err() {
         return;
     }
-    // SAFETY: raise has no memory-safety preconditions.
-    unsafe {
-        libc::raise(signal);
-    }
-    let _ = set_handler(signal, true);
+    signal_process(own_pid(), signal);
+    let _ = set_disposition(signal, SigHandler::SigAction(remember));
 }
 
 /// Ends the program with `signal`: restores its default disposition, unblocks
 /// it and raises it. Falls back to exit status 128 + `signal` if that returns.
 pub(super) fn die_of(signal: i32) -> ! {
-    // SAFETY: restoring SIG_DFL, editing a local signal set and raising a signal
-    // have no memory-safety preconditions; every pointer passed is to a local
-    // that lives across the call.
-    unsafe {
-        libc::signal(signal, libc::SIG_DFL);
-        let mut set: libc::sigset_t = core::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, signal);
-        libc::sigprocmask(libc::SIG_UNBLOCK, &set, core::ptr::null_mut());
-        libc::raise(signal);
+    let _ = set_disposition(signal, SigHandler::SigDfl);
+    if let Some(named) = named(signal) {
+        let mut set = SigSet::empty();
+        set.add(named);
+        let _ = nix_signal::pthread_sigmask(SigmaskHow::SIG_UNBLOCK, Some(&set), None);
     }
+    signal_process(own_pid(), signal);
     std::process::exit(128_i32.saturating_add(signal))
+}
+
+/// Runs `action` with SIGTTOU blocked: a terminal call made from the
+/// background (after a race with the shell) then fails or succeeds instead of
+/// stopping the whole job.
+fn with_ttou_blocked<T>(action: impl FnOnce() -> T) -> T {
+    let mut block = SigSet::empty();
+    block.add(nix_signal::Signal::SIGTTOU);
+    let mut old = SigSet::empty();
+    let blocked =
+        nix_signal::pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&block), Some(&mut old)).is_ok();
+    let result = action();
+    if blocked {
+        let _ = nix_signal::pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&old), None);
+    }
+    result
 }
 
 extern "C" {
@@ -282,46 +439,56 @@ extern "C" {
     static environ: *const *const libc::c_char;
 }
 
-/// Everything a child needs between `fork` and `exec`, prepared beforehand so
-/// that the child only makes system calls.
+/// Everything a child needs, prepared before the spawn.
 #[derive(Debug)]
 pub(super) struct SpawnPlan {
     /// The program, looked up in PATH when it has no `/`.
-    program: std::ffi::CString,
-    /// The arguments, `argv[0]` included; kept alive for `argv`.
-    _args: Vec<std::ffi::CString>,
-    /// The variables added to the environment, `KEY=value`; kept alive for
-    /// `envp`, which points at them and, for the rest, into the process's own
-    /// environment.
-    _env: Vec<std::ffi::CString>,
-    argv: Vec<*const libc::c_char>,
-    envp: Vec<*const libc::c_char>,
+    program: CString,
+    /// The arguments, `argv[0]` included.
+    args: Vec<CString>,
+    /// The variables added to the environment, `KEY=value`.
+    extra: Vec<CString>,
+    /// The inherited variables the extra ones do not replace: pointers into the
+    /// process's own environment, which `retry` never changes.
+    inherited: Vec<&'static CStr>,
     /// Descriptors to put on 0 and 1 (`None`: inherited).
     pub(super) stdin: Option<RawFd>,
     pub(super) stdout: Option<RawFd>,
-    /// The terminal to take for the child's group before `exec`.
-    pub(super) tty: Option<RawFd>,
+    /// Whether the child starts a process group of its own (else it stays in
+    /// `retry`'s, the job's).
+    pub(super) own_group: bool,
+}
+
+/// The process's environment, borrowed.
+fn inherited_environment() -> Vec<&'static CStr> {
+    let mut entries = Vec::with_capacity(64);
+    // SAFETY: `environ` is the process's null-terminated array of
+    // NUL-terminated strings. Nothing in `retry` changes it (it calls no
+    // setenv or putenv, and is single-threaded), so the array and its strings
+    // stay as they are, valid for the rest of the process's life: reading them
+    // here and borrowing them as 'static is sound.
+    unsafe {
+        let mut at = environ;
+        while !at.is_null() && !(*at).is_null() {
+            entries.push(CStr::from_ptr(*at));
+            at = at.add(1);
+        }
+    }
+    entries
 }
 
 impl SpawnPlan {
     /// A plan to run `argv` with the process's environment plus `extra`.
     /// `None` if an argument or variable holds a NUL byte.
-    ///
-    /// The inherited variables are not copied: the plan points at the
-    /// process's environment, which `retry` never changes (it calls no
-    /// `setenv`), so those strings outlive the plan.
-    pub(super) fn new(
-        argv: &[std::ffi::OsString],
-        extra: &[(&str, std::ffi::OsString)],
-    ) -> Option<SpawnPlan> {
+    pub(super) fn new(argv: &[OsString], extra: &[(&str, OsString)]) -> Option<SpawnPlan> {
         use std::os::unix::ffi::OsStrExt;
-        let c = |bytes: &[u8]| std::ffi::CString::new(bytes).ok();
-        let args: Vec<std::ffi::CString> = argv
+        let c = |bytes: &[u8]| CString::new(bytes).ok();
+        let args: Vec<CString> = argv
             .iter()
             .map(|a| c(a.as_bytes()))
             .collect::<Option<_>>()?;
         let program = args.first()?.clone();
-        let mut env: Vec<std::ffi::CString> = Vec::with_capacity(extra.len());
+        let mut env: Vec<CString> = Vec::with_capacity(extra.len());
         for (key, value) in extra {
             let mut pair = Vec::with_capacity(key.len() + value.len() + 2);
             pair.extend_from_slice(key.as_bytes());
@@ -329,214 +496,71 @@ impl SpawnPlan {
             pair.extend_from_slice(value.as_bytes());
             env.push(c(&pair)?);
         }
-        let mut envp: Vec<*const libc::c_char> = Vec::with_capacity(64);
+        // The extra variables are all RETRY_*: one byte tells most entries
+        // apart.
         let replaced = |entry: &[u8]| {
-            extra.iter().any(|(k, _)| {
-                entry
-                    .strip_prefix(k.as_bytes())
-                    .is_some_and(|rest| rest.first() == Some(&b'='))
-            })
+            entry.first() == Some(&b'R')
+                && extra.iter().any(|(k, _)| {
+                    entry
+                        .strip_prefix(k.as_bytes())
+                        .is_some_and(|rest| rest.first() == Some(&b'='))
+                })
         };
-        // SAFETY: `environ` is the process's null-terminated array of
-        // NUL-terminated strings; nothing in `retry` changes it (no setenv), so
-        // it is read here while no other code writes it, and its strings stay
-        // valid for as long as the plan points at them.
-        unsafe {
-            let mut at = environ;
-            while !at.is_null() && !(*at).is_null() {
-                let entry = *at;
-                if !replaced(std::ffi::CStr::from_ptr(entry).to_bytes()) {
-                    envp.push(entry);
-                }
-                at = at.add(1);
-            }
-        }
-        envp.extend(env.iter().map(|s| s.as_ptr()));
-        envp.push(core::ptr::null());
-        let argv = args
-            .iter()
-            .map(|s| s.as_ptr())
-            .chain(core::iter::once(core::ptr::null()))
-            .collect::<Vec<_>>();
+        let mut inherited = inherited_environment();
+        inherited.retain(|entry| !replaced(entry.to_bytes()));
         Some(SpawnPlan {
             program,
-            argv,
-            envp,
-            _args: args,
-            _env: env,
+            args,
+            extra: env,
+            inherited,
             stdin: None,
             stdout: None,
-            tty: None,
+            own_group: true,
         })
     }
 }
 
-/// A started child: its pid, and (when it was forked) a pipe that reports its
-/// `exec`: end of file when the program started, or the `errno` of the failed
-/// `exec`.
-#[derive(Debug)]
-pub(super) struct Spawned {
-    pub(super) pid: i32,
-    pub(super) exec_report: Option<OwnedFd>,
-}
-
-/// Starts `plan` in a new process group. Without a terminal to hand over, this
-/// is `posix_spawnp(3)` (a `vfork`-style start: no page of `retry` is copied,
-/// which is most of the cost of starting a short command on a virtual
-/// machine); an `exec` failure is the error returned. With one, the child is
-/// forked so that it can take the terminal before its `exec`
-/// (`posix_spawn_file_actions_addtcsetpgrp_np` would need glibc 2.35).
-pub(super) fn spawn(plan: &SpawnPlan) -> io::Result<Spawned> {
-    if plan.tty.is_some() {
-        return spawn_forked(plan);
+/// Starts `plan` with `posix_spawnp(3)` (a `vfork`-style start: no page of
+/// `retry` is copied, which is most of the cost of starting a short command on
+/// a virtual machine), in a process group of its own or in `retry`'s. An `exec`
+/// failure is the error returned.
+pub(super) fn spawn(plan: &SpawnPlan) -> io::Result<ProcessId> {
+    use nix::spawn::{posix_spawnp, PosixSpawnAttr, PosixSpawnFileActions, PosixSpawnFlags};
+    let mut attr = PosixSpawnAttr::init()?;
+    let mut actions = PosixSpawnFileActions::init()?;
+    // Rust ignores SIGPIPE; the command gets the default back (caught signals
+    // return to their defaults by themselves; ignored ones stay ignored).
+    let mut defaults = SigSet::empty();
+    defaults.add(nix_signal::Signal::SIGPIPE);
+    attr.set_sigdefault(&defaults)?;
+    let mut flags = PosixSpawnFlags::POSIX_SPAWN_SETSIGDEF;
+    if plan.own_group {
+        attr.set_pgroup(nix::unistd::Pid::from_raw(0))?;
+        flags |= PosixSpawnFlags::POSIX_SPAWN_SETPGROUP;
     }
-    // SAFETY: the attribute and file-action objects are initialised before use
-    // and destroyed after; every pointer passed (program, argv, envp, pid) comes
-    // from the plan or a local and outlives the call.
-    unsafe {
-        let mut attr: libc::posix_spawnattr_t = core::mem::zeroed();
-        let mut actions: libc::posix_spawn_file_actions_t = core::mem::zeroed();
-        if libc::posix_spawnattr_init(&mut attr) != 0 {
-            return last_error();
-        }
-        libc::posix_spawn_file_actions_init(&mut actions);
-        let mut defaults: libc::sigset_t = core::mem::zeroed();
-        libc::sigemptyset(&mut defaults);
-        // Rust ignores SIGPIPE; the command gets the default back (caught
-        // signals return to their defaults by themselves).
-        libc::sigaddset(&mut defaults, libc::SIGPIPE);
-        libc::posix_spawnattr_setsigdefault(&mut attr, &defaults);
-        libc::posix_spawnattr_setpgroup(&mut attr, 0);
-        let flags = libc::POSIX_SPAWN_SETPGROUP | libc::POSIX_SPAWN_SETSIGDEF;
-        libc::posix_spawnattr_setflags(&mut attr, libc::c_short::try_from(flags).unwrap_or(0));
-        for (from, to) in [(plan.stdin, 0), (plan.stdout, 1)] {
-            if let Some(fd) = from {
-                libc::posix_spawn_file_actions_adddup2(&mut actions, fd, to);
-            }
-        }
-        let mut pid: libc::pid_t = 0;
-        let result = libc::posix_spawnp(
-            &mut pid,
-            plan.program.as_ptr(),
-            &actions,
-            &attr,
-            plan.argv.as_ptr().cast(),
-            plan.envp.as_ptr().cast(),
-        );
-        libc::posix_spawn_file_actions_destroy(&mut actions);
-        libc::posix_spawnattr_destroy(&mut attr);
-        if result != 0 {
-            return Err(io::Error::from_raw_os_error(result));
-        }
-        Ok(Spawned {
-            pid,
-            exec_report: None,
-        })
-    }
-}
-
-/// Forks a child that takes the terminal, then execs, without waiting for its
-/// `exec`. Call only while `retry` has one thread: the child then runs nothing
-/// but system calls and `execvpe`.
-fn spawn_forked(plan: &SpawnPlan) -> io::Result<Spawned> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return last_error();
-    }
-    // SAFETY: pipe2 succeeded, so both descriptors are open and ours.
-    let (report, report_write) =
-        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // SAFETY: fork has no memory-safety preconditions; the child branch below
-    // only makes async-signal-safe calls on memory prepared before the fork
-    // (the plan's strings and pointer arrays, which outlive the call), and ends
-    // in exec or _exit.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return last_error();
-    }
-    if pid == 0 {
-        // SAFETY: see above; every pointer comes from the plan.
-        unsafe { child(plan, report_write.as_raw_fd()) }
-    }
-    drop(report_write);
-    Ok(Spawned {
-        pid,
-        exec_report: Some(report),
-    })
-}
-
-/// The child's side of [`spawn`]: never returns.
-unsafe fn child(plan: &SpawnPlan, report: RawFd) -> ! {
-    // SAFETY (whole body): system calls on descriptors and on memory the plan
-    // owns; the caller guarantees we are the freshly forked child.
-    unsafe {
-        let fail = |report: RawFd| -> ! {
-            let errno = *libc::__errno_location();
-            let bytes = errno.to_ne_bytes();
-            libc::write(report, bytes.as_ptr().cast(), bytes.len());
-            libc::_exit(127)
-        };
-        if libc::setpgid(0, 0) != 0 {
-            fail(report);
-        }
-        if let Some(tty) = plan.tty {
-            let mut block: libc::sigset_t = core::mem::zeroed();
-            let mut old: libc::sigset_t = core::mem::zeroed();
-            libc::sigemptyset(&mut block);
-            libc::sigaddset(&mut block, libc::SIGTTOU);
-            libc::sigprocmask(libc::SIG_BLOCK, &block, &mut old);
-            libc::tcsetpgrp(tty, libc::getpid());
-            libc::sigprocmask(libc::SIG_SETMASK, &old, core::ptr::null_mut());
-        }
-        for (from, to) in [(plan.stdin, 0), (plan.stdout, 1)] {
-            if let Some(fd) = from {
-                if libc::dup2(fd, to) < 0 {
-                    fail(report);
-                }
-            }
-        }
-        // Rust ignores SIGPIPE; the command gets the default back (caught
-        // signals return to their defaults by themselves at exec).
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-        libc::execvpe(
-            plan.program.as_ptr(),
-            plan.argv.as_ptr(),
-            plan.envp.as_ptr(),
-        );
-        fail(report)
-    }
-}
-
-/// Reads a child's exec report: `None` when it started, the exec error if not.
-/// Blocks until the child has exec'd or failed (the caller polls first).
-pub(super) fn exec_result(report: &OwnedFd) -> Option<io::Error> {
-    let mut bytes = [0u8; 4];
-    let mut got = 0usize;
-    while got < bytes.len() {
-        let rest = bytes.get_mut(got..).unwrap_or_default();
-        // SAFETY: reading into a local buffer of the length given.
-        let n = unsafe { libc::read(report.as_raw_fd(), rest.as_mut_ptr().cast(), rest.len()) };
-        match n {
-            0 => break,
-            n if n > 0 => got = got.saturating_add(usize::try_from(n).unwrap_or(0)),
-            _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
-            _ => break,
+    attr.set_flags(flags)?;
+    for (from, to) in [(plan.stdin, 0), (plan.stdout, 1)] {
+        if let Some(fd) = from {
+            actions.add_dup2(fd, to)?;
         }
     }
-    (got == bytes.len()).then(|| io::Error::from_raw_os_error(i32::from_ne_bytes(bytes)))
+    let env: Vec<&CStr> = plan
+        .inherited
+        .iter()
+        .copied()
+        .chain(plan.extra.iter().map(CString::as_c_str))
+        .collect();
+    let pid = posix_spawnp(&plan.program, &actions, &attr, &plan.args, &env)?;
+    process_id(pid.as_raw()).ok_or_else(|| io::Error::from(io::ErrorKind::Other))
 }
 
 /// A new anonymous file in memory (`memfd_create(2)`), close-on-exec: no
 /// directory entry to create or remove.
 pub(super) fn memory_file() -> io::Result<OwnedFd> {
-    // SAFETY: the name is a C string literal; the flags are valid.
-    let fd = unsafe { libc::memfd_create(c"retry-hint".as_ptr(), libc::MFD_CLOEXEC) };
-    if fd < 0 {
-        return last_error();
-    }
-    // SAFETY: memfd_create succeeded, so `fd` is open and owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    Ok(rustix::fs::memfd_create(
+        c"retry-hint",
+        rustix::fs::MemfdFlags::CLOEXEC,
+    )?)
 }
 
 /// Whether `/proc` is the process file system, through which a command can
@@ -544,104 +568,172 @@ pub(super) fn memory_file() -> io::Result<OwnedFd> {
 /// a directory entry the kernel has at hand: cheaper than resolving the
 /// descriptor's own path there.
 pub(super) fn proc_is_mounted() -> bool {
-    // SAFETY: `info` is a local statfs for the call to fill in; the path is a
-    // C string literal.
-    unsafe {
-        let mut info: libc::statfs = core::mem::zeroed();
-        libc::statfs(c"/proc".as_ptr(), &mut info) == 0 && info.f_type == libc::PROC_SUPER_MAGIC
-    }
+    rustix::fs::statfs(c"/proc").is_ok_and(|info| info.f_type == rustix::fs::PROC_SUPER_MAGIC)
 }
 
-/// A pipe: (read end, write end), both close-on-exec.
-pub(super) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return last_error();
-    }
-    // SAFETY: pipe2 succeeded, so both descriptors are open and ours.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
-/// Sets `O_NONBLOCK` on `fd`.
-pub(super) fn set_nonblocking(fd: RawFd) -> io::Result<()> {
-    // SAFETY: fcntl on any descriptor number is memory-safe; an invalid one fails.
-    unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
-            return last_error();
+/// Reads a small file whole (`/proc` entries): `None` if it cannot be read.
+/// Direct system calls, no buffering: a `/proc` file is generated per read.
+pub(super) fn read_small(path: &CStr) -> Option<Vec<u8>> {
+    use rustix::fs::{open, Mode, OFlags};
+    let fd = open(path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
+    let mut bytes = Vec::with_capacity(512);
+    let mut chunk = [0u8; 512];
+    loop {
+        match rustix::io::read(&fd, &mut chunk) {
+            Ok(0) => return Some(bytes),
+            Ok(n) => bytes.extend_from_slice(chunk.get(..n)?),
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return None,
         }
+    }
+}
+
+/// The numeric entries of `/proc` (the processes), or `None` without `/proc`.
+pub(super) fn proc_entries() -> Option<Vec<i32>> {
+    use rustix::fs::{open, Dir, Mode, OFlags};
+    let fd = open(
+        c"/proc",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let mut dir = Dir::new(fd).ok()?;
+    let mut pids = Vec::with_capacity(256);
+    while let Some(entry) = dir.read() {
+        let Ok(entry) = entry else {
+            break;
+        };
+        if let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .ok()
+            .and_then(|n| n.parse::<i32>().ok())
+        {
+            pids.push(pid);
+        }
+    }
+    Some(pids)
+}
+
+/// Waits `duration` (a poll of nothing: no signal handler is disturbed).
+pub(super) fn pause_for(duration: Duration) {
+    let spec = Timespec {
+        tv_sec: i64::try_from(duration.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: i64::from(duration.subsec_nanos()),
+    };
+    let _ = rustix::event::poll(&mut [], Some(&spec));
+}
+
+/// Eight random bytes from the kernel (`None` if it has none to give).
+pub(super) fn random_u64() -> Option<u64> {
+    let mut bytes = [0u8; 8];
+    rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::NONBLOCK).ok()?;
+    Some(u64::from_ne_bytes(bytes))
+}
+
+/// Makes directory `path` with permission bits `mode`, whatever the umask.
+pub(super) fn make_private_dir(path: &CStr, mode: u32) -> io::Result<()> {
+    let mode = rustix::fs::Mode::from_raw_mode(mode);
+    rustix::fs::mkdir(path, mode)?;
+    if let Err(error) = rustix::fs::chmod(path, mode) {
+        let _ = rustix::fs::rmdir(path);
+        return Err(error.into());
     }
     Ok(())
 }
 
-/// Duplicates a descriptor this process inherited (`fd:N`), close-on-exec.
-pub(super) fn dup_inherited(fd: RawFd) -> io::Result<OwnedFd> {
-    // SAFETY: F_DUPFD_CLOEXEC on any number is memory-safe; the new descriptor is
-    // ours alone.
-    let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
-    if new < 0 {
-        return last_error();
+/// Creates file `path` (it must not exist), open for reading and writing and
+/// close-on-exec, with permission bits `mode` whatever the umask.
+pub(super) fn create_file(path: &CStr, mode: u32) -> io::Result<OwnedFd> {
+    use rustix::fs::{open, Mode, OFlags};
+    let mode = Mode::from_raw_mode(mode);
+    let fd = open(
+        path,
+        OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
+        Mode::RUSR | Mode::WUSR,
+    )?;
+    if let Err(error) = rustix::fs::fchmod(&fd, mode) {
+        let _ = rustix::fs::unlink(path);
+        return Err(error.into());
     }
-    // SAFETY: `new` was just created and is owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+    Ok(fd)
+}
+
+/// Removes directory `path` (empty).
+pub(super) fn remove_dir(path: &CStr) {
+    let _ = rustix::fs::rmdir(path);
+}
+
+/// Removes file `path`.
+pub(super) fn remove_file(path: &CStr) {
+    let _ = rustix::fs::unlink(path);
+}
+
+/// Whether `retry` runs as root (effective user 0).
+pub(super) fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// A pipe: (read end, write end), both close-on-exec.
+pub(super) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    use rustix::pipe::{pipe_with, PipeFlags};
+    Ok(pipe_with(PipeFlags::CLOEXEC)?)
+}
+
+/// Sets `O_NONBLOCK` on `fd`.
+pub(super) fn set_nonblocking(fd: &impl AsFd) -> io::Result<()> {
+    use rustix::fs::{fcntl_getfl, fcntl_setfl, OFlags};
+    let flags = fcntl_getfl(fd)?;
+    fcntl_setfl(fd, flags | OFlags::NONBLOCK)?;
+    Ok(())
+}
+
+/// Takes a descriptor the caller passed by number (`--events fd:N`) for
+/// `retry`'s own use: a close-on-exec duplicate, and `N` itself marked
+/// close-on-exec too (unless it is 0, 1 or 2, which the command shares), so
+/// that the command and its children never hold it (a reader then sees end of
+/// file when `retry` exits, not when the last background grandchild does).
+///
+/// Call before `retry` opens any descriptor of its own: `N` then cannot be one
+/// of them.
+pub(super) fn take_inherited(fd: RawFd) -> io::Result<OwnedFd> {
+    if fd < 0 {
+        return Err(io::Error::from_raw_os_error(libc::EBADF));
+    }
+    // SAFETY: `fd` is a number the caller handed to `retry` on its command
+    // line; `retry` owns no descriptor yet (this runs before it opens any), so
+    // no `OwnedFd` of this program refers to it. If it is not open, the calls
+    // below fail with EBADF and nothing else happens. The borrow ends with
+    // this function.
+    let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+    let duplicate = rustix::io::fcntl_dupfd_cloexec(borrowed, 3)?;
+    if fd > 2 {
+        let flags = rustix::io::fcntl_getfd(borrowed)?;
+        rustix::io::fcntl_setfd(borrowed, flags | rustix::io::FdFlags::CLOEXEC)?;
+    }
+    Ok(duplicate)
+}
+
+/// The controlling terminal, if the process has one: `/dev/tty`, opened
+/// close-on-exec without becoming anyone's controlling terminal.
+pub(super) fn open_terminal() -> Option<OwnedFd> {
+    use rustix::fs::{open, Mode, OFlags};
+    open(
+        c"/dev/tty",
+        OFlags::RDWR | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()
 }
 
 /// The terminal's foreground process group.
-pub(super) fn foreground_group(tty: RawFd) -> Option<i32> {
-    // SAFETY: tcgetpgrp on any descriptor is memory-safe.
-    let group = unsafe { libc::tcgetpgrp(tty) };
-    (group > 0).then_some(group)
-}
-
-/// The terminal `retry` handed to a command's group, while it has it (-1: none).
-static HANDED_TTY: AtomicI32 = AtomicI32::new(-1);
-
-/// Records that the terminal `tty` is handed over (`Some`) or back (`None`), for
-/// [`give_terminal_back_on_panic`].
-pub(super) fn note_handed(tty: Option<RawFd>) {
-    HANDED_TTY.store(tty.unwrap_or(-1), Ordering::SeqCst);
-}
-
-/// Makes a panic, should one ever happen, give the terminal back to `retry`'s
-/// group before the process ends: a panic in `retry` cannot unwind out of its
-/// C `main`, so no destructor would.
-pub(super) fn give_terminal_back_on_panic() {
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let tty = HANDED_TTY.swap(-1, Ordering::SeqCst);
-        if tty >= 0 {
-            let _ = set_foreground_group(tty, own_group());
-        }
-        previous(info);
-    }));
-}
-
-/// Makes `group` the terminal's foreground group. SIGTTOU is blocked meanwhile,
-/// so that a caller in the background is not stopped for asking.
-pub(super) fn set_foreground_group(tty: RawFd, group: i32) -> io::Result<()> {
-    // SAFETY: the signal sets are locals; tcsetpgrp on any descriptor is
-    // memory-safe; the old mask is restored before returning.
-    unsafe {
-        let mut block: libc::sigset_t = core::mem::zeroed();
-        let mut old: libc::sigset_t = core::mem::zeroed();
-        libc::sigemptyset(&mut block);
-        libc::sigaddset(&mut block, libc::SIGTTOU);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &block, &mut old);
-        let result = libc::tcsetpgrp(tty, group);
-        let error = io::Error::last_os_error();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, core::ptr::null_mut());
-        if result == 0 {
-            Ok(())
-        } else {
-            Err(error)
-        }
-    }
+pub(super) fn foreground_group(tty: &impl AsFd) -> Option<ProcessId> {
+    rustix::termios::tcgetpgrp(tty).ok()
 }
 
 /// A terminal's modes.
-#[derive(Clone, Copy)]
-pub(super) struct Modes(libc::termios);
+#[derive(Clone)]
+pub(super) struct Modes(rustix::termios::Termios);
 
 impl core::fmt::Debug for Modes {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -649,25 +741,27 @@ impl core::fmt::Debug for Modes {
     }
 }
 
-/// The terminal's modes.
-pub(super) fn modes(tty: RawFd) -> Option<Modes> {
-    // SAFETY: `modes` is a local termios for tcgetattr to fill in.
-    unsafe {
-        let mut modes: libc::termios = core::mem::zeroed();
-        (libc::tcgetattr(tty, &mut modes) == 0).then_some(Modes(modes))
+/// Equal when the mode flags are (what a raw-mode program or a password
+/// prompt changes); the special characters are not compared.
+impl PartialEq for Modes {
+    fn eq(&self, other: &Modes) -> bool {
+        let (a, b) = (&self.0, &other.0);
+        a.input_modes == b.input_modes
+            && a.output_modes == b.output_modes
+            && a.control_modes == b.control_modes
+            && a.local_modes == b.local_modes
     }
 }
 
+/// The terminal's modes.
+pub(super) fn modes(tty: &impl AsFd) -> Option<Modes> {
+    rustix::termios::tcgetattr(tty).ok().map(Modes)
+}
+
 /// Sets the terminal's modes (after output drains), with SIGTTOU blocked.
-pub(super) fn set_modes(tty: RawFd, modes: &Modes) {
-    // SAFETY: as for set_foreground_group; `modes.0` is a valid termios.
-    unsafe {
-        let mut block: libc::sigset_t = core::mem::zeroed();
-        let mut old: libc::sigset_t = core::mem::zeroed();
-        libc::sigemptyset(&mut block);
-        libc::sigaddset(&mut block, libc::SIGTTOU);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &block, &mut old);
-        libc::tcsetattr(tty, libc::TCSADRAIN, &modes.0);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, core::ptr::null_mut());
-    }
+pub(super) fn set_modes(tty: &impl AsFd, modes: &Modes) {
+    use rustix::termios::{tcsetattr, OptionalActions};
+    with_ttou_blocked(|| {
+        let _ = tcsetattr(tty, OptionalActions::Drain, &modes.0);
+    });
 }

@@ -7,4 +7,5 @@
 
 mod cli;
 mod common;
+mod config;
 mod terminal;

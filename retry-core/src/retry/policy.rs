@@ -325,6 +325,44 @@ impl RetryPolicy {
         from_nanos(self.capped_nanos(retry))
     }
 
+    /// The interval the curve delay before retry `retry` is drawn from: the
+    /// jitter kind's interval (see [`Jitter`]) around
+    /// [`RetryPolicy::capped_delay`], both ends raised to `min_delay`. `None`
+    /// for [`Jitter::Decorrelated`], whose interval depends on the delay
+    /// drawn before.
+    ///
+    /// Every curve delay [`RetryPolicy::delay`] (and the
+    /// [`RetryMachine`](crate::RetryMachine), for a curve sleep without a
+    /// hint) gives lies in it; under millisecond resolution it is the whole
+    /// millisecond nearest the drawn value within it, or, for an interval
+    /// holding no whole millisecond (an unjittered 1.5 ms), the nearest whole
+    /// millisecond. A program can show it next to the delay drawn: "1.4 s,
+    /// jittered within 1 s to 2 s".
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use retry_core::{Backoff, Jitter, RetryPolicy};
+    ///
+    /// let policy = RetryPolicy::builder()
+    ///     .backoff(Backoff::constant(Duration::from_secs(2)))
+    ///     .jitter(Jitter::Equal)
+    ///     .build()?;
+    /// let second = Duration::from_secs(1);
+    /// assert_eq!(policy.delay_interval(1), Some((second, 2 * second)));
+    /// # Ok::<(), retry_core::PolicyError>(())
+    /// ```
+    #[must_use]
+    pub fn delay_interval(&self, retry: u32) -> Option<(Duration, Duration)> {
+        if matches!(self.jitter, Jitter::Decorrelated) {
+            return None;
+        }
+        let (max, min) = (sat_nanos(self.max_delay), sat_nanos(self.min_delay));
+        let (_, lo, hi) = self
+            .jitter
+            .draw_within_nanos(self.capped_nanos(retry), 0, 0, 0, max);
+        Some((from_nanos(lo.max(min)), from_nanos(hi.max(min))))
+    }
+
     /// [`RetryPolicy::capped_delay`] in nanoseconds (one copy on 32-bit
     /// targets).
     #[cfg_attr(target_pointer_width = "64", inline)]

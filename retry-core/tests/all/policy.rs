@@ -337,3 +337,102 @@ fn unlimited_attempts_end_only_on_something_else() {
     }
     assert!(m.attempts() >= 10_000);
 }
+
+/// `delay_interval` is the interval every curve delay is drawn from: the
+/// policy's delays and the machine's curve sleeps lie in it, whatever the seed
+/// (a program shows it next to the delay drawn).
+#[test]
+fn every_curve_delay_lies_in_its_delay_interval() {
+    use retry_core::{Action, Event, Failure, Instant, Resolution, RetryMachine, SleepReason};
+    let ms = Duration::from_millis;
+    let kinds = [
+        Jitter::None,
+        Jitter::Full,
+        Jitter::Equal,
+        Jitter::Subtract(0.25),
+        Jitter::Add(0.1),
+        Jitter::Spread(0.5),
+    ];
+    let curves = [
+        Backoff::exponential(ms(100), 2.0),
+        Backoff::constant(ms(5)),
+        Backoff::linear(Duration::from_micros(1500)),
+        Backoff::fibonacci(ms(3)),
+        Backoff::None,
+    ];
+    for jitter in kinds {
+        for backoff in curves {
+            for (min, max) in [(Duration::ZERO, ms(60_000)), (ms(40), ms(700))] {
+                for resolution in [Resolution::Millis, Resolution::Nanos] {
+                    let policy = RetryPolicy::builder()
+                        .max_attempts(10)
+                        .backoff(backoff)
+                        .jitter(jitter)
+                        .min_delay(min)
+                        .max_delay(max)
+                        .resolution(resolution)
+                        .build()
+                        .unwrap();
+                    let within = |retry: u32, d: Duration| {
+                        let (lo, hi) = policy.delay_interval(retry).unwrap();
+                        assert!(lo <= hi, "{policy}: retry {retry}");
+                        let whole_ms_inside = resolution == Resolution::Nanos
+                            || lo.as_nanos().div_ceil(1_000_000) <= hi.as_nanos() / 1_000_000;
+                        if whole_ms_inside {
+                            assert!(
+                                lo <= d && d <= hi,
+                                "{policy}: retry {retry}: {d:?} not in [{lo:?}, {hi:?}]"
+                            );
+                        } else {
+                            // No whole millisecond inside: the nearest one.
+                            assert!(
+                                d.abs_diff(lo) <= ms(1) && d.abs_diff(hi) <= ms(1),
+                                "{policy}: retry {retry}: {d:?} vs [{lo:?}, {hi:?}]"
+                            );
+                        }
+                    };
+                    for seed in 0..64 {
+                        for retry in 1..10 {
+                            within(retry, policy.delay(retry, seed));
+                        }
+                        let mut m = RetryMachine::new(&policy, seed);
+                        let mut now = Instant::ORIGIN;
+                        let mut action = m.poll(Event::Start, now);
+                        loop {
+                            action = match action {
+                                Action::Attempt { number, .. } => {
+                                    let next = m.poll(Event::Failed(Failure::retryable()), now);
+                                    if let Action::Sleep { delay, reason, .. } = next {
+                                        assert_eq!(reason, SleepReason::Curve);
+                                        within(number, delay);
+                                    }
+                                    next
+                                }
+                                Action::Sleep { until, .. } => {
+                                    now = until;
+                                    m.poll(Event::Woke, now)
+                                }
+                                _ => break,
+                            };
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // The interval of each kind, on a 2 s delay.
+    let two = Duration::from_secs(2);
+    let of = |jitter: Jitter| {
+        RetryPolicy::builder()
+            .backoff(Backoff::constant(two))
+            .jitter(jitter)
+            .build()
+            .unwrap()
+            .delay_interval(1)
+    };
+    assert_eq!(of(Jitter::None), Some((two, two)));
+    assert_eq!(of(Jitter::Full), Some((Duration::ZERO, two)));
+    assert_eq!(of(Jitter::Equal), Some((two / 2, two)));
+    assert_eq!(of(Jitter::Subtract(0.25)), Some((ms(1500), two)));
+    assert_eq!(of(Jitter::Decorrelated), None);
+}

@@ -1,9 +1,11 @@
-//! Shared by the `retry` program's black-box tests: the binary, a real
-//! pseudo-terminal running an interactive bash, and the check that a run left no
-//! process behind.
+//! Shared by the `retry` program's black-box tests: the binary, how every
+//! program is started (signal dispositions reset), a real pseudo-terminal
+//! running an interactive shell, and the check that a run left no process
+//! behind.
 #![allow(dead_code, unsafe_code, clippy::expect_used, clippy::unwrap_used)]
 
 use core::time::Duration;
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -18,22 +20,109 @@ pub(crate) fn retry() -> String {
     std::env::var("RETRY_BINARY").unwrap_or_else(|_| env!("CARGO_BIN_EXE_retry").to_owned())
 }
 
+/// Puts every signal's disposition back to its default and unblocks them all,
+/// in a child between fork and exec. A test binary started from a script's
+/// background job or under `nohup` has SIGINT and SIGQUIT (or SIGHUP) ignored,
+/// and a child inherits that: the programs the tests start must see the
+/// defaults a user's terminal gives them, however the tests were started.
+fn reset_signals(command: &mut Command) {
+    // SAFETY: between fork and exec the closure only calls signal(2) and
+    // sigprocmask(2), both async-signal-safe, on locals; it allocates nothing.
+    unsafe {
+        command.pre_exec(|| {
+            for signal in 1..32 {
+                if signal != libc::SIGKILL && signal != libc::SIGSTOP {
+                    libc::signal(signal, libc::SIG_DFL);
+                }
+            }
+            let mut none: libc::sigset_t = core::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::sigprocmask(libc::SIG_SETMASK, &none, core::ptr::null_mut());
+            Ok(())
+        });
+    }
+}
+
+/// `program`, to be started with default signal dispositions, in a session of
+/// its own and so without a controlling terminal, as under cron or CI: the
+/// same for every run of the tests, whether `cargo test` was started from a
+/// terminal or not. (The tests of a terminal use [`Terminal`].)
+pub(crate) fn command(program: impl AsRef<OsStr>) -> Command {
+    let mut command = Command::new(program);
+    reset_signals(&mut command);
+    // SAFETY: setsid(2) is async-signal-safe; it fails only for a group
+    // leader, which a freshly forked child is not.
+    unsafe {
+        command.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    command
+}
+
+/// `program`, to be started with default signal dispositions in a process
+/// group of its own within the tests' session (as a shell with job control
+/// starts a job): its group is not orphaned, so a stop signal stops it.
+pub(crate) fn command_in_group(program: impl AsRef<OsStr>) -> Command {
+    let mut command = Command::new(program);
+    reset_signals(&mut command);
+    command.process_group(0);
+    command
+}
+
+/// Whether the tests run as root.
+pub(crate) fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
 /// Whether any process of group `group` is alive.
 pub(crate) fn group_alive(group: i32) -> bool {
     // SAFETY: kill with signal 0 only checks; a negative pid names a group.
     group > 1 && unsafe { libc::kill(-group, 0) } == 0
 }
 
-/// Asserts that the process groups are gone (waiting up to 2 s for the kernel
-/// to finish reaping).
-pub(crate) fn assert_groups_gone(groups: &[i32]) {
+/// Whether process `pid` is alive (a zombie is not).
+pub(crate) fn process_alive(pid: i32) -> bool {
+    pid > 1 && !matches!(process_state(pid), None | Some('Z' | 'X'))
+}
+
+/// Asserts that the processes are gone, and the process groups they lead
+/// (waiting up to 2 s for the kernel to finish).
+pub(crate) fn assert_groups_gone(pids: &[i32]) {
     let until = Instant::now() + Duration::from_secs(2);
-    for &group in groups {
-        while group_alive(group) && Instant::now() < until {
+    for &pid in pids {
+        while (group_alive(pid) || process_alive(pid)) && Instant::now() < until {
             std::thread::sleep(Duration::from_millis(10));
         }
-        assert!(!group_alive(group), "process group {group} was left behind");
+        assert!(!process_alive(pid), "process {pid} was left behind");
+        assert!(!group_alive(pid), "process group {pid} was left behind");
     }
+}
+
+/// Asserts that the processes are gone (waiting up to 2 s).
+pub(crate) fn assert_gone(pids: &[i32]) {
+    let until = Instant::now() + Duration::from_secs(2);
+    for &pid in pids {
+        while process_alive(pid) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(
+            !process_alive(pid),
+            "process {pid} ({:?}) was left behind",
+            std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default()
+        );
+    }
+}
+
+/// The process ids written one per line to `path` (none if it is missing).
+pub(crate) fn pids_in(path: &Path) -> Vec<i32> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
 }
 
 /// The JSON events in `path` (one object per line; every line must parse).
@@ -77,12 +166,14 @@ pub(crate) fn read_pid(path: &Path) -> i32 {
     }
 }
 
-/// An interactive bash on a real pseudo-terminal, as a user's terminal
+/// An interactive shell on a real pseudo-terminal, as a user's terminal
 /// emulator runs it: its own session, the terminal as its controlling terminal,
 /// job control on.
 pub(crate) struct Terminal {
     master: File,
     bash: Child,
+    /// dash's start-up file (it takes its prompt from there, not from PS1).
+    _rc: Option<tempfile::NamedTempFile>,
     seen: Vec<u8>,
     /// Bytes of `seen` already matched by `expect`.
     consumed: usize,
@@ -94,6 +185,32 @@ pub(crate) const PROMPT: &str = "PROMPT> ";
 impl Terminal {
     /// Starts `bash --norc -i` on a fresh pseudo-terminal, with `env` added.
     pub(crate) fn bash(env: &[(&str, &str)]) -> Terminal {
+        Terminal::shell(&["bash", "--norc", "--noprofile", "-i"], env)
+    }
+
+    /// Starts `dash -i` on a fresh pseudo-terminal, with `env` added.
+    pub(crate) fn dash(env: &[(&str, &str)]) -> Terminal {
+        let mut rc = tempfile::NamedTempFile::new().unwrap();
+        writeln!(rc, "PS1='{PROMPT}'").unwrap();
+        let path = rc.path().to_str().unwrap().to_owned();
+        let mut env = env.to_vec();
+        env.push(("ENV", &path));
+        let mut terminal = Terminal::shell(&["dash", "-i"], &env);
+        terminal._rc = Some(rc);
+        terminal
+    }
+
+    /// Starts the interactive shell named `name` (`bash` or `dash`).
+    pub(crate) fn named(name: &str, env: &[(&str, &str)]) -> Terminal {
+        match name {
+            "dash" => Terminal::dash(env),
+            _ => Terminal::bash(env),
+        }
+    }
+
+    /// Starts the interactive shell `argv` on a fresh pseudo-terminal, with
+    /// `env` added (`TERM` is `dumb` unless `env` says otherwise).
+    pub(crate) fn shell(argv: &[&str], env: &[(&str, &str)]) -> Terminal {
         let (mut master, mut slave) = (-1, -1);
         let size = libc::winsize {
             ws_row: 40,
@@ -115,9 +232,10 @@ impl Terminal {
         // SAFETY: openpty succeeded; both descriptors are ours.
         let (master, slave) =
             unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
-        let mut command = Command::new("bash");
+        let mut command = Command::new(argv[0]);
+        reset_signals(&mut command);
         command
-            .args(["--norc", "--noprofile", "-i"])
+            .args(&argv[1..])
             .env("PS1", PROMPT)
             .env("TERM", "dumb")
             .env_remove("PROMPT_COMMAND")
@@ -136,11 +254,12 @@ impl Terminal {
                 Ok(())
             });
         }
-        let bash = command.spawn().expect("bash runs");
+        let bash = command.spawn().expect("the shell runs");
         let master = File::from(master);
         let mut terminal = Terminal {
             master,
             bash,
+            _rc: None,
             seen: Vec::new(),
             consumed: 0,
         };
@@ -148,7 +267,7 @@ impl Terminal {
         terminal
     }
 
-    /// bash's process id (its group's and session's id too).
+    /// The shell's process id (its group's and session's id too).
     pub(crate) fn shell_pid(&self) -> i32 {
         i32::try_from(self.bash.id()).unwrap()
     }
@@ -157,6 +276,11 @@ impl Terminal {
     pub(crate) fn foreground_group(&self) -> i32 {
         // SAFETY: tcgetpgrp on the master reports the slave's foreground group.
         unsafe { libc::tcgetpgrp(self.master.as_raw_fd()) }
+    }
+
+    /// Everything the terminal showed so far.
+    pub(crate) fn seen(&self) -> &[u8] {
+        &self.seen
     }
 
     /// Types `text`.

@@ -305,13 +305,13 @@ fn keys_are_namespaced_expiring_and_bounded() {
         }
         let keys = server.keys("*");
         assert!(
-            keys.iter().all(|k| k.starts_with("bounded:breaker:dep:")),
+            keys.iter().all(|k| k.starts_with("bounded:breaker:{dep}:")),
             "{keys:?}"
         );
         most = most.max(keys.len());
         std::thread::sleep(Duration::from_millis(5));
     }
-    assert!(most <= 5, "at most 5 keys: {most}");
+    assert!(most <= 6, "at most 6 keys: {most}");
     let mut conn = server.conn();
     for key in server.keys("*") {
         let ttl: i64 = redis::cmd("PTTL").arg(&key).query(&mut conn).unwrap();
@@ -371,18 +371,41 @@ fn bad_data_fails_the_sync_with_a_typed_error_logged_once_never_a_panic() {
     let _: () = redis::cmd("DEL").arg(&key).query(&mut conn).unwrap();
     let syncs = members[0].syncs();
     assert!(wait_for(Duration::from_secs(3), || members[0].syncs() > syncs + 2).is_some());
-    // A member's report overwritten with garbage is left out (and logged).
-    let buckets = server.keys("bad:breaker:dep:members:*");
-    for b in &buckets {
+    // A member's own report overwritten with garbage (the only report a
+    // member reads back) is left out of the sums, and logged once.
+    let logged = members[0].logged();
+    for _ in 0..3 {
+        for b in server.keys("bad:breaker:{dep}:reports:*") {
+            let _: () = redis::cmd("HSET")
+                .arg(&b)
+                .arg(members[0].member_id())
+                .arg("1|x|y")
+                .query(&mut conn)
+                .unwrap();
+        }
+        let syncs = members[0].syncs();
+        assert!(wait_for(Duration::from_secs(3), || members[0].syncs() > syncs).is_some());
+    }
+    assert_eq!(
+        members[0].logged(),
+        logged,
+        "garbage: a kind logged once already (the decision's)"
+    );
+    let syncs = members[0].syncs();
+    assert!(wait_for(Duration::from_secs(3), || members[0].syncs() > syncs + 2).is_some());
+    assert_eq!(members[0].last_sync().unwrap().view.members, 3);
+    // Garbage in the sums fails the sync (typed, logged once) until the
+    // interval's keys expire; then the fleet's view is whole again.
+    for b in server.keys("bad:breaker:{dep}:sums:*") {
         let _: () = redis::cmd("HSET")
-            .arg(b)
-            .arg("intruder")
-            .arg("1|x|y")
+            .arg(&b)
+            .arg("v:n")
+            .arg("lots")
             .query(&mut conn)
             .unwrap();
     }
     let syncs = members[0].syncs();
-    assert!(wait_for(Duration::from_secs(3), || members[0].syncs() > syncs + 1).is_some());
+    assert!(wait_for(Duration::from_secs(3), || members[0].syncs() > syncs + 3).is_some());
     assert_eq!(members[0].last_sync().unwrap().view.members, 3);
 }
 
@@ -462,5 +485,177 @@ fn a_store_that_lost_its_keys_lets_the_instances_decide_alone() {
                 m.last_sync()
             ))
             .collect::<Vec<_>>()
+    );
+}
+
+/// Three members, a quorum of one, one probe fleet-wide with claims lasting
+/// `claim`: member 0 fails and the whole fleet opens for `open`.
+fn open_fleet(url: &str, ns: &str, open: Duration, claim: Duration) -> Vec<FleetBreaker> {
+    let fleet = FleetConfig::new(FleetRule::Quorum(1))
+        .sync_interval(INTERVAL)
+        .probes(1)
+        .claim_ttl(claim);
+    let members = three(url, ns, fleet, open);
+    all_synced(&members, 1);
+    for _ in 0..3 {
+        assert!(fail(&members[0]));
+    }
+    let opened = wait_for(3 * INTERVAL + MARGIN, || {
+        members[1..].iter().all(FleetBreaker::is_following)
+    });
+    assert!(opened.is_some(), "the fleet opened");
+    members
+}
+
+/// Offers every member a call until one is admitted (it succeeds); who.
+fn first_admitted(members: &[FleetBreaker], limit: Duration) -> Option<(usize, Duration)> {
+    let start = Instant::now();
+    while start.elapsed() <= limit {
+        for (i, m) in members.iter().enumerate() {
+            if succeed(m) {
+                return Some((i, start.elapsed()));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    None
+}
+
+#[test]
+fn a_probe_claim_beyond_the_claim_lifetime_does_not_hold_the_slot() {
+    let Some(server) =
+        common::start("a_probe_claim_beyond_the_claim_lifetime_does_not_hold_the_slot")
+    else {
+        return;
+    };
+    let open = Duration::from_millis(400);
+    let claim = Duration::from_millis(300);
+    let members = open_fleet(&server.url(), "claim", open, claim);
+    // Someone claims the only slot until the year 33658.
+    let _: () = redis::cmd("ZADD")
+        .arg(members[0].probes_key())
+        .arg(1_000_000_000_000_000_u64)
+        .arg("intruder#1")
+        .query(&mut server.conn())
+        .unwrap();
+    // After the open period, the claim lasts at most a claim's lifetime: a
+    // member gets the slot and probes.
+    let probed = first_admitted(&members, open + claim + 3 * INTERVAL + MARGIN);
+    assert!(
+        probed.is_some(),
+        "a probe ran once the intruder's claim was cut to a claim's lifetime: {:?}",
+        members
+            .iter()
+            .map(|m| (m.state(), m.is_following(), m.syncs(), m.sync_errors()))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_probes_key_of_the_wrong_type_while_half_open_does_not_wedge_the_followers() {
+    let Some(server) = common::start(
+        "a_probes_key_of_the_wrong_type_while_half_open_does_not_wedge_the_followers",
+    ) else {
+        return;
+    };
+    let open = Duration::from_millis(400);
+    let members = open_fleet(&server.url(), "probetype", open, Duration::from_secs(10));
+    let opened = Instant::now();
+    let _: () = redis::cmd("SET")
+        .arg(members[0].probes_key())
+        .arg("not a sorted set")
+        .query(&mut server.conn())
+        .unwrap();
+    // The claims fail; after two sync intervals without a completed sync the
+    // followers decide alone and probe on their own.
+    let bound = open + 2 * INTERVAL;
+    let probed = first_admitted(&members[1..], bound + MARGIN + Duration::from_secs(2));
+    let (_, _) = probed.unwrap_or_else(|| {
+        panic!(
+            "a follower probed on its own: {:?}",
+            members
+                .iter()
+                .map(|m| (m.state(), m.is_following(), m.syncs(), m.sync_errors()))
+                .collect::<Vec<_>>()
+        )
+    });
+    let took = opened.elapsed();
+    eprintln!("a follower admitted a call {took:?} after the fleet opened (bound {bound:?})");
+    assert!(took <= bound + MARGIN, "{took:?}");
+    assert!(
+        members[1..].iter().any(|m| m.logged() >= 1),
+        "the wrong type was logged"
+    );
+    // Its verdict closes the fleet (publishing it clears the bad key).
+    let closed = wait_for(Duration::from_secs(3), || {
+        members.iter().all(|m| {
+            let _ = succeed(m);
+            m.state() == BreakerState::Closed
+        })
+    });
+    assert!(
+        closed.is_some(),
+        "the fleet closed on the follower's verdict"
+    );
+}
+
+#[test]
+fn the_claim_script_refuses_a_claim_for_another_decision_and_cuts_long_claims() {
+    let Some(server) =
+        common::start("the_claim_script_refuses_a_claim_for_another_decision_and_cuts_long_claims")
+    else {
+        return;
+    };
+    let script = redis::Script::new(include_str!("../../src/lua/claim.lua"));
+    let mut conn = server.conn();
+    let now_ms = || -> u64 {
+        let (secs, micros): (u64, u64) = redis::cmd("TIME").query(&mut server.conn()).unwrap();
+        secs * 1_000 + micros / 1_000
+    };
+    let (probes, decision) = ("t:breaker:{x}:probes", "t:breaker:{x}:decision");
+    let _: () = redis::cmd("SET")
+        .arg(decision)
+        .arg(format!("1|open|{}|7", now_ms() - 1))
+        .query(&mut conn)
+        .unwrap();
+    let claim = |conn: &mut redis::Connection, member: &str, epoch: u64| -> Vec<i64> {
+        script
+            .key(probes)
+            .key(decision)
+            .arg(member)
+            .arg(1)
+            .arg(1)
+            .arg(1_000)
+            .arg(epoch)
+            .invoke(conn)
+            .unwrap()
+    };
+    assert_eq!(
+        claim(&mut conn, "late", 6),
+        [0, 0],
+        "an older epoch is refused"
+    );
+    assert_eq!(
+        claim(&mut conn, "now", 7),
+        [0, 1],
+        "the current epoch is granted"
+    );
+    let _: () = redis::cmd("DEL").arg(probes).query(&mut conn).unwrap();
+    let _: () = redis::cmd("ZADD")
+        .arg(probes)
+        .arg(1_000_000_000_000_000_u64)
+        .arg("intruder#1")
+        .query(&mut conn)
+        .unwrap();
+    let before = now_ms();
+    assert_eq!(claim(&mut conn, "now", 7), [0, 0], "the slot is taken");
+    let score: f64 = redis::cmd("ZSCORE")
+        .arg(probes)
+        .arg("intruder#1")
+        .query(&mut conn)
+        .unwrap();
+    assert!(
+        score <= (now_ms() + 1_000) as f64 && score >= before as f64,
+        "the claim was cut to one claim lifetime from now: {score}"
     );
 }

@@ -212,7 +212,7 @@ fn three_processes_of_a_thousand_concurrent_retries_withdraw_exactly_the_quota()
     assert_eq!(allowed, 100);
     assert_eq!(retries, allowed, "no lost update, no double spend");
     let tokens: String = redis::cmd("HGET")
-        .arg("quota:budget:shared")
+        .arg("quota:budget:{shared}")
         .arg("t")
         .query(&mut server.conn())
         .unwrap();
@@ -242,7 +242,7 @@ fn bad_data_is_a_typed_error_logged_once_with_the_local_fallback() {
 
     // A wrong type.
     let _: () = redis::cmd("SET")
-        .arg("bad:budget:str")
+        .arg("bad:budget:{str}")
         .arg("hello")
         .query(&mut conn)
         .unwrap();
@@ -258,7 +258,7 @@ fn bad_data_is_a_typed_error_logged_once_with_the_local_fallback() {
     let b = budget("garbage");
     b.apply_blocking(&withdraw, None).unwrap();
     let _: () = redis::cmd("HSET")
-        .arg("bad:budget:garbage")
+        .arg("bad:budget:{garbage}")
         .arg("t")
         .arg("lots")
         .query(&mut conn)
@@ -267,13 +267,13 @@ fn bad_data_is_a_typed_error_logged_once_with_the_local_fallback() {
     assert_eq!(
         err,
         StoreError::Garbage {
-            key: "bad:budget:garbage".into(),
+            key: "bad:budget:{garbage}".into(),
             field: "t".into()
         }
     );
     // Tokens beyond the bucket are garbage too.
     let _: () = redis::cmd("HSET")
-        .arg("bad:budget:garbage")
+        .arg("bad:budget:{garbage}")
         .arg("t")
         .arg("999999999")
         .query(&mut conn)
@@ -287,7 +287,7 @@ fn bad_data_is_a_typed_error_logged_once_with_the_local_fallback() {
     let b = budget("future");
     b.apply_blocking(&withdraw, None).unwrap();
     let _: () = redis::cmd("HSET")
-        .arg("bad:budget:future")
+        .arg("bad:budget:{future}")
         .arg("v")
         .arg("7")
         .query(&mut conn)
@@ -303,7 +303,7 @@ fn bad_data_is_a_typed_error_logged_once_with_the_local_fallback() {
         .build()
         .unwrap();
     let _: () = redis::cmd("HSET")
-        .arg("bad:budget:future")
+        .arg("bad:budget:{future}")
         .arg("v")
         .arg("1")
         .query(&mut conn)
@@ -316,7 +316,7 @@ fn bad_data_is_a_typed_error_logged_once_with_the_local_fallback() {
     // Through the Budget trait: every withdrawal still ends, answered by the
     // local budget (fail open) or refused (fail closed), counted, logged once.
     let _: () = redis::cmd("SET")
-        .arg("bad:budget:trait")
+        .arg("bad:budget:{trait}")
         .arg("x")
         .query(&mut conn)
         .unwrap();
@@ -381,13 +381,193 @@ fn the_key_is_namespaced_expires_and_stays_single() {
             .apply_blocking(&inputs[(i % 3) as usize..], Some(at))
             .unwrap();
     }
-    assert_eq!(server.keys("*"), vec!["keys:budget:one".to_owned()]);
+    assert_eq!(server.keys("*"), vec!["keys:budget:{one}".to_owned()]);
     let ttl: i64 = redis::cmd("PTTL")
-        .arg("keys:budget:one")
+        .arg("keys:budget:{one}")
         .query(&mut server.conn())
         .unwrap();
     assert!(
         ttl > 0 && ttl <= 20_000,
         "expires in twice the window: {ttl} ms"
+    );
+}
+
+/// Withdrawals until the first refusal, on the server's clock: how many were
+/// granted.
+fn withdraw_until_refused(budget: &retry_redis::FleetBudget) -> u32 {
+    let mut granted = 0;
+    loop {
+        let answer = budget
+            .apply_blocking(&[BudgetInput::Withdraw(RetryKind::Failure)], None)
+            .unwrap();
+        if !answer.withdrawal.unwrap().is_granted() {
+            return granted;
+        }
+        granted += 1;
+        assert!(granted < 1_000, "the budget never refuses");
+    }
+}
+
+fn server_micros(conn: &mut redis::Connection) -> u64 {
+    let (secs, micros): (u64, u64) = redis::cmd("TIME").query(conn).unwrap();
+    secs * 1_000_000 + micros
+}
+
+/// Finagle over a 1 s window, 10 retries a second from the reserve and no
+/// deposits: every second's window grants exactly 10.
+fn ten_a_second() -> BudgetConfig {
+    BudgetConfig::finagle()
+        .window(Duration::from_secs(1))
+        .min_retries_per_sec(10)
+        .percent_can_retry_permille(0)
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_stored_time_ahead_of_the_server_clock_does_not_freeze_a_finagle_budget() {
+    let Some(server) =
+        common::start("a_stored_time_ahead_of_the_server_clock_does_not_freeze_a_finagle_budget")
+    else {
+        return;
+    };
+    let fleet = Fleet::connect(&server.url())
+        .unwrap()
+        .namespace("ahead")
+        .unwrap();
+    let budget = fleet
+        .budget("window", ten_a_second())
+        .timeout(PATIENT)
+        .build()
+        .unwrap();
+    let mut conn = server.conn();
+    assert_eq!(withdraw_until_refused(&budget), 10);
+    std::thread::sleep(Duration::from_millis(1_100));
+    assert_eq!(withdraw_until_refused(&budget), 10, "the window moved on");
+    assert_eq!(budget.logged(), 0);
+    // The stored time one hour ahead of the server's (as after a failover to a
+    // replica whose clock is an hour behind).
+    let ahead = server_micros(&mut conn) + 3_600_000_000;
+    let _: () = redis::cmd("HSET")
+        .arg(budget.key())
+        .arg("last")
+        .arg(ahead)
+        .query(&mut conn)
+        .unwrap();
+    let first = withdraw_until_refused(&budget);
+    std::thread::sleep(Duration::from_millis(1_100));
+    let second = withdraw_until_refused(&budget);
+    std::thread::sleep(Duration::from_millis(1_100));
+    let third = withdraw_until_refused(&budget);
+    assert_eq!(
+        (second, third),
+        (10, 10),
+        "the window keeps moving after the clock stepped back (first window {first})"
+    );
+    assert_eq!(budget.logged(), 1, "the step was logged, once");
+    let last: u64 = redis::cmd("HGET")
+        .arg(budget.key())
+        .arg("last")
+        .query(&mut conn)
+        .unwrap();
+    assert!(
+        last <= server_micros(&mut conn),
+        "the stored time was repaired"
+    );
+}
+
+#[test]
+fn a_clock_step_backwards_counts_as_no_time_passing_and_the_window_moves_on() {
+    let Some(server) =
+        common::start("a_clock_step_backwards_counts_as_no_time_passing_and_the_window_moves_on")
+    else {
+        return;
+    };
+    let fleet = Fleet::connect(&server.url())
+        .unwrap()
+        .namespace("step")
+        .unwrap();
+    let budget = fleet
+        .budget("window", ten_a_second())
+        .timeout(PATIENT)
+        .build()
+        .unwrap();
+    let withdraw = [BudgetInput::Withdraw(RetryKind::Failure)];
+    let granted_at = |at: Instant| {
+        (0..20)
+            .filter(|_| {
+                budget
+                    .apply_blocking(&withdraw, Some(at))
+                    .unwrap()
+                    .withdrawal
+                    .unwrap()
+                    .is_granted()
+            })
+            .count()
+    };
+    assert_eq!(granted_at(Instant::from_secs(100)), 10);
+    // The clock steps back 90 s: no time passed, the window is as it was.
+    assert_eq!(granted_at(Instant::from_secs(10)), 0);
+    // 1.1 s later on the new clock the window has moved on.
+    assert_eq!(granted_at(Instant::from_millis(11_100)), 10);
+    assert_eq!(granted_at(Instant::from_millis(12_200)), 10);
+}
+
+#[test]
+fn a_withdrawal_that_timed_out_is_not_applied_when_redis_resumes() {
+    let Some(server) =
+        common::start("a_withdrawal_that_timed_out_is_not_applied_when_redis_resumes")
+    else {
+        return;
+    };
+    let fleet = Fleet::connect(&server.url())
+        .unwrap()
+        .namespace("late")
+        .unwrap();
+    let budget = fleet
+        .budget("quota", BudgetConfig::aws_standard())
+        .timeout(Duration::from_millis(50))
+        .build()
+        .unwrap();
+    let withdraw = [
+        BudgetInput::Failure,
+        BudgetInput::Withdraw(RetryKind::Failure),
+    ];
+    // Redis answers (and learns the budget): 500 - 5 tokens.
+    let answered = || {
+        (0..100).find_map(|_| {
+            let answer = budget.apply_blocking(&withdraw, None).ok();
+            if answer.is_none() {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            answer
+        })
+    };
+    assert_eq!(answered().unwrap().tokens, Tokens::from_whole(495));
+    let tokens = |conn: &mut redis::Connection| -> String {
+        redis::cmd("HGET")
+            .arg(budget.key())
+            .arg("t")
+            .query(conn)
+            .unwrap()
+    };
+    let mut conn = server.conn();
+    assert_eq!(tokens(&mut conn), "495000");
+    server.stop();
+    for _ in 0..6 {
+        let err = budget.apply_blocking(&withdraw, None).unwrap_err();
+        assert_eq!(err.code(), "redis.timeout", "{err}");
+    }
+    server.resume();
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        tokens(&mut conn),
+        "495000",
+        "the six withdrawals that timed out were not charged"
+    );
+    assert_eq!(
+        answered().unwrap().tokens,
+        Tokens::from_whole(490),
+        "redis answers again"
     );
 }

@@ -104,6 +104,28 @@ impl RedisServer {
         }
     }
 
+    /// Stops the server where it stands (SIGSTOP): connections stay open and
+    /// nothing is answered until [`RedisServer::resume`].
+    pub fn stop(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a stopped server run again (SIGCONT): it answers what it was sent
+    /// meanwhile.
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("the server runs").id();
+        let status = Command::new("kill")
+            .arg(signal)
+            .arg(pid.to_string())
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill {signal} {pid}");
+    }
+
     /// Starts it again on the same port (empty: nothing was saved).
     pub fn restart(&mut self) {
         self.kill();

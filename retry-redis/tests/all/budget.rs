@@ -3,7 +3,7 @@
 //! three processes' worth of concurrent retries, and bad data.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use crate::common;
+use crate::common::{self, Redis};
 
 use core::sync::atomic::{AtomicU64, Ordering};
 use core::time::Duration;
@@ -84,22 +84,12 @@ impl Arbitrary for Case {
     }
 }
 
-#[test]
-fn random_sequences_give_the_core_budgets_tokens_and_answers() {
-    let Some(server) = common::start("random_sequences_give_the_core_budgets_tokens_and_answers")
-    else {
-        return;
-    };
-    let _ = PROP_FLEET.set(
-        Fleet::connect(&server.url())
-            .unwrap()
-            .namespace("prop")
-            .unwrap(),
-    );
+fn random_sequences_give_the_core_budgets_tokens_and_answers(redis: &Redis) {
+    PROP_FLEET.with(|f| *f.borrow_mut() = Some(redis.fleet().namespace("prop").unwrap()));
     fn prop(case: Case) -> TestResult {
         let n = CASES.fetch_add(1, Ordering::Relaxed);
         let budget = PROP_FLEET
-            .get()
+            .with(|f| f.borrow().clone())
             .unwrap()
             .budget(&format!("case{n}"), case.config)
             .timeout(PATIENT)
@@ -134,29 +124,26 @@ fn random_sequences_give_the_core_budgets_tokens_and_answers() {
     assert!(withdrawals > 1_000, "the cases withdrew ({withdrawals})");
 }
 
-static PROP_FLEET: std::sync::OnceLock<Fleet> = std::sync::OnceLock::new();
+thread_local! {
+    /// The fleet the property's cases run on (the property is a plain `fn`).
+    static PROP_FLEET: core::cell::RefCell<Option<Fleet>> = const { core::cell::RefCell::new(None) };
+}
 static CASES: AtomicU64 = AtomicU64::new(0);
 static WITHDRAWALS: AtomicU64 = AtomicU64::new(0);
 
-#[test]
-fn three_processes_of_a_thousand_concurrent_retries_withdraw_exactly_the_quota() {
-    let Some(server) = common::start(
-        "three_processes_of_a_thousand_concurrent_retries_withdraw_exactly_the_quota",
-    ) else {
-        return;
-    };
+fn three_processes_of_a_thousand_concurrent_retries_withdraw_exactly_the_quota(redis: &Redis) {
     // AWS: 500 tokens, 5 a retry: exactly 100 retries, whatever the order (no
     // call succeeds, so nothing is refunded).
     let config = BudgetConfig::aws_standard();
     let policy = common::one_retry();
     let attempts = Arc::new(AtomicU64::new(0));
-    let url = server.url();
+
     let instances: Vec<_> = (0..3)
         .map(|_| {
-            let (url, policy, attempts) = (url.clone(), policy, Arc::clone(&attempts));
+            let (fleet, policy, attempts) = (redis.fleet(), policy, Arc::clone(&attempts));
             std::thread::spawn(move || {
                 // Its own connection and its own runtime: an independent instance.
-                let fleet = Fleet::connect(&url).unwrap().namespace("quota").unwrap();
+                let fleet = fleet.namespace("quota").unwrap();
                 let budget = fleet
                     .budget("shared", config)
                     .timeout(PATIENT)
@@ -214,23 +201,14 @@ fn three_processes_of_a_thousand_concurrent_retries_withdraw_exactly_the_quota()
     let tokens: String = redis::cmd("HGET")
         .arg("quota:budget:{shared}")
         .arg("t")
-        .query(&mut server.conn())
+        .query(&mut *redis.conn())
         .unwrap();
     assert_eq!(tokens, "0");
 }
 
-#[test]
-fn bad_data_is_a_typed_error_logged_once_with_the_local_fallback() {
-    let Some(server) =
-        common::start("bad_data_is_a_typed_error_logged_once_with_the_local_fallback")
-    else {
-        return;
-    };
-    let fleet = Fleet::connect(&server.url())
-        .unwrap()
-        .namespace("bad")
-        .unwrap();
-    let mut conn = server.conn();
+fn bad_data_is_a_typed_error_logged_once_with_the_local_fallback(redis: &Redis) {
+    let fleet = redis.fleet().namespace("bad").unwrap();
+    let mut conn = redis.conn();
     let budget = |name: &str| {
         fleet
             .budget(name, BudgetConfig::aws_standard())
@@ -244,7 +222,7 @@ fn bad_data_is_a_typed_error_logged_once_with_the_local_fallback() {
     let _: () = redis::cmd("SET")
         .arg("bad:budget:{str}")
         .arg("hello")
-        .query(&mut conn)
+        .query(&mut *conn)
         .unwrap();
     let b = budget("str");
     let err = b.apply_blocking(&withdraw, None).unwrap_err();
@@ -261,7 +239,7 @@ fn bad_data_is_a_typed_error_logged_once_with_the_local_fallback() {
         .arg("bad:budget:{garbage}")
         .arg("t")
         .arg("lots")
-        .query(&mut conn)
+        .query(&mut *conn)
         .unwrap();
     let err = b.apply_blocking(&withdraw, None).unwrap_err();
     assert_eq!(
@@ -276,7 +254,7 @@ fn bad_data_is_a_typed_error_logged_once_with_the_local_fallback() {
         .arg("bad:budget:{garbage}")
         .arg("t")
         .arg("999999999")
-        .query(&mut conn)
+        .query(&mut *conn)
         .unwrap();
     assert!(matches!(
         b.apply_blocking(&withdraw, None),
@@ -290,7 +268,7 @@ fn bad_data_is_a_typed_error_logged_once_with_the_local_fallback() {
         .arg("bad:budget:{future}")
         .arg("v")
         .arg("7")
-        .query(&mut conn)
+        .query(&mut *conn)
         .unwrap();
     let err = b.apply_blocking(&withdraw, None).unwrap_err();
     assert_eq!(err.code(), "redis.future_format");
@@ -306,7 +284,7 @@ fn bad_data_is_a_typed_error_logged_once_with_the_local_fallback() {
         .arg("bad:budget:{future}")
         .arg("v")
         .arg("1")
-        .query(&mut conn)
+        .query(&mut *conn)
         .unwrap();
     assert!(matches!(
         grpc.apply_blocking(&withdraw, None),
@@ -318,7 +296,7 @@ fn bad_data_is_a_typed_error_logged_once_with_the_local_fallback() {
     let _: () = redis::cmd("SET")
         .arg("bad:budget:{trait}")
         .arg("x")
-        .query(&mut conn)
+        .query(&mut *conn)
         .unwrap();
     let open = fleet
         .budget("trait", BudgetConfig::aws_standard())
@@ -356,15 +334,8 @@ fn bad_data_is_a_typed_error_logged_once_with_the_local_fallback() {
     );
 }
 
-#[test]
-fn the_key_is_namespaced_expires_and_stays_single() {
-    let Some(server) = common::start("the_key_is_namespaced_expires_and_stays_single") else {
-        return;
-    };
-    let fleet = Fleet::connect(&server.url())
-        .unwrap()
-        .namespace("keys")
-        .unwrap();
+fn the_key_is_namespaced_expires_and_stays_single(redis: &Redis) {
+    let fleet = redis.fleet().namespace("keys").unwrap();
     let budget = fleet
         .budget("one", BudgetConfig::finagle_default())
         .timeout(PATIENT)
@@ -381,10 +352,10 @@ fn the_key_is_namespaced_expires_and_stays_single() {
             .apply_blocking(&inputs[(i % 3) as usize..], Some(at))
             .unwrap();
     }
-    assert_eq!(server.keys("*"), vec!["keys:budget:{one}".to_owned()]);
+    assert_eq!(redis.keys("*"), vec!["keys:budget:{one}".to_owned()]);
     let ttl: i64 = redis::cmd("PTTL")
         .arg("keys:budget:{one}")
-        .query(&mut server.conn())
+        .query(&mut *redis.conn())
         .unwrap();
     assert!(
         ttl > 0 && ttl <= 20_000,
@@ -408,7 +379,7 @@ fn withdraw_until_refused(budget: &retry_redis::FleetBudget) -> u32 {
     }
 }
 
-fn server_micros(conn: &mut redis::Connection) -> u64 {
+fn server_micros(conn: &mut dyn redis::ConnectionLike) -> u64 {
     let (secs, micros): (u64, u64) = redis::cmd("TIME").query(conn).unwrap();
     secs * 1_000_000 + micros
 }
@@ -424,35 +395,26 @@ fn ten_a_second() -> BudgetConfig {
         .unwrap()
 }
 
-#[test]
-fn a_stored_time_ahead_of_the_server_clock_does_not_freeze_a_finagle_budget() {
-    let Some(server) =
-        common::start("a_stored_time_ahead_of_the_server_clock_does_not_freeze_a_finagle_budget")
-    else {
-        return;
-    };
-    let fleet = Fleet::connect(&server.url())
-        .unwrap()
-        .namespace("ahead")
-        .unwrap();
+fn a_stored_time_ahead_of_the_server_clock_does_not_freeze_a_finagle_budget(redis: &Redis) {
+    let fleet = redis.fleet().namespace("ahead").unwrap();
     let budget = fleet
         .budget("window", ten_a_second())
         .timeout(PATIENT)
         .build()
         .unwrap();
-    let mut conn = server.conn();
+    let mut conn = redis.conn();
     assert_eq!(withdraw_until_refused(&budget), 10);
     std::thread::sleep(Duration::from_millis(1_100));
     assert_eq!(withdraw_until_refused(&budget), 10, "the window moved on");
     assert_eq!(budget.logged(), 0);
     // The stored time one hour ahead of the server's (as after a failover to a
     // replica whose clock is an hour behind).
-    let ahead = server_micros(&mut conn) + 3_600_000_000;
+    let ahead = server_micros(&mut *conn) + 3_600_000_000;
     let _: () = redis::cmd("HSET")
         .arg(budget.key())
         .arg("last")
         .arg(ahead)
-        .query(&mut conn)
+        .query(&mut *conn)
         .unwrap();
     let first = withdraw_until_refused(&budget);
     std::thread::sleep(Duration::from_millis(1_100));
@@ -468,25 +430,16 @@ fn a_stored_time_ahead_of_the_server_clock_does_not_freeze_a_finagle_budget() {
     let last: u64 = redis::cmd("HGET")
         .arg(budget.key())
         .arg("last")
-        .query(&mut conn)
+        .query(&mut *conn)
         .unwrap();
     assert!(
-        last <= server_micros(&mut conn),
+        last <= server_micros(&mut *conn),
         "the stored time was repaired"
     );
 }
 
-#[test]
-fn a_clock_step_backwards_counts_as_no_time_passing_and_the_window_moves_on() {
-    let Some(server) =
-        common::start("a_clock_step_backwards_counts_as_no_time_passing_and_the_window_moves_on")
-    else {
-        return;
-    };
-    let fleet = Fleet::connect(&server.url())
-        .unwrap()
-        .namespace("step")
-        .unwrap();
+fn a_clock_step_backwards_counts_as_no_time_passing_and_the_window_moves_on(redis: &Redis) {
+    let fleet = redis.fleet().namespace("step").unwrap();
     let budget = fleet
         .budget("window", ten_a_second())
         .timeout(PATIENT)
@@ -513,17 +466,8 @@ fn a_clock_step_backwards_counts_as_no_time_passing_and_the_window_moves_on() {
     assert_eq!(granted_at(Instant::from_millis(12_200)), 10);
 }
 
-#[test]
-fn a_withdrawal_that_timed_out_is_not_applied_when_redis_resumes() {
-    let Some(server) =
-        common::start("a_withdrawal_that_timed_out_is_not_applied_when_redis_resumes")
-    else {
-        return;
-    };
-    let fleet = Fleet::connect(&server.url())
-        .unwrap()
-        .namespace("late")
-        .unwrap();
+fn a_withdrawal_that_timed_out_is_not_applied_when_redis_resumes(redis: &Redis) {
+    let fleet = redis.fleet().namespace("late").unwrap();
     let budget = fleet
         .budget("quota", BudgetConfig::aws_standard())
         .timeout(Duration::from_millis(50))
@@ -544,24 +488,24 @@ fn a_withdrawal_that_timed_out_is_not_applied_when_redis_resumes() {
         })
     };
     assert_eq!(answered().unwrap().tokens, Tokens::from_whole(495));
-    let tokens = |conn: &mut redis::Connection| -> String {
+    let tokens = |conn: &mut dyn redis::ConnectionLike| -> String {
         redis::cmd("HGET")
             .arg(budget.key())
             .arg("t")
             .query(conn)
             .unwrap()
     };
-    let mut conn = server.conn();
-    assert_eq!(tokens(&mut conn), "495000");
-    server.stop();
+    let mut conn = redis.conn();
+    assert_eq!(tokens(&mut *conn), "495000");
+    redis.stop();
     for _ in 0..6 {
         let err = budget.apply_blocking(&withdraw, None).unwrap_err();
         assert_eq!(err.code(), "redis.timeout", "{err}");
     }
-    server.resume();
+    redis.resume();
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(
-        tokens(&mut conn),
+        tokens(&mut *conn),
         "495000",
         "the six withdrawals that timed out were not charged"
     );
@@ -571,3 +515,13 @@ fn a_withdrawal_that_timed_out_is_not_applied_when_redis_resumes() {
         "redis answers again"
     );
 }
+
+crate::on_single_and_cluster!(
+    random_sequences_give_the_core_budgets_tokens_and_answers,
+    three_processes_of_a_thousand_concurrent_retries_withdraw_exactly_the_quota,
+    bad_data_is_a_typed_error_logged_once_with_the_local_fallback,
+    the_key_is_namespaced_expires_and_stays_single,
+    a_stored_time_ahead_of_the_server_clock_does_not_freeze_a_finagle_budget,
+    a_clock_step_backwards_counts_as_no_time_passing_and_the_window_moves_on,
+    a_withdrawal_that_timed_out_is_not_applied_when_redis_resumes,
+);

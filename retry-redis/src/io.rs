@@ -11,9 +11,9 @@ use core::time::Duration;
 use std::sync::Arc;
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
-use redis::cluster::{ClusterClient, ClusterClientBuilder, ClusterConfig};
+use redis::cluster::{ClusterClientBuilder, ClusterConfig};
 use redis::cluster_async::ClusterConnection;
-use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
+use redis::{Cmd, Pipeline, RedisFuture, Value};
 use tokio::sync::mpsc;
 
 use crate::error::SetupError;
@@ -45,55 +45,21 @@ pub(crate) struct Io {
 }
 
 /// A connection as the jobs use it: to one Redis or to a cluster. Cheap to
-/// clone; clones share the connection.
+/// clone; clones share the connection. The cluster connection is made in the
+/// background (and re-made after failures) by the cluster client itself, which
+/// also follows the cluster's slots; no caller waits for more than its own
+/// timeout, and a caller giving up does not cancel the connecting.
 #[derive(Clone)]
 pub(crate) enum Conn {
     Single(ConnectionManager),
-    Cluster(LazyCluster),
-}
-
-/// A cluster connection made on first use (and again after a failed attempt),
-/// so that a cluster that is down when the process starts is not an error.
-/// Once made, the cluster client follows the cluster's slots and reconnects to
-/// its nodes itself.
-#[derive(Clone)]
-pub(crate) struct LazyCluster {
-    client: Arc<ClusterClient>,
-    config: ClusterConfig,
-    timeout: Duration,
-    conn: Arc<tokio::sync::Mutex<Option<ClusterConnection>>>,
-}
-
-impl LazyCluster {
-    async fn get(&self) -> RedisResult<ClusterConnection> {
-        let mut slot = self.conn.lock().await;
-        if let Some(conn) = &*slot {
-            return Ok(conn.clone());
-        }
-        let connect = self
-            .client
-            .get_async_connection_with_config(self.config.clone());
-        let conn = tokio::time::timeout(self.timeout, connect)
-            .await
-            .map_err(|_| {
-                redis::RedisError::from(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    "connecting to the redis cluster timed out",
-                ))
-            })??;
-        *slot = Some(conn.clone());
-        Ok(conn)
-    }
+    Cluster(ClusterConnection),
 }
 
 impl ConnectionLike for Conn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
             Conn::Single(conn) => conn.req_packed_command(cmd),
-            Conn::Cluster(lazy) => Box::pin(async move {
-                let mut conn = lazy.get().await?;
-                conn.req_packed_command(cmd).await
-            }),
+            Conn::Cluster(conn) => conn.req_packed_command(cmd),
         }
     }
 
@@ -105,17 +71,14 @@ impl ConnectionLike for Conn {
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
             Conn::Single(conn) => conn.req_packed_commands(pipeline, offset, count),
-            Conn::Cluster(lazy) => Box::pin(async move {
-                let mut conn = lazy.get().await?;
-                conn.req_packed_commands(pipeline, offset, count).await
-            }),
+            Conn::Cluster(conn) => conn.req_packed_commands(pipeline, offset, count),
         }
     }
 
     fn get_db(&self) -> i64 {
         match self {
             Conn::Single(conn) => conn.get_db(),
-            Conn::Cluster(_) => 0,
+            Conn::Cluster(conn) => conn.get_db(),
         }
     }
 }
@@ -152,15 +115,15 @@ impl Io {
                     .retries(2)
                     .build()
                     .map_err(url_error)?;
-                let lazy = LazyCluster {
-                    client: Arc::new(client),
-                    config: ClusterConfig::new()
-                        .set_connection_timeout(timeout)
-                        .set_response_timeout(timeout),
-                    timeout,
-                    conn: Arc::default(),
-                };
-                Box::new(move || Some(Conn::Cluster(lazy)))
+                let config = ClusterConfig::new()
+                    .set_connection_timeout(timeout)
+                    .set_response_timeout(timeout);
+                // Called on the connection thread, inside its runtime.
+                Box::new(move || {
+                    Some(Conn::Cluster(
+                        client.get_pending_async_connection_with_config(config),
+                    ))
+                })
             }
         };
         let (tx, mut rx) = mpsc::unbounded_channel::<Job>();

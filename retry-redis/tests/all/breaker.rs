@@ -615,3 +615,84 @@ crate::on_single_and_cluster!(
     a_probes_key_of_the_wrong_type_while_half_open_does_not_wedge_the_followers,
     the_claim_script_refuses_a_claim_for_another_decision_and_cuts_long_claims,
 );
+
+/// On a cluster: each breaker's and budget's keys live on one node (one hash
+/// slot), and different names spread over the three nodes.
+#[test]
+fn on_a_cluster_each_name_keeps_to_one_slot_and_names_spread_over_the_shards() {
+    let test = "on_a_cluster_each_name_keeps_to_one_slot_and_names_spread_over_the_shards";
+    let Some(redis) = Redis::cluster(test) else {
+        return;
+    };
+    let fleet = redis.fleet().namespace("spread").unwrap();
+    let names: Vec<String> = (0..12).map(|i| format!("dependency-{i}")).collect();
+    let breakers: Vec<FleetBreaker> = names
+        .iter()
+        .map(|name| {
+            fleet
+                .breaker(
+                    name,
+                    config(Duration::from_secs(30)),
+                    FleetConfig::new(FleetRule::Quorum(1)).sync_interval(INTERVAL),
+                )
+                .build()
+                .unwrap()
+        })
+        .collect();
+    let budgets: Vec<retry_redis::FleetBudget> = names
+        .iter()
+        .map(|name| {
+            fleet
+                .budget(name, retry_core::BudgetConfig::aws_standard())
+                .timeout(Duration::from_secs(2))
+                .build()
+                .unwrap()
+        })
+        .collect();
+    for b in &budgets {
+        let answer = b
+            .apply_blocking(
+                &[retry_core::BudgetInput::Withdraw(
+                    retry_core::RetryKind::Failure,
+                )],
+                None,
+            )
+            .unwrap();
+        assert!(answer.withdrawal.unwrap().is_granted());
+    }
+    // Open every breaker, so that each has a decision as well as its sums.
+    for b in &breakers {
+        for _ in 0..3 {
+            assert!(fail(b));
+        }
+    }
+    let published = wait_for(Duration::from_secs(5), || {
+        let decisions = redis.keys("spread:breaker:*:decision");
+        decisions.len() == names.len()
+    });
+    assert!(published.is_some(), "every breaker published its decision");
+    let Redis::Cluster(cluster, ..) = &redis else {
+        unreachable!()
+    };
+    let mut used = std::collections::BTreeSet::new();
+    for name in &names {
+        let holders: Vec<usize> = cluster
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, node)| !node.keys(&format!("spread:*{{{name}}}*")).is_empty())
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(holders.len(), 1, "{name}'s keys on one node: {holders:?}");
+        let on_it = cluster.nodes[holders[0]].keys(&format!("spread:*{{{name}}}*"));
+        assert!(
+            on_it.len() >= 3,
+            "{name}: its budget, decision and sums together: {on_it:?}"
+        );
+        used.insert(holders[0]);
+    }
+    assert_eq!(used.len(), 3, "the names spread over the three nodes");
+    for b in &breakers {
+        assert_eq!(b.sync_errors(), 0, "{:?}", b.decision_key());
+    }
+}

@@ -11,3 +11,4 @@ mod common;
 mod member_process;
 mod outage;
 mod readme_fleet;
+mod sync_sums;

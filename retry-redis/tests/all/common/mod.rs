@@ -22,10 +22,10 @@ pub struct RedisServer {
     extra: Vec<String>,
 }
 
-/// Whether redis-server is installed; if not, says so (or fails the test
-/// under `RETRY_REDIS_REQUIRED=1`).
-fn installed(test: &str) -> bool {
-    if Command::new("redis-server")
+/// Whether `program` (redis-server, or redis-cli for a cluster) is installed;
+/// if not, says so (or fails the test under `RETRY_REDIS_REQUIRED=1`).
+fn installed_program(test: &str, program: &str) -> bool {
+    if Command::new(program)
         .arg("--version")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -35,16 +35,21 @@ fn installed(test: &str) -> bool {
         let required = std::env::var("RETRY_REDIS_REQUIRED").is_ok_and(|v| v == "1");
         assert!(
             !required,
-            "{test}: redis-server is not installed and RETRY_REDIS_REQUIRED=1 (apt-get install redis-server)"
+            "{test}: {program} is not installed and RETRY_REDIS_REQUIRED=1 (apt-get install redis-server)"
         );
         let _ = writeln!(
             std::io::stderr(),
-            "SKIPPED {test}: redis-server not found on PATH; install it (Debian/Ubuntu: \
-             `apt-get install redis-server`, macOS: `brew install redis`) to run the Redis tests"
+            "SKIPPED {test}: {program} not found on PATH (redis-server not installed?); install it \
+             (Debian/Ubuntu: `apt-get install redis-server`, macOS: `brew install redis`) to run \
+             the Redis tests"
         );
         return false;
     }
     true
+}
+
+fn installed(test: &str) -> bool {
+    installed_program(test, "redis-server")
 }
 
 /// Starts a server, or says why not: `None` means the test is skipped.
@@ -267,7 +272,7 @@ impl Redis {
 
     /// A three-node Redis Cluster, or `None` (skipped) without redis-server.
     pub fn cluster(test: &str) -> Option<Redis> {
-        if !installed(test) {
+        if !installed(test) || !installed_program(test, "redis-cli") {
             return None;
         }
         let turn = CLUSTER_TURN

@@ -1,11 +1,11 @@
 #!/bin/sh
 # The breaker sync script's cost per call inside Redis with N members in the
 # fleet: starts a redis-server on a free loopback port, fills the fleet with N
-# members (each one sync under its own id), then runs the sync script 20,000
-# times (redis-benchmark, one connection, a random member of the N each call)
-# and prints Redis's own accounting: time inside the script per call (INFO
-# commandstats) and CPU per call (INFO cpu, user + system, so network I/O
-# included).
+# members (each one sync under its own id, in the current and the previous
+# interval), then runs the sync script 20,000 times (redis-benchmark, one
+# connection, a random member of the N each call) and prints Redis's own
+# accounting: time inside the script per call (INFO commandstats) and CPU per
+# call (INFO cpu, user + system, so network I/O included).
 #
 # Usage: retry-redis/benches/sync-cost.sh 50 200 1000
 # Needs redis-server, redis-cli and redis-benchmark on PATH.
@@ -26,21 +26,27 @@ interval=3600000
 report='1|0|0|3|0|0|0'
 # The sync script's call for member $1 (this version's keys and arguments).
 sync_args() {
-  echo "EVALSHA $sha 1 cost:breaker:dep:decision $1 $report $interval cost:breaker:dep:members:"
+  echo "EVALSHA $sha 1 cost:breaker:{dep}:decision $1 $report $interval cost:breaker:{dep}:"
 }
 cpu() { cli info cpu | awk -F: '/^used_cpu_(user|sys):/ {s += $2} END {printf "%.6f", s}'; }
 for n in "$@"; do
   cli flushall >/dev/null
-  # Fill the current and the previous bucket (as members syncing every
-  # interval do), N members each.
-  i=0
-  while [ $i -lt "$n" ]; do
-    echo "$(sync_args "m$(printf '%012d' $i)")"
-    i=$((i + 1))
-  done | cli >/dev/null
-  now=$(cli time | head -1)
-  prev="cost:breaker:dep:members:$(( now * 1000 / interval - 1 ))"
-  cli eval "for _, m in ipairs(redis.call('HKEYS', KEYS[2])) do redis.call('HSET', KEYS[1], m, redis.call('HGET', KEYS[2], m)) end" 2 "$prev" "cost:breaker:dep:members:$(( now * 1000 / interval ))" >/dev/null
+  # Fill the previous and the current bucket (as members syncing every
+  # interval do), N members each: N syncs in the current bucket, moved to
+  # the previous one, then N more.
+  fill() {
+    i=0
+    while [ $i -lt "$n" ]; do
+      echo "$(sync_args "m$(printf '%012d' $i)")"
+      i=$((i + 1))
+    done | cli >/dev/null
+  }
+  fill
+  b=$(( $(cli time | head -1) * 1000 / interval ))
+  for k in sums reports; do
+    cli rename "cost:breaker:{dep}:$k:$b" "cost:breaker:{dep}:$k:$((b - 1))" >/dev/null
+  done
+  fill
   cli config resetstat >/dev/null
   c0=$(cpu)
   # shellcheck disable=SC2046

@@ -1,20 +1,23 @@
 -- One breaker sync: publishes this member's report and reads the fleet's view
 -- back, in one round trip, at a cost that does not depend on the number of
--- members: no member's report is read but this member's own, only sums.
+-- members: no report is read but this member's own, only sums.
 --
 -- Time is cut into buckets of one sync interval on the server's clock (so
--- every member agrees on them). Bucket b has two hashes:
---   <prefix>reports:<b>  member id -> its newest report made in b
---   <prefix>sums:<b>     'o:*' the sums of those reports, and 'v:*' the view:
---                        those plus, for the members that have not reported
---                        in b yet, their report in b - 1
+-- every member agrees on them); bucket b is two hashes:
+-- <prefix>reports:<b>, each member's newest report made in b (a member reads
+-- only its own), and <prefix>sums:<b>, with the fields
+--   'o:n'         how many members reported in b
+--   'o:<epoch>'   the sums of those reports made under that decision epoch:
+--                 'open,calls,failures,slow,slow_failures'
+--   'e'           the epochs with such sums, comma-separated (a few)
+--   'v:n', 'v:<epoch>'  the view: the same over the members that reported in
+--                 b, and, for those that have not yet, their report in b - 1
 -- so that the view counts every member that reported in b or b - 1 once, with
 -- its newest report. The first sync in b starts the view from b - 1's own
 -- sums; a member reporting again takes its earlier report (in b, or carried
--- from b - 1) out of the sums before adding the new one. Sums are kept per
--- decision epoch ('o:n' and 'v:n' count members; 'o:<epoch>:open' etc. sum
--- the reports made under that epoch), and the view returned is the one of the
--- published decision's epoch. A bucket's keys expire when b + 2 starts.
+-- from b - 1) out of the sums before adding the new one. The view returned is
+-- the one of the published decision's epoch. A bucket's hashes expire when
+-- b + 2 starts.
 --
 -- KEYS[1]  the fleet's decision (a string)
 -- ARGV[1]  this member's id
@@ -30,7 +33,6 @@
 -- when refused for running after the deadline, or {-1, code, detail, key} on
 -- bad data.
 
-local function fmt(n) return string.format('%.0f', n) end
 local function failed(r) return type(r) == 'table' and r.err ~= nil end
 local function wrong_type(key)
   return {-1, 'wrong_type', redis.call('TYPE', key)['ok'], key}
@@ -42,11 +44,9 @@ local deadline = tonumber(ARGV[5] or '')
 if deadline and now > deadline then return {-2, now} end
 local interval = tonumber(ARGV[3])
 local b = math.floor(now / interval)
-local prefix = ARGV[4]
-local sums = prefix .. 'sums:' .. fmt(b)
-local reports = prefix .. 'reports:' .. fmt(b)
-local prev_sums = prefix .. 'sums:' .. fmt(b - 1)
-local prev_reports = prefix .. 'reports:' .. fmt(b - 1)
+local bucket = ARGV[4] .. 'sums:' .. string.format('%.0f', b)
+local previous = ARGV[4] .. 'sums:' .. string.format('%.0f', b - 1)
+local reports = ARGV[4] .. 'reports:' .. string.format('%.0f', b)
 local member = ARGV[1]
 
 local decision = redis.pcall('GET', KEYS[1])
@@ -61,86 +61,141 @@ else
   decision = ''
 end
 
-local NAMES = {'open', 'calls', 'failures', 'slow', 'slow_failures'}
-
 -- A report as {epoch, {open, calls, failures, slow, slow_failures}}; nil for
 -- none, false for one this crate does not write.
-local function parse(raw)
+local function report(raw)
   if not raw then return nil end
   local o, e, c, f, s, x = string.match(raw, '^1|([01])|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)$')
   if not o then return false end
   return {e, {tonumber(o), tonumber(c), tonumber(f), tonumber(s), tonumber(x)}}
 end
+-- Five sums as a list; nil for none, false for garbage.
+local function sums(raw)
+  if not raw then return nil end
+  local o, c, f, s, x = string.match(raw, '^(%-?%d+),(%-?%d+),(%-?%d+),(%-?%d+),(%-?%d+)$')
+  if not o then return false end
+  return {tonumber(o), tonumber(c), tonumber(f), tonumber(s), tonumber(x)}
+end
 
-local new = parse(ARGV[2])
+local new = report(ARGV[2])
 if not new then return {-1, 'garbage', 'report', ARGV[2]} end
 local garbage = 0
+
+-- The bucket's counts and its sums under the epochs involved, and this
+-- member's earlier report in it.
+local value = {}
+local function read(key, names)
+  local raw = redis.pcall('HMGET', key, unpack(names))
+  if failed(raw) then return nil, wrong_type(key) end
+  return raw
+end
+local names = {'o:n', 'v:n', 'e', 'o:' .. epoch, 'v:' .. epoch}
+if new[1] ~= epoch then
+  names[#names + 1] = 'o:' .. new[1]
+  names[#names + 1] = 'v:' .. new[1]
+end
+local raw, err = read(bucket, names)
+if not raw then return err end
+local fresh = not raw[2]
 local old = redis.pcall('HGET', reports, member)
 if failed(old) then return wrong_type(reports) end
-old = parse(old)
+old = report(old)
+if old == false then garbage = 1; old = nil end
 local carried = nil
-if old == false then
-  garbage = 1
-  old = nil
-elseif old == nil then
-  carried = redis.pcall('HGET', prev_reports, member)
-  if failed(carried) then return wrong_type(prev_reports) end
-  carried = parse(carried)
-  if carried == false then
-    garbage = 1
-    carried = nil
+local function take(name, got)
+  if name == 'e' then return end
+  if name == 'o:n' or name == 'v:n' then
+    local n = tonumber(got or 0)
+    if not n then return {-1, 'garbage', name, bucket} end
+    value[name] = n
+  else
+    local s = sums(got)
+    if s == false then return {-1, 'garbage', name, bucket} end
+    value[name] = s or {0, 0, 0, 0, 0}
   end
 end
-
--- The fields this sync reads or writes.
-local fields, seen = {'o:n', 'v:n'}, {}
-local function want(e)
-  if seen[e] then return end
-  seen[e] = true
-  for _, pre in ipairs({'o:', 'v:'}) do
-    for _, name in ipairs(NAMES) do fields[#fields + 1] = pre .. e .. ':' .. name end
-  end
+for i, name in ipairs(names) do
+  local bad = take(name, raw[i])
+  if bad then return bad end
 end
-want(epoch)
-want(new[1])
-if old then want(old[1]) end
-if carried then want(carried[1]) end
-
-local raw = redis.pcall('HMGET', sums, unpack(fields))
-if failed(raw) then return wrong_type(sums) end
-local value = {}
-local fresh = raw[2] == false
+-- The epochs listed in 'e' (nil for garbage).
+local function epochs(raw)
+  local list = {}
+  if not raw or raw == '' then return list end
+  if not string.match(raw, '^%d+[,%d]*$') then return nil end
+  for e in string.gmatch(raw, '%d+') do list[#list + 1] = e end
+  return list
+end
+local listed = epochs(raw[3])
 if fresh then
-  -- The first sync in this bucket: the view starts from the previous
-  -- bucket's own sums.
-  local prev = redis.pcall('HGETALL', prev_sums)
-  if failed(prev) then return wrong_type(prev_sums) end
-  for i = 1, #prev, 2 do
-    local name, n = prev[i], tonumber(prev[i + 1])
-    if string.sub(name, 1, 2) == 'o:' then
-      if n then value['v:' .. string.sub(name, 3)] = n else garbage = 1 end
+  value['o:n'], value['v:n'] = 0, 0
+  for name, _ in pairs(value) do
+    if name ~= 'o:n' and name ~= 'v:n' then value[name] = {0, 0, 0, 0, 0} end
+  end
+  listed = {}
+elseif not listed then
+  return {-1, 'garbage', 'e', bucket}
+end
+if not old then
+  -- This member's report in the previous bucket: carried in the view until
+  -- it reports here.
+  local before = ARGV[4] .. 'reports:' .. string.format('%.0f', b - 1)
+  carried = redis.pcall('HGET', before, member)
+  if failed(carried) then return wrong_type(before) end
+  carried = report(carried)
+  if carried == false then garbage = 1; carried = nil end
+end
+if fresh then
+  local prev, err2 = read(previous, {'o:n', 'e'})
+  if not prev then return err2 end
+  local their = epochs(prev[2])
+  local n = tonumber(prev[1] or 0)
+  -- A fresh bucket's view starts from the previous bucket's own sums.
+  if not n or not their then
+    garbage = 1
+  elseif n > 0 then
+    value['v:n'] = n
+    local wanted = {}
+    for i, e in ipairs(their) do wanted[i] = 'o:' .. e end
+    if #wanted > 0 then
+      local got, err4 = read(previous, wanted)
+      if not got then return err4 end
+      for i, e in ipairs(their) do
+        local s = sums(got[i])
+        if s then value['v:' .. e] = s elseif s == false then garbage = 1 end
+      end
     end
   end
-  value['o:n'] = 0
-  value['v:n'] = value['v:n'] or 0
-  for _, f in ipairs(fields) do value[f] = value[f] or 0 end
-else
-  for i, f in ipairs(fields) do
-    local n = 0
-    if raw[i] then
-      n = tonumber(raw[i])
-      if not n then return {-1, 'garbage', f, sums} end
-    end
-    value[f] = n
+end
+-- The sums of an earlier report's epoch, if not read yet.
+local function need(e)
+  local more = {}
+  for _, pre in ipairs({'o:', 'v:'}) do
+    if value[pre .. e] == nil then more[#more + 1] = pre .. e end
+  end
+  if #more == 0 then return nil end
+  if fresh then
+    for _, name in ipairs(more) do value[name] = {0, 0, 0, 0, 0} end
+    return nil
+  end
+  local got, err3 = read(bucket, more)
+  if not got then return err3 end
+  for i, name in ipairs(more) do
+    local bad = take(name, got[i])
+    if bad then return bad end
+  end
+end
+for _, r in ipairs({old or false, carried or false}) do
+  if r then
+    local bad = need(r[1])
+    if bad then return bad end
   end
 end
 
-local function add(pre, report, sign)
+local function add(pre, r, sign)
   value[pre .. 'n'] = value[pre .. 'n'] + sign
-  for i, name in ipairs(NAMES) do
-    local f = pre .. report[1] .. ':' .. name
-    value[f] = value[f] + sign * report[2][i]
-  end
+  local s = value[pre .. r[1]]
+  for i = 1, 5 do s[i] = s[i] + sign * r[2][i] end
 end
 if old then
   add('o:', old, -1)
@@ -151,28 +206,26 @@ end
 add('o:', new, 1)
 add('v:', new, 1)
 
-local out = {}
-if fresh then
-  -- Every field of the view, the ones carried over included.
-  for f, n in pairs(value) do
-    out[#out + 1] = f
-    out[#out + 1] = fmt(n)
-  end
-else
-  for _, f in ipairs(fields) do
-    out[#out + 1] = f
-    out[#out + 1] = fmt(value[f])
+local known = false
+for _, e in ipairs(listed) do known = known or e == new[1] end
+if not known then listed[#listed + 1] = new[1] end
+
+local out = {'e', table.concat(listed, ',')}
+for name, v in pairs(value) do
+  out[#out + 1] = name
+  if type(v) == 'table' then
+    out[#out + 1] = string.format('%.0f,%.0f,%.0f,%.0f,%.0f', v[1], v[2], v[3], v[4], v[5])
+  else
+    out[#out + 1] = string.format('%.0f', v)
   end
 end
 local ends = (b + 2) * interval
-redis.call('HSET', sums, unpack(out))
+redis.call('HSET', bucket, unpack(out))
+if fresh then redis.call('PEXPIREAT', bucket, ends) end
 if redis.call('HSET', reports, member, ARGV[2]) == 1 then
   redis.call('PEXPIREAT', reports, ends)
 end
-if fresh then redis.call('PEXPIREAT', sums, ends) end
 
-local function view(name)
-  return math.max(value['v:' .. epoch .. ':' .. name], 0)
-end
-return {0, now, decision, math.max(value['v:n'], 0), view('open'), view('calls'),
-  view('failures'), view('slow'), view('slow_failures'), garbage}
+local v = value['v:' .. epoch]
+return {0, now, decision, math.max(value['v:n'], 0), math.max(v[1], 0), math.max(v[2], 0),
+  math.max(v[3], 0), math.max(v[4], 0), math.max(v[5], 0), garbage}

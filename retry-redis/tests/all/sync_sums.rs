@@ -149,7 +149,7 @@ fn the_sums_are_the_newest_reports_of_two_intervals(redis: &Redis) {
         checked_across > 100,
         "views that carried members from the previous interval: {checked_across}"
     );
-    // At most two intervals of keys, each expiring.
+    // At most two intervals' hashes (and the decision).
     let keys = redis.keys("sums:breaker:*");
     assert!(keys.len() <= 5, "{keys:?}");
 }

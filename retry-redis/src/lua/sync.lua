@@ -126,13 +126,16 @@ local function epochs(raw)
   for e in string.gmatch(raw, '%d+') do list[#list + 1] = e end
   return list
 end
-local listed = epochs(raw[3])
+-- This bucket's list, as written (checked, not split: only the fresh
+-- bucket's copy needs the previous list's epochs one by one).
+local listed = raw[3] or ''
+if listed ~= '' and not string.match(listed, '^%d+[,%d]*$') then listed = nil end
 if fresh then
   value['o:n'], value['v:n'] = 0, 0
   for name, _ in pairs(value) do
     if name ~= 'o:n' and name ~= 'v:n' then value[name] = {0, 0, 0, 0, 0} end
   end
-  listed = {}
+  listed = ''
 elseif not listed then
   return {-1, 'garbage', 'e', bucket}
 end
@@ -206,11 +209,13 @@ end
 add('o:', new, 1)
 add('v:', new, 1)
 
-local known = false
-for _, e in ipairs(listed) do known = known or e == new[1] end
-if not known then listed[#listed + 1] = new[1] end
+if listed == '' then
+  listed = new[1]
+elseif not string.find(',' .. listed .. ',', ',' .. new[1] .. ',', 1, true) then
+  listed = listed .. ',' .. new[1]
+end
 
-local out = {'e', table.concat(listed, ',')}
+local out = {'e', listed}
 for name, v in pairs(value) do
   out[#out + 1] = name
   if type(v) == 'table' then

@@ -475,15 +475,25 @@ impl<const WORDS: usize, const BUCKETS: usize> Inner<WORDS, BUCKETS> {
         let [Value::Int(0), Value::Int(now), decision, sums @ ..] = items.as_slice() else {
             return Err(self.script_error(reply));
         };
-        let count = |v: &Value| match v {
-            Value::Int(n) => u32::try_from(*n).ok(),
-            _ => None,
+        // A sum as the hash holds it: digits (a missing one, '', is zero; a
+        // negative one, left by bad data, counts as zero; the numbers saturate).
+        let count = |v: &Value| -> Option<u32> {
+            let n = match v {
+                Value::Int(n) => *n,
+                Value::BulkString(b) if b.is_empty() => 0,
+                Value::BulkString(b) => core::str::from_utf8(b).ok()?.parse::<i64>().ok()?,
+                _ => return None,
+            };
+            Some(u32::try_from(n.max(0)).unwrap_or(u32::MAX))
         };
         let sums: Option<Vec<u32>> = sums.iter().map(count).collect();
         let Some([members, open_members, calls, failures, slow, slow_failures, garbage]) =
             sums.as_deref()
         else {
-            return Err(self.script_error(reply));
+            return Err(StoreError::Garbage {
+                key: self.bucket_prefix.clone(),
+                field: "sums".to_owned(),
+            });
         };
         let window = WindowStats {
             calls: *calls,

@@ -42,10 +42,13 @@ fn encode(r: &MemberReport) -> String {
     )
 }
 
-/// `{0, now_ms, decision, the seven sums}`: the clock and the sums.
+/// `{0, now_ms, decision, the seven sums}`: the clock and the sums (digits,
+/// as the hash holds them; a missing one is '').
 fn view_reply(reply: &[redis::Value]) -> (u64, [i64; 7]) {
     let int = |v: &redis::Value| match v {
         redis::Value::Int(n) => *n,
+        redis::Value::BulkString(b) if b.is_empty() => 0,
+        redis::Value::BulkString(b) => core::str::from_utf8(b).unwrap().parse().unwrap(),
         other => panic!("not a number: {other:?} in {reply:?}"),
     };
     assert_eq!(reply.len(), 10, "{reply:?}");

@@ -32,8 +32,11 @@ callgrind=${SYNC_COST_CALLGRIND:-0}
 if [ "$callgrind" = 1 ]; then calls=${SYNC_COST_CALLS:-3000}; else calls=${SYNC_COST_CALLS:-20000}; fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 if [ "$callgrind" = 1 ]; then
+  # One background tick a second (--hz 1): the ticks' instructions depend on
+  # how long the run takes under valgrind, which depends on the machine's load.
   valgrind --tool=callgrind --callgrind-out-file="$dir/callgrind.out" \
-    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" >/dev/null 2>&1 &
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --hz 1 \
+    --dir "$dir" >/dev/null 2>&1 &
 else
   redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" >/dev/null 2>&1 &
 fi

@@ -179,8 +179,8 @@ impl FleetBreakerBuilder {
 /// nothing.
 ///
 /// Keys (the braces are part of them, the cluster hash tag):
-/// `{namespace}:breaker:{name}:decision`, `…:probes`, and per sync interval
-/// `…:sums:{bucket}` and `…:reports:{bucket}` (each member's own report, which
+/// `<namespace>:breaker:{<name>}:decision`, `…:probes`, and per sync interval
+/// `…:sums:<bucket>` and `…:reports:<bucket>` (each member's own report, which
 /// only that member reads back), expiring when the interval after next starts,
 /// so a breaker has at most six keys however long it runs.
 #[derive(Clone)]

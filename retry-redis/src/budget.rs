@@ -204,7 +204,7 @@ impl FleetBudgetBuilder {
 /// processes need not agree on theirs; a clock that steps back counts as no
 /// time passing (the stored window moves back with it, and the step is
 /// logged), never as a window frozen until the clock catches up. The key is
-/// `{namespace}:budget:{name}` (braces included: the cluster hash tag), one
+/// `<namespace>:budget:{<name>}` (braces included: the cluster hash tag), one
 /// hash per budget, expiring after its lifetime without use.
 ///
 /// Implements [`retry_shared::Budget`], so it plugs into `retry-tokio`'s

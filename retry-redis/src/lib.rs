@@ -33,14 +33,15 @@
 //! from any tokio runtime alike. It needs Redis 5 or later: one Redis
 //! ([`Fleet::connect`]) or a Redis Cluster ([`Fleet::connect_cluster`]). Every
 //! key of one budget or breaker carries its name as a hash tag
-//! (`{namespace}:breaker:{name}:…`, braces included), so all of them live in
+//! (`<namespace>:breaker:{<name>}:…`, braces included), so all of them live in
 //! one cluster slot and its scripts run on one node, while different budgets
 //! and breakers spread over the cluster's shards.
 //!
 //! A sync costs Redis the same whatever the number of members (members add
-//! their reports into per-interval sums; a sync reads the sums), about 20 µs of
-//! Redis CPU per sync: one Redis holds thousands of members at the default
-//! 250 ms interval (see the README's fleet section and BENCHMARKS.md).
+//! their reports into per-interval sums; a sync reads the sums), about 50 µs of
+//! Redis CPU per sync with its network I/O: 1,000 members syncing every 250 ms
+//! (the default) took 19 % of a core (see the README's fleet section and
+//! BENCHMARKS.md).
 //!
 //! ```no_run
 //! use core::time::Duration;

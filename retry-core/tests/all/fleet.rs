@@ -708,11 +708,11 @@ fn run(
             "up"
         };
         let mut row = format!("{:>5}ms {store:<6} ", at.as_millis());
-        for i in 0..3 {
+        for (i, first) in first.iter_mut().enumerate() {
             let alone = fleet.members[i].1.decides_alone(fleet.now);
             let ran = fleet.call(i, true);
-            if ran && first[i].is_none() {
-                first[i] = Some(at);
+            if ran && first.is_none() {
+                *first = Some(at);
             }
             if i > 0 {
                 let _ = write!(

@@ -19,7 +19,7 @@ use std::sync::mpsc;
 use std::time::Instant;
 
 use retry_core::{BreakerConfig, CallOutcome, FleetConfig, FleetRule};
-use retry_redis::{Fleet, FleetBreaker};
+use retry_redis::FleetBreaker;
 use retry_shared::{Breaker, Clock, Gate};
 
 const MEMBER_URL: &str = "RETRY_REDIS_MEMBER_URL";
@@ -45,8 +45,7 @@ fn member_breaker(url: &str, namespace: &str) -> FleetBreaker {
         .success_threshold(1)
         .build()
         .unwrap();
-    Fleet::connect(url)
-        .unwrap()
+    common::Redis::connect(url)
         .namespace(namespace)
         .unwrap()
         .breaker(
@@ -267,12 +266,21 @@ enum Away {
 /// away 600 ms later, the dependency recovers 400 ms after that. B and C, which
 /// follow the open fleet, must admit calls again within two sync intervals
 /// plus their own open period of Redis going away.
-fn followers_admit_again_when_redis_goes_away(away: Away) {
-    let test = format!("followers_admit_again_when_redis_is_{away:?}").to_lowercase();
-    let Some(mut server) = common::start(&test) else {
+fn followers_admit_again_when_redis_goes_away(away: Away, cluster: bool) {
+    let test = format!(
+        "followers_admit_again_when_redis_is_{away:?}{}",
+        if cluster { "_on_a_cluster" } else { "" }
+    )
+    .to_lowercase();
+    let redis = if cluster {
+        common::Redis::cluster(&test)
+    } else {
+        common::Redis::single(&test)
+    };
+    let Some(mut server) = redis else {
         return;
     };
-    let url = server.url();
+    let url = server.address();
     let mut members: Vec<Member> = (0..3).map(|_| Member::spawn(&url, "away")).collect();
     let start = Instant::now();
     for (i, m) in members.iter_mut().enumerate() {
@@ -346,7 +354,7 @@ fn followers_admit_again_when_redis_goes_away(away: Away) {
     };
     let decision: Option<String> = redis::cmd("GET")
         .arg("away:breaker:{dep}:decision")
-        .query(&mut server.conn())
+        .query(&mut *server.conn())
         .unwrap();
     assert!(
         settled,
@@ -364,10 +372,20 @@ fn followers_admit_again_when_redis_goes_away(away: Away) {
 
 #[test]
 fn followers_admit_again_when_redis_is_stopped() {
-    followers_admit_again_when_redis_goes_away(Away::Stopped);
+    followers_admit_again_when_redis_goes_away(Away::Stopped, false);
 }
 
 #[test]
 fn followers_admit_again_when_redis_is_killed() {
-    followers_admit_again_when_redis_goes_away(Away::Killed);
+    followers_admit_again_when_redis_goes_away(Away::Killed, false);
+}
+
+#[test]
+fn followers_admit_again_when_a_redis_cluster_is_stopped() {
+    followers_admit_again_when_redis_goes_away(Away::Stopped, true);
+}
+
+#[test]
+fn followers_admit_again_when_a_redis_cluster_is_killed() {
+    followers_admit_again_when_redis_goes_away(Away::Killed, true);
 }

@@ -240,8 +240,13 @@ impl RedisCluster {
             "redis-cli --cluster create {addresses:?}"
         );
         let cluster = RedisCluster { nodes };
+        cluster.wait_until_up();
+        cluster
+    }
+
+    fn wait_until_up(&self) {
         let deadline = Instant::now() + Duration::from_secs(20);
-        while !cluster.nodes.iter().all(|n| {
+        while !self.nodes.iter().all(|n| {
             redis::cmd("CLUSTER")
                 .arg("INFO")
                 .query::<String>(&mut n.conn())
@@ -250,7 +255,6 @@ impl RedisCluster {
             assert!(Instant::now() < deadline, "the cluster did not come up");
             std::thread::sleep(Duration::from_millis(50));
         }
-        cluster
     }
 }
 
@@ -352,6 +356,47 @@ impl Redis {
         for server in self.servers() {
             server.resume();
         }
+    }
+
+    /// Kills every node (SIGKILL).
+    pub fn kill(&mut self) {
+        match self {
+            Redis::Single(server) => server.kill(),
+            Redis::Cluster(cluster, _) => cluster.nodes.iter_mut().for_each(RedisServer::kill),
+        }
+    }
+
+    /// Starts every node again on its port and in its directory, empty (a
+    /// cluster's nodes find each other again from their saved configuration).
+    pub fn restart(&mut self) {
+        match self {
+            Redis::Single(server) => server.restart(),
+            Redis::Cluster(cluster, _) => {
+                cluster.nodes.iter_mut().for_each(RedisServer::restart);
+                cluster.wait_until_up();
+            }
+        }
+    }
+
+    /// Where a member process connects: a URL, or `cluster:` and the nodes'
+    /// URLs, comma-separated.
+    pub fn address(&self) -> String {
+        match self {
+            Redis::Single(server) => server.url(),
+            Redis::Cluster(cluster, _) => format!("cluster:{}", cluster.urls().join(",")),
+        }
+    }
+
+    /// A new connection to the Redis at `address` (see [`Redis::address`]).
+    pub fn connect(address: &str) -> retry_redis::Fleet {
+        match address.strip_prefix("cluster:") {
+            Some(nodes) => {
+                let nodes: Vec<&str> = nodes.split(',').collect();
+                retry_redis::Fleet::connect_cluster(&nodes)
+            }
+            None => retry_redis::Fleet::connect(address),
+        }
+        .expect("a fleet connection")
     }
 }
 

@@ -516,7 +516,89 @@ fn a_withdrawal_that_timed_out_is_not_applied_when_redis_resumes(redis: &Redis) 
     );
 }
 
+/// The scripts Redis ran (`EVALSHA` calls, every node) since the last reset.
+fn scripts_run(redis: &Redis) -> u64 {
+    redis
+        .servers()
+        .iter()
+        .map(|server| {
+            let stats: String = redis::cmd("INFO")
+                .arg("commandstats")
+                .query(&mut server.conn())
+                .unwrap();
+            stats
+                .lines()
+                .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+                .and_then(|rest| rest.split(',').next())
+                .map_or(0, |n| n.parse::<u64>().unwrap())
+        })
+        .sum()
+}
+
+fn reset_stats(redis: &Redis) {
+    for server in redis.servers() {
+        let _: () = redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query(&mut server.conn())
+            .unwrap();
+    }
+}
+
+fn a_call_costs_one_script_per_input_its_budget_heeds(redis: &Redis) {
+    let fleet = redis.fleet().namespace("heeds").unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let configs = [
+        ("grpc", BudgetConfig::grpc(100, 1.0).unwrap()),
+        ("aws", BudgetConfig::aws_standard()),
+        ("finagle", BudgetConfig::finagle_default()),
+    ];
+    for (name, config) in configs {
+        let budget = fleet.budget(name, config).timeout(PATIENT).build().unwrap();
+        let retry = retry_tokio::Retry::<&str>::new(common::one_retry()).budget(budget.clone());
+        // Warm: the script loaded and the server's clock read.
+        runtime
+            .block_on(retry.call(|_| async { Ok::<_, &str>(()) }))
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        reset_stats(redis);
+        for _ in 0..10 {
+            runtime
+                .block_on(retry.call(|_| async { Ok::<_, &str>(()) }))
+                .unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(
+            scripts_run(redis),
+            10,
+            "{name}: a call that succeeds at once costs one script (its first attempt or its success)"
+        );
+        reset_stats(redis);
+        for _ in 0..10 {
+            runtime
+                .block_on(retry.call(|a| async move {
+                    if a.is_first() {
+                        Err("once")
+                    } else {
+                        Ok(())
+                    }
+                }))
+                .unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(
+            scripts_run(redis),
+            20,
+            "{name}: a call retried once costs two scripts"
+        );
+        assert_eq!((budget.fallbacks(), budget.errors()), (0, 0), "{name}");
+    }
+}
+
 crate::on_single_and_cluster!(
+    a_call_costs_one_script_per_input_its_budget_heeds,
     random_sequences_give_the_core_budgets_tokens_and_answers,
     three_processes_of_a_thousand_concurrent_retries_withdraw_exactly_the_quota,
     bad_data_is_a_typed_error_logged_once_with_the_local_fallback,

@@ -697,3 +697,64 @@ fn on_a_cluster_each_name_keeps_to_one_slot_and_names_spread_over_the_shards() {
         assert_eq!(b.sync_errors(), 0, "{:?}", b.decision_key());
     }
 }
+
+/// Names, namespaces and member ids: what a key may hold (no Redis needed:
+/// the connection is made on first use).
+#[test]
+fn names_that_would_break_a_key_or_its_hash_tag_are_refused() {
+    let fleet = retry_redis::Fleet::connect("redis://127.0.0.1:1/").unwrap();
+    for bad in ["", "a{b", "a}b", "a:b", "a b", "a\u{7}b", &"x".repeat(201)] {
+        let err = fleet.clone().namespace(bad).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                retry_redis::SetupError::Name {
+                    field: "namespace",
+                    ..
+                }
+            ),
+            "{bad:?}: {err}"
+        );
+        assert!(fleet.clone().member(bad).is_err(), "member {bad:?}");
+        let breaker = fleet
+            .breaker(
+                bad,
+                config(Duration::from_secs(1)),
+                FleetConfig::new(FleetRule::Quorum(1)),
+            )
+            .build();
+        assert!(breaker.is_err(), "breaker {bad:?}");
+        let budget = fleet
+            .budget(bad, retry_core::BudgetConfig::aws_standard())
+            .build();
+        assert!(budget.is_err(), "budget {bad:?}");
+    }
+    let fleet = fleet
+        .namespace("checkout")
+        .unwrap()
+        .member("pod-7.eu_west")
+        .unwrap();
+    assert_eq!(fleet.member_id(), "pod-7.eu_west");
+    let breaker = fleet
+        .breaker(
+            "payments-v2",
+            config(Duration::from_secs(1)),
+            FleetConfig::new(FleetRule::Quorum(1)),
+        )
+        .build()
+        .unwrap();
+    assert_eq!(
+        breaker.decision_key(),
+        "checkout:breaker:{payments-v2}:decision"
+    );
+    assert_eq!(
+        breaker.probes_key(),
+        "checkout:breaker:{payments-v2}:probes"
+    );
+    assert_eq!(breaker.member_id(), "pod-7.eu_west");
+    let budget = fleet
+        .budget("payments-v2", retry_core::BudgetConfig::aws_standard())
+        .build()
+        .unwrap();
+    assert_eq!(budget.key(), "checkout:budget:{payments-v2}");
+}

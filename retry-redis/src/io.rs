@@ -8,12 +8,13 @@ use core::future::Future;
 use core::pin::Pin;
 use core::sync::atomic::{AtomicU64, Ordering};
 use core::time::Duration;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
-use redis::cluster::{ClusterClientBuilder, ClusterConfig};
+use redis::cluster::{ClusterClient, ClusterClientBuilder, ClusterConfig};
 use redis::cluster_async::ClusterConnection;
-use redis::{Cmd, Pipeline, RedisFuture, Value};
+use redis::{Cmd, ErrorKind, Pipeline, RedisFuture, RedisResult, Value};
 use tokio::sync::mpsc;
 
 use crate::error::SetupError;
@@ -45,21 +46,71 @@ pub(crate) struct Io {
 }
 
 /// A connection as the jobs use it: to one Redis or to a cluster. Cheap to
-/// clone; clones share the connection. The cluster connection is made in the
-/// background (and re-made after failures) by the cluster client itself, which
-/// also follows the cluster's slots; no caller waits for more than its own
-/// timeout, and a caller giving up does not cancel the connecting.
+/// clone; clones share the connection.
 #[derive(Clone)]
 pub(crate) enum Conn {
     Single(ConnectionManager),
-    Cluster(ClusterConnection),
+    Cluster(Arc<Cluster>),
+}
+
+/// A cluster connection, made in the background (no caller waits for more than
+/// its own timeout, and a caller giving up does not cancel the connecting) by
+/// the cluster client, which follows the cluster's slots and repairs its
+/// connections to the nodes. Should it still find no node to talk to after
+/// the whole cluster went away and came back, the connection is made anew:
+/// after three such failures in a row, at most once a second.
+pub(crate) struct Cluster {
+    client: ClusterClient,
+    config: ClusterConfig,
+    conn: Mutex<ClusterConnection>,
+    /// Connection failures in a row, and when the connection was last made.
+    failures: Mutex<(u32, Instant)>,
+}
+
+impl Cluster {
+    fn current(&self) -> ClusterConnection {
+        self.conn
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Notes how a request ended; makes the connection anew when it keeps
+    /// failing for want of a node.
+    fn note<T>(&self, result: &RedisResult<T>) {
+        let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
+        match result {
+            Err(e)
+                if e.kind() == ErrorKind::ClusterConnectionNotFound
+                    || e.is_io_error()
+                    || e.is_connection_refusal()
+                    || e.is_connection_dropped() =>
+            {
+                failures.0 = failures.0.saturating_add(1);
+                if failures.0 >= 3 && failures.1.elapsed() >= Duration::from_secs(1) {
+                    let fresh = self
+                        .client
+                        .get_pending_async_connection_with_config(self.config.clone());
+                    *self.conn.lock().unwrap_or_else(PoisonError::into_inner) = fresh;
+                    *failures = (0, Instant::now());
+                }
+            }
+            Err(_) => {}
+            Ok(_) => failures.0 = 0,
+        }
+    }
 }
 
 impl ConnectionLike for Conn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
             Conn::Single(conn) => conn.req_packed_command(cmd),
-            Conn::Cluster(conn) => conn.req_packed_command(cmd),
+            Conn::Cluster(cluster) => Box::pin(async move {
+                let mut conn = cluster.current();
+                let result = conn.req_packed_command(cmd).await;
+                cluster.note(&result);
+                result
+            }),
         }
     }
 
@@ -71,14 +122,19 @@ impl ConnectionLike for Conn {
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
             Conn::Single(conn) => conn.req_packed_commands(pipeline, offset, count),
-            Conn::Cluster(conn) => conn.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(cluster) => Box::pin(async move {
+                let mut conn = cluster.current();
+                let result = conn.req_packed_commands(pipeline, offset, count).await;
+                cluster.note(&result);
+                result
+            }),
         }
     }
 
     fn get_db(&self) -> i64 {
         match self {
             Conn::Single(conn) => conn.get_db(),
-            Conn::Cluster(conn) => conn.get_db(),
+            Conn::Cluster(cluster) => cluster.current().get_db(),
         }
     }
 }
@@ -120,9 +176,13 @@ impl Io {
                     .set_response_timeout(timeout);
                 // Called on the connection thread, inside its runtime.
                 Box::new(move || {
-                    Some(Conn::Cluster(
-                        client.get_pending_async_connection_with_config(config),
-                    ))
+                    let conn = client.get_pending_async_connection_with_config(config.clone());
+                    Some(Conn::Cluster(Arc::new(Cluster {
+                        client,
+                        config,
+                        conn: Mutex::new(conn),
+                        failures: Mutex::new((0, Instant::now())),
+                    })))
                 })
             }
         };

@@ -65,6 +65,8 @@ struct Instance {
 
 #[test]
 fn redis_killed_mid_run_and_restarted() {
+    // Its waits are timed: not beside a cluster's three servers.
+    let _turn = common::heavy_turn();
     if let Some(mut redis) = common::Redis::single("redis_killed_mid_run_and_restarted") {
         killed_mid_run_and_restarted(&mut redis);
     }

@@ -266,7 +266,14 @@ pub enum Redis {
     Cluster(RedisCluster, std::sync::MutexGuard<'static, ()>),
 }
 
-static CLUSTER_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A turn alone among the heavy tests (a cluster's three servers, or timings
+/// a busy machine would blur): held until dropped.
+pub fn heavy_turn() -> std::sync::MutexGuard<'static, ()> {
+    TURN.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 impl Redis {
     /// One redis-server, or `None` (skipped) without one installed.
@@ -279,9 +286,7 @@ impl Redis {
         if !installed(test) || !installed_program(test, "redis-cli") {
             return None;
         }
-        let turn = CLUSTER_TURN
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let turn = heavy_turn();
         Some(Redis::Cluster(RedisCluster::start(), turn))
     }
 

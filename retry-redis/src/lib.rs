@@ -40,7 +40,7 @@
 //! A sync costs Redis the same whatever the number of members (members add
 //! their reports into per-interval sums; a sync reads the sums), about 50 µs of
 //! Redis CPU per sync with its network I/O: 1,000 members syncing every 250 ms
-//! (the default) took 19 % of a core (see the README's fleet section and
+//! (the default) took 17 to 19 % of a core (see the README's fleet section and
 //! BENCHMARKS.md).
 //!
 //! ```no_run

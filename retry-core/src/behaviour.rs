@@ -318,5 +318,13 @@
 //! crashed prober frees its claim, and their verdict closes or re-opens the
 //! fleet. What a member does with the fleet's view is decided here, by
 //! [`FleetMember`](crate::FleetMember); the store's crate only carries the data.
-//! Keys are namespaced, expire and stay bounded, and bad data in the store is a
-//! typed error with the local fallback.
+//! A member whose store is unreachable decides alone, also while it follows an
+//! open decision: after [`FleetConfig::missed_syncs`](crate::FleetConfig::missed_syncs)
+//! syncs missed in a row (2 unless set: failed, or that many intervals without
+//! one completing), the fleet's probe gate no longer holds it back, so it admits
+//! calls again within that many intervals plus the fleet's open period. A
+//! request the store runs after its timeout is not applied. A sync costs the
+//! store the same whatever the number of members (it reads sums, not every
+//! member's report). Keys are namespaced, expire and stay bounded, one
+//! breaker's keys share one Redis Cluster hash slot, and bad data in the store
+//! is a typed error with the local fallback.

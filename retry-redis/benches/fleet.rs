@@ -189,7 +189,130 @@ fn count_only(n: u64) {
     );
 }
 
+/// A number from the environment, or `default`.
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A field of `INFO` (`name:value` lines) as a number.
+fn info_field(info: &str, name: &str) -> f64 {
+    info.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// `calls` and `usec` of one command in `INFO commandstats`.
+fn command_stats(info: &str, command: &str) -> (f64, f64) {
+    let Some(line) = info
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("cmdstat_{command}:")))
+    else {
+        return (0.0, 0.0);
+    };
+    let field = |name: &str| {
+        line.split(',')
+            .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0)
+    };
+    (field("calls"), field("usec"))
+}
+
+/// With `FLEET_LOAD_MEMBERS=n`: `n` live fleet members, each on its own
+/// connection (its own thread and runtime, as separate processes would be),
+/// syncing every `FLEET_LOAD_INTERVAL_MS` (default 250) against a fresh
+/// redis-server. After `FLEET_LOAD_WARMUP_SECS` (default 3) it resets Redis's
+/// statistics, waits `FLEET_LOAD_SECS` (default 10) and prints the script
+/// calls per second, the server's time per script call (`INFO commandstats`,
+/// time inside the command) and Redis's CPU (`INFO cpu`, user + system, so
+/// network I/O included) as a share of one core. Uses the public API only, so
+/// the same harness measures any version of the crate.
+fn load(n: u64) {
+    let Some(server) = common::start("the fleet load benchmark") else {
+        return;
+    };
+    let interval = Duration::from_millis(env_or("FLEET_LOAD_INTERVAL_MS", 250));
+    let warmup = Duration::from_secs(env_or("FLEET_LOAD_WARMUP_SECS", 3));
+    let secs = env_or("FLEET_LOAD_SECS", 10);
+    let config = BreakerConfig::builder()
+        .failure_threshold(5)
+        .open_duration(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let members: Vec<_> = (0..n)
+        .map(|_| {
+            Fleet::connect(&server.url())
+                .unwrap()
+                .namespace("load")
+                .unwrap()
+                .breaker(
+                    "dep",
+                    config,
+                    FleetConfig::new(FleetRule::Quorum(2)).sync_interval(interval),
+                )
+                .build()
+                .unwrap()
+        })
+        .collect();
+    // Each member sees some traffic, so its report is not empty.
+    for m in &members {
+        for _ in 0..3 {
+            admit(m);
+        }
+    }
+    std::thread::sleep(warmup);
+    let mut conn = server.conn();
+    let info = |conn: &mut redis::Connection, section: &str| -> String {
+        redis::cmd("INFO").arg(section).query(conn).unwrap()
+    };
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut conn)
+        .unwrap();
+    let cpu = info(&mut conn, "cpu");
+    let cpu0 = info_field(&cpu, "used_cpu_user") + info_field(&cpu, "used_cpu_sys");
+    let syncs0: u64 = members.iter().map(|m| m.syncs()).sum();
+    let errors0: u64 = members.iter().map(|m| m.sync_errors()).sum();
+    let start = Instant::now();
+    std::thread::sleep(Duration::from_secs(secs));
+    let took = start.elapsed().as_secs_f64();
+    let cpu = info(&mut conn, "cpu");
+    let cpu1 = info_field(&cpu, "used_cpu_user") + info_field(&cpu, "used_cpu_sys");
+    let stats = info(&mut conn, "commandstats");
+    let syncs = members.iter().map(|m| m.syncs()).sum::<u64>() - syncs0;
+    let errors = members.iter().map(|m| m.sync_errors()).sum::<u64>() - errors0;
+    let (mut calls, mut usec) = (0.0, 0.0);
+    for command in ["evalsha", "eval", "fcall"] {
+        let (c, u) = command_stats(&stats, command);
+        calls += c;
+        usec += u;
+    }
+    let view = members[0].last_sync().map(|s| s.view.members);
+    eprintln!(
+        "fleet load: {n} members, sync every {interval:?}, {took:.1} s: {:.0} syncs/s ({errors} failed), \
+         {:.0} script calls/s at {:.1} us each inside redis; redis cpu {:.1} % of a core \
+         ({:.1} us of cpu per script call); members seen by one member: {view:?}",
+        syncs as f64 / took,
+        calls / took,
+        if calls > 0.0 { usec / calls } else { 0.0 },
+        100.0 * (cpu1 - cpu0) / took,
+        if calls > 0.0 { 1e6 * (cpu1 - cpu0) / calls } else { 0.0 },
+    );
+    drop(members);
+}
+
 fn main() {
+    if let Some(n) = std::env::var("FLEET_LOAD_MEMBERS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+    {
+        load(n);
+        return;
+    }
     if let Some(n) = std::env::var("FLEET_BENCH_COUNT")
         .ok()
         .and_then(|n| n.parse().ok())

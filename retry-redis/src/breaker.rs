@@ -4,11 +4,9 @@
 use core::fmt;
 use core::sync::atomic::{AtomicU64, Ordering};
 use core::time::Duration;
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Instant;
 
-use redis::aio::ConnectionManager;
 use redis::Value;
 use retry_core::{
     Admission, BreakerConfig, BreakerMetrics, BreakerState, CallOutcome, CircuitBreaker,
@@ -18,6 +16,7 @@ use retry_core::{
 use retry_shared::{Breaker, Clock as AdapterClock, Gate};
 
 use crate::error::{LogOnce, SetupError, StoreError};
+use crate::io::Conn;
 use crate::{check_duration, check_name, observe, text, Fleet, FORMAT};
 
 static SYNC: std::sync::LazyLock<redis::Script> =
@@ -30,9 +29,17 @@ static CLAIM: std::sync::LazyLock<redis::Script> =
 /// How long a closed decision (and an open one, past its period) stays in Redis.
 const DECISION_TTL: Duration = Duration::from_secs(3600);
 
-/// What the sync script read: the server's clock (ms), the raw decision, and
-/// the members' raw reports (the current bucket's first).
-type SyncReply = (u64, String, Vec<(String, String)>);
+/// What the sync script read: the server's clock (ms), the raw decision, the
+/// view's sums (members, open members, summed window) under the decision's
+/// epoch, and whether an earlier report of this member's was garbage.
+struct SyncReply {
+    server_ms: u64,
+    decision: String,
+    members: u32,
+    open_members: u32,
+    window: WindowStats,
+    garbage: bool,
+}
 
 /// A hook told about every state change of a fleet breaker.
 type TransitionHook = dyn Fn(&Transition) + Send + Sync;
@@ -106,7 +113,7 @@ impl FleetBreakerBuilder {
         check_duration("claim_ttl", self.fleet_config.claim_lifetime())?;
         let breaker =
             CircuitBreaker::<WORDS, BUCKETS>::new(self.config).map_err(SetupError::Breaker)?;
-        let prefix = format!("{}:breaker:{}", self.fleet.namespace, self.name);
+        let prefix = format!("{}:breaker:{{{}}}", self.fleet.namespace, self.name);
         let inner = Arc::new(Inner {
             cell: Mutex::new(Cell {
                 breaker,
@@ -116,13 +123,14 @@ impl FleetBreakerBuilder {
             slow_call_duration: self.config.slow_call_duration(),
             decision_key: format!("{prefix}:decision"),
             claims_key: format!("{prefix}:probes"),
-            bucket_prefix: format!("{prefix}:members:"),
+            bucket_prefix: format!("{prefix}:"),
             member_id: self.fleet.member.clone(),
             fleet_config: self.fleet_config,
             on_transition: self.on_transition,
             syncs: AtomicU64::new(0),
             sync_errors: AtomicU64::new(0),
             last: Mutex::new(None),
+            clock: Mutex::new(None),
             log: LogOnce::default(),
         });
         let weak = Arc::downgrade(&inner);
@@ -140,9 +148,10 @@ impl FleetBreakerBuilder {
 ///
 /// Each process keeps its own core [`CircuitBreaker`] and admits calls
 /// locally, exactly as a `SharedBreaker` does (no round trip per call). Every
-/// sync interval (default 250 ms) a background task publishes this member's
-/// window and whether its breaker opened on its own into a time-bucketed key,
-/// reads the other members' back, and hands the view to
+/// sync interval (default 250 ms) a background task adds this member's window
+/// and whether its breaker opened on its own into the fleet's sums for the
+/// interval (one script, whose cost does not grow with the number of
+/// members), reads the sums back, and hands the view to
 /// [`retry_core::FleetMember`], which decides:
 ///
 /// - **quorum rule** ([`FleetRule::Quorum`](retry_core::FleetRule::Quorum),
@@ -162,10 +171,18 @@ impl FleetBreakerBuilder {
 ///
 /// If Redis is down or holds bad data, syncs fail (counted, each kind of error
 /// logged once) and the member decides alone until they succeed again; no call
-/// ever waits on Redis. Keys: `{namespace}:breaker:{name}:decision`,
-/// `…:probes` and one `…:members:{bucket}` hash per sync interval, each
-/// expiring after three intervals, so a breaker has at most five keys
-/// however long it runs.
+/// ever waits on Redis. A member that follows an open fleet decides alone too
+/// once it has missed [`FleetConfig::missed_syncs`] syncs (default 2): its own
+/// breaker then answers, without the fleet's probe gate, so it admits calls
+/// again within two sync intervals plus the rest of the fleet's open period.
+/// A script that Redis runs after its timeout (Redis was stopped, say) applies
+/// nothing.
+///
+/// Keys (the braces are part of them, the cluster hash tag):
+/// `<namespace>:breaker:{<name>}:decision`, `…:probes`, and per sync interval
+/// `…:sums:<bucket>` and `…:reports:<bucket>` (each member's own report, which
+/// only that member reads back), expiring when the interval after next starts,
+/// so a breaker has at most six keys however long it runs.
 #[derive(Clone)]
 pub struct FleetBreaker<const WORDS: usize = 16, const BUCKETS: usize = 0> {
     inner: Arc<Inner<WORDS, BUCKETS>>,
@@ -186,6 +203,8 @@ struct Inner<const WORDS: usize, const BUCKETS: usize> {
     syncs: AtomicU64,
     sync_errors: AtomicU64,
     last: Mutex<Option<SyncReport>>,
+    /// The server's clock as the latest reply read it, for deadlines.
+    clock: Mutex<Option<Clock>>,
     log: LogOnce,
 }
 
@@ -229,6 +248,14 @@ impl<const WORDS: usize, const BUCKETS: usize> FleetBreaker<WORDS, BUCKETS> {
     #[must_use]
     pub fn is_following(&self) -> bool {
         self.lock().member.is_following()
+    }
+
+    /// Whether this member, following the fleet, decides alone now: it has
+    /// missed its syncs (see [`retry_core::FleetMember::decides_alone`]).
+    #[must_use]
+    pub fn decides_alone(&self) -> bool {
+        let at = self.inner.at(Instant::now());
+        self.lock().member.decides_alone(at)
     }
 
     /// The epoch of the latest fleet decision this member applied.
@@ -278,6 +305,12 @@ impl<const WORDS: usize, const BUCKETS: usize> FleetBreaker<WORDS, BUCKETS> {
         &self.inner.decision_key
     }
 
+    /// The Redis key holding the fleet's half-open probe claims.
+    #[must_use]
+    pub fn probes_key(&self) -> &str {
+        &self.inner.claims_key
+    }
+
     fn lock(&self) -> MutexGuard<'_, Cell<WORDS, BUCKETS>> {
         self.inner.lock()
     }
@@ -314,6 +347,7 @@ impl<const WORDS: usize, const BUCKETS: usize> Inner<WORDS, BUCKETS> {
     }
 
     fn failed(&self, e: &StoreError) {
+        self.lock().member.sync_failed();
         self.sync_errors.fetch_add(1, Ordering::Relaxed);
         observe::sync(false);
         observe::store_error(e);
@@ -321,8 +355,22 @@ impl<const WORDS: usize, const BUCKETS: usize> Inner<WORDS, BUCKETS> {
             .log("the fleet breaker decides alone until a sync succeeds", e);
     }
 
+    /// The server's time (ms) by which a script sent at `now` must run, or
+    /// not at all: `timeout` later, on the clock the latest reply read (none
+    /// before the first reply).
+    fn deadline(&self, now: retry_core::Instant, timeout: Duration) -> String {
+        let clock = *self.clock.lock().unwrap_or_else(PoisonError::into_inner);
+        clock.map_or_else(String::new, |c| {
+            c.server(now.saturating_add(timeout)).to_string()
+        })
+    }
+
+    fn set_clock(&self, clock: Clock) {
+        *self.clock.lock().unwrap_or_else(PoisonError::into_inner) = Some(clock);
+    }
+
     /// One sync: publish and read, let the core decide, send what it asks.
-    async fn sync(&self, conn: &mut ConnectionManager) -> Result<(), StoreError> {
+    async fn sync(&self, conn: &mut Conn) -> Result<(), StoreError> {
         let timeout = self.fleet_config.interval();
         let now = Instant::now();
         let at = self.at(now);
@@ -334,18 +382,39 @@ impl<const WORDS: usize, const BUCKETS: usize> Inner<WORDS, BUCKETS> {
         call.arg(&self.member_id)
             .arg(encode_report(&report))
             .arg(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX))
-            .arg(&self.bucket_prefix);
+            .arg(&self.bucket_prefix)
+            .arg(self.deadline(at, timeout));
         let reply = bounded(timeout, call.invoke_async::<Value>(conn)).await?;
-        let (server_ms, raw_decision, entries) = self.parse_sync(&reply)?;
+        let read = self.parse_sync(&reply)?;
+        // The server's clock at the start of the sync, for the decision's times
+        // (as every member maps them); for deadlines, at the reply, which errs
+        // on the early side.
         let clock = Clock {
-            server_ms,
+            server_ms: read.server_ms,
             local: at,
         };
-        let decision = match raw_decision.as_str() {
+        self.set_clock(Clock {
+            server_ms: read.server_ms,
+            local: self.at(Instant::now()),
+        });
+        if read.garbage {
+            let e = StoreError::Garbage {
+                key: self.bucket_prefix.clone(),
+                field: "member report".to_owned(),
+            };
+            observe::store_error(&e);
+            self.log.log("the fleet breaker leaves the report out", &e);
+        }
+        let decision = match read.decision.as_str() {
             "" => FleetDecision::CLOSED,
             raw => parse_decision(raw, &self.decision_key, &clock)?,
         };
-        let view = self.view(&entries, decision);
+        let view = FleetView {
+            members: read.members,
+            open_members: read.open_members,
+            window: read.window,
+            decision,
+        };
         let sync = {
             let mut cell = self.lock();
             let Cell { breaker, member } = &mut *cell;
@@ -364,7 +433,8 @@ impl<const WORDS: usize, const BUCKETS: usize> Inner<WORDS, BUCKETS> {
                 .arg(sync.seen_epoch)
                 .arg(kind)
                 .arg(until_ms)
-                .arg(u64::try_from(DECISION_TTL.as_millis()).unwrap_or(u64::MAX));
+                .arg(u64::try_from(DECISION_TTL.as_millis()).unwrap_or(u64::MAX))
+                .arg(self.deadline(at, timeout));
             let reply = bounded(timeout, call.invoke_async::<Value>(conn)).await?;
             let raw = match reply_items(&reply).as_deref() {
                 Some([Value::Int(0 | 1), raw]) => text(raw),
@@ -383,13 +453,16 @@ impl<const WORDS: usize, const BUCKETS: usize> Inner<WORDS, BUCKETS> {
         }
         if sync.claim > 0 {
             let mut call = CLAIM.key(&self.claims_key);
-            call.arg(&self.member_id)
+            call.key(&self.decision_key)
+                .arg(&self.member_id)
                 .arg(sync.claim)
                 .arg(self.fleet_config.probe_limit())
                 .arg(
                     u64::try_from(self.fleet_config.claim_lifetime().as_millis())
                         .unwrap_or(u64::MAX),
-                );
+                )
+                .arg(sync.seen_epoch)
+                .arg(self.deadline(at, timeout));
             let reply = bounded(timeout, call.invoke_async::<Value>(conn)).await?;
             let granted = match reply_items(&reply).as_deref() {
                 Some([Value::Int(0), Value::Int(n)]) => u32::try_from(*n).unwrap_or(0),
@@ -400,50 +473,64 @@ impl<const WORDS: usize, const BUCKETS: usize> Inner<WORDS, BUCKETS> {
         Ok(())
     }
 
-    /// `{0, now_ms, decision, current, previous}`.
+    /// `{0, now_ms, decision, members, open, calls, failures, slow,
+    /// slow_failures, garbage}`.
     fn parse_sync(&self, reply: &Value) -> Result<SyncReply, StoreError> {
         let Some(items) = reply_items(reply) else {
             return Err(self.script_error(reply));
         };
-        let [Value::Int(0), Value::Int(now), decision, current, previous] = items.as_slice() else {
+        let [Value::Int(0), Value::Int(now), decision, sums @ ..] = items.as_slice() else {
             return Err(self.script_error(reply));
         };
-        let mut entries = Vec::new();
-        // The current bucket first: a member's newest report wins.
-        for bucket in [current, previous] {
-            let Some(list) = reply_items(bucket) else {
-                return Err(self.script_error(reply));
+        // A sum as the hash holds it: digits (a missing one, '', is zero; a
+        // negative one, left by bad data, counts as zero; the numbers saturate).
+        let count = |v: &Value| -> Option<u32> {
+            let n = match v {
+                Value::Int(n) => *n,
+                Value::BulkString(b) if b.is_empty() => 0,
+                Value::BulkString(b) => core::str::from_utf8(b).ok()?.parse::<i64>().ok()?,
+                _ => return None,
             };
-            for pair in list.chunks(2) {
-                if let [member, report] = pair {
-                    entries.push((text(member), text(report)));
-                }
-            }
+            Some(u32::try_from(n.max(0)).unwrap_or(u32::MAX))
+        };
+        let sums: Option<Vec<u32>> = sums.iter().map(count).collect();
+        let Some([members, open_members, calls, failures, slow, slow_failures, garbage]) =
+            sums.as_deref()
+        else {
+            return Err(StoreError::Garbage {
+                key: self.bucket_prefix.clone(),
+                field: "sums".to_owned(),
+            });
+        };
+        let window = WindowStats {
+            calls: *calls,
+            failures: *failures,
+            slow: *slow,
+            slow_failures: *slow_failures,
+        };
+        if window.failures > window.calls
+            || window.slow > window.calls
+            || window.slow_failures > window.slow.min(window.failures)
+            || open_members > members
+        {
+            return Err(StoreError::Garbage {
+                key: self.bucket_prefix.clone(),
+                field: "sums".to_owned(),
+            });
         }
-        Ok((u64::try_from(*now).unwrap_or(0), text(decision), entries))
+        Ok(SyncReply {
+            server_ms: u64::try_from(*now).unwrap_or(0),
+            decision: text(decision),
+            members: *members,
+            open_members: *open_members,
+            window,
+            garbage: *garbage != 0,
+        })
     }
 
-    /// The fleet's view from the members' reports (each member's newest; the
-    /// core counts only those made under `decision`), logging bad ones once and
-    /// leaving them out.
-    fn view(&self, entries: &[(String, String)], decision: FleetDecision) -> FleetView {
-        let mut seen: HashMap<&str, MemberReport> = HashMap::new();
-        for (member, raw) in entries {
-            if seen.contains_key(member.as_str()) {
-                continue;
-            }
-            match decode_report(raw, &self.bucket_prefix) {
-                Ok(report) => {
-                    seen.insert(member, report);
-                }
-                Err(e) => self.log.log("the fleet breaker leaves the report out", &e),
-            }
-        }
-        FleetView::of(seen.into_values(), decision)
-    }
-
-    /// The typed error of a script's `{-1, code, type, key}` (or of a reply
-    /// this crate does not know).
+    /// The typed error of a script's `{-1, code, type, key}` or `{-2, now}`
+    /// (refused: it ran after its deadline), or of a reply this crate does not
+    /// know.
     fn script_error(&self, reply: &Value) -> StoreError {
         match reply_items(reply).as_deref() {
             Some([Value::Int(-1), code, found, key]) if text(code) == "wrong_type" => {
@@ -457,6 +544,18 @@ impl<const WORDS: usize, const BUCKETS: usize> Inner<WORDS, BUCKETS> {
                 key: text(key),
                 field: text(field),
             },
+            Some([Value::Int(-2), Value::Int(now)]) => {
+                // The server's clock as it read it now (if this member's idea
+                // of it was off, the next deadline is right).
+                self.set_clock(Clock {
+                    server_ms: u64::try_from(*now).unwrap_or(0),
+                    local: self.at(Instant::now()),
+                });
+                StoreError::Expired {
+                    millis: u64::try_from(self.fleet_config.interval().as_millis())
+                        .unwrap_or(u64::MAX),
+                }
+            }
             _ => StoreError::Garbage {
                 key: self.decision_key.clone(),
                 field: "script reply".to_owned(),
@@ -468,7 +567,7 @@ impl<const WORDS: usize, const BUCKETS: usize> Inner<WORDS, BUCKETS> {
 /// The background task: one sync per interval while the breaker lives.
 async fn sync_loop<const WORDS: usize, const BUCKETS: usize>(
     weak: Weak<Inner<WORDS, BUCKETS>>,
-    mut conn: ConnectionManager,
+    mut conn: Conn,
     interval: Duration,
 ) {
     let mut ticker = tokio::time::interval(interval);
@@ -535,42 +634,6 @@ fn encode_report(r: &MemberReport) -> String {
         w.slow,
         w.slow_failures
     )
-}
-
-fn decode_report(raw: &str, key: &str) -> Result<MemberReport, StoreError> {
-    let garbage = || StoreError::Garbage {
-        key: key.to_owned(),
-        field: "member report".to_owned(),
-    };
-    let parts: Vec<&str> = raw.split('|').collect();
-    check_version(parts.first().copied(), key, garbage)?;
-    let num = |s: &str| s.parse::<u32>().map_err(|_| garbage());
-    let [_, open, epoch, calls, failures, slow, slow_failures] = parts.as_slice() else {
-        return Err(garbage());
-    };
-    let open = match *open {
-        "0" => false,
-        "1" => true,
-        _ => return Err(garbage()),
-    };
-    let epoch = epoch.parse::<u64>().map_err(|_| garbage())?;
-    let window = WindowStats {
-        calls: num(calls)?,
-        failures: num(failures)?,
-        slow: num(slow)?,
-        slow_failures: num(slow_failures)?,
-    };
-    if window.failures > window.calls
-        || window.slow > window.calls
-        || window.slow_failures > window.slow.min(window.failures)
-    {
-        return Err(garbage());
-    }
-    Ok(MemberReport {
-        open,
-        window,
-        epoch,
-    })
 }
 
 /// `1|closed|epoch` or `1|open|until_ms|epoch`.

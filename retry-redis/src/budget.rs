@@ -16,7 +16,7 @@ use retry_core::{
 use retry_shared::Budget;
 
 use crate::error::{Fallback, LogOnce, SetupError, StoreError};
-use crate::io::Io;
+use crate::io::{Conn, Io};
 use crate::{check_duration, check_name, observe, text, Fleet, FORMAT};
 
 /// The most a number may be for Lua's doubles to keep it exact.
@@ -24,6 +24,11 @@ const EXACT: u64 = (1 << 53) - 1;
 
 static SCRIPT: std::sync::LazyLock<redis::Script> =
     std::sync::LazyLock::new(|| redis::Script::new(include_str!("lua/budget.lua")));
+/// Reads the server's clock on the node holding the budget's key (the key is
+/// named for routing only; the script touches no key).
+static CLOCK: std::sync::LazyLock<redis::Script> = std::sync::LazyLock::new(|| {
+    redis::Script::new("local t = redis.call('TIME') return {tonumber(t[1]), tonumber(t[2])}")
+});
 
 /// Builds a [`FleetBudget`]; start with [`Fleet::budget`].
 #[derive(Debug)]
@@ -131,34 +136,40 @@ impl FleetBudgetBuilder {
         let ttl = self.ttl.unwrap_or(default_ttl);
         check_duration("key_ttl", ttl.min(Duration::from_secs(3600)))?;
         let fingerprint = format!("{kind}:{}", params.map(|p| p.to_string()).join(":"));
-        let key = format!("{}:budget:{}", self.fleet.namespace, self.name);
+        let key = format!("{}:budget:{{{}}}", self.fleet.namespace, self.name);
         let mut fixed = vec![FORMAT.to_string(), fingerprint.clone(), kind.to_owned()];
         fixed.extend(params.iter().map(u64::to_string));
         fixed.push(ttl.as_millis().to_string());
-        // Connect and load the script now, so that the first withdrawal does
-        // not pay for either.
+        let inner = Arc::new(Inner {
+            io: self.fleet.io.clone(),
+            key,
+            fingerprint,
+            fixed,
+            params: self.config.parameters(),
+            timeout: self.timeout,
+            fallback: self.fallback,
+            local: Mutex::new(Local {
+                budget: RetryBudget::new(self.config),
+                origin: None,
+                guard: store_guard(),
+            }),
+            fallbacks: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            log: LogOnce::default(),
+            clock: ServerClock::default(),
+        });
+        // Connect, load the script and read the server's clock now, so that
+        // the first withdrawal pays for none of them.
+        let ready = Arc::clone(&inner);
         self.fleet.io.spawn(|mut conn| async move {
             let _ = SCRIPT.load_async(&mut conn).await;
+            let _ = tokio::time::timeout(
+                ready.timeout.max(Duration::from_secs(1)),
+                ready.read_clock(&mut conn),
+            )
+            .await;
         });
-        Ok(FleetBudget {
-            inner: Arc::new(Inner {
-                io: self.fleet.io.clone(),
-                key,
-                fingerprint,
-                fixed,
-                params: self.config.parameters(),
-                timeout: self.timeout,
-                fallback: self.fallback,
-                local: Mutex::new(Local {
-                    budget: RetryBudget::new(self.config),
-                    origin: None,
-                    guard: store_guard(),
-                }),
-                fallbacks: AtomicU64::new(0),
-                errors: AtomicU64::new(0),
-                log: LogOnce::default(),
-            }),
-        })
+        Ok(FleetBudget { inner })
     }
 }
 
@@ -181,9 +192,21 @@ impl FleetBudgetBuilder {
 /// of error is logged once. The other inputs (first attempts, failures,
 /// successes) are sent without waiting.
 ///
+/// Only the inputs that can change the budget are sent (see
+/// [`BudgetParameters::heeds`]): a call that succeeds at once costs Redis
+/// nothing under the AWS and gRPC kinds' first attempt, and one script (its
+/// success) at most; a retry is one script (failure and withdrawal together).
+/// Every request carries its deadline on the server's clock (learnt from the
+/// replies): a request Redis runs after its caller stopped waiting (Redis was
+/// stopped, or slow) applies nothing, so a caller answered by its fallback is
+/// not charged fleet-wide as well.
+///
 /// Time is the Redis server's clock (only Finagle's window uses time), so the
-/// processes need not agree on theirs. The key is `{namespace}:budget:{name}`,
-/// one hash per budget, expiring after its lifetime without use.
+/// processes need not agree on theirs; a clock that steps back counts as no
+/// time passing (the stored window moves back with it, and the step is
+/// logged), never as a window frozen until the clock catches up. The key is
+/// `<namespace>:budget:{<name>}` (braces included: the cluster hash tag), one
+/// hash per budget, expiring after its lifetime without use.
 ///
 /// Implements [`retry_shared::Budget`], so it plugs into `retry-tokio`'s
 /// `Retry::budget`, the tower retry layer and `retry-std` like a
@@ -206,6 +229,67 @@ struct Inner {
     fallbacks: AtomicU64,
     errors: AtomicU64,
     log: LogOnce,
+    /// The server's clock, as the replies read it, for deadlines.
+    clock: ServerClock,
+}
+
+/// The server's clock as this process reads it: the reply with the shortest
+/// round trip gives the best reading (the server read its clock somewhere in
+/// the round trip, so the reading is off by at most half of it). A reading's
+/// error is taken to grow by 1 ms a second, so fresher readings replace it
+/// and a server clock that stepped is followed within seconds.
+#[derive(Debug, Default)]
+struct ServerClock {
+    best: Mutex<Option<ClockReading>>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct ClockReading {
+    /// The middle of the round trip, on this process's clock.
+    at: Instant,
+    /// The server's clock then, in microseconds.
+    server_micros: u64,
+    round_trip: Duration,
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+impl ServerClock {
+    /// A reply sent at `sent` and received at `received` read the server's
+    /// clock as `server_micros`.
+    fn read(&self, sent: Instant, received: Instant, server_micros: u64) {
+        let round_trip = received.saturating_duration_since(sent);
+        let reading = ClockReading {
+            at: sent + round_trip / 2,
+            server_micros,
+            round_trip,
+        };
+        let mut best = self.best.lock().unwrap_or_else(PoisonError::into_inner);
+        let better = best.is_none_or(|b| {
+            let aged = b.round_trip + received.saturating_duration_since(b.at) / 1_000;
+            round_trip <= aged
+        });
+        if better {
+            *best = Some(reading);
+        }
+    }
+
+    /// The server's time (µs) after which a request issued at `issued`
+    /// with `timeout` must not be applied: the server's reading of
+    /// `issued + timeout`, less one round trip (the reply's way back, and the
+    /// reading's own error), or `None` before any reading.
+    fn deadline(&self, issued: Instant, timeout: Duration) -> Option<u64> {
+        let b = (*self.best.lock().unwrap_or_else(PoisonError::into_inner))?;
+        let end = issued + timeout;
+        let server = if end >= b.at {
+            b.server_micros.saturating_add(micros(end - b.at))
+        } else {
+            b.server_micros.saturating_sub(micros(b.at - end))
+        };
+        Some(server.saturating_sub(micros(b.round_trip)))
+    }
 }
 
 struct Local {
@@ -317,15 +401,30 @@ impl FleetBudget {
     /// One step of a call: the inputs go to the local budget and to Redis; a
     /// withdrawal waits for Redis (or falls back).
     fn step(&self, steps: BudgetSteps, now: Instant) -> Option<bool> {
-        let inputs = steps.as_slice();
-        if inputs.is_empty() {
+        if steps.as_slice().is_empty() {
             return None;
         }
+        // Only what can change the fleet's budget goes to Redis (a withdrawal
+        // always does).
+        let mut heeded = [BudgetInput::FirstAttempt; 2];
+        let mut n = 0;
+        for input in steps.as_slice() {
+            if self.inner.params.heeds(*input) {
+                if let Some(slot) = heeded.get_mut(n) {
+                    *slot = *input;
+                    n += 1;
+                }
+            }
+        }
+        let inputs = heeded.get(..n).unwrap_or_default();
         let (local, at, permit) = {
             let mut cell = self.lock();
             let origin = *cell.origin.get_or_insert(now);
             let at = retry_core::Instant::from_duration(now.saturating_duration_since(origin));
             let local = steps.apply(&mut cell.budget, at);
+            if inputs.is_empty() {
+                return None;
+            }
             let permit = match cell.guard.as_mut().map(|g| g.request(at)) {
                 Some(Admission::Admitted { permit, .. }) => Some(Some(permit)),
                 Some(Admission::Rejected { .. }) => None,
@@ -388,6 +487,7 @@ impl FleetBudget {
         at: Option<retry_core::Instant>,
         reply: impl FnOnce(Result<FleetAnswer, StoreError>) + Send + 'static,
     ) {
+        let issued = Instant::now();
         let inner = Arc::clone(&self.inner);
         let ops: Vec<&'static str> = inputs.iter().map(|i| op(*i)).collect();
         let kind = inputs.iter().rev().find_map(|i| match i {
@@ -396,22 +496,32 @@ impl FleetBudget {
         });
         let now = at.map_or_else(String::new, |t| (t.as_nanos() / 1_000).to_string());
         let sent = self.inner.io.spawn(move |mut conn| async move {
-            let mut call = SCRIPT.key(&inner.key);
-            for a in &inner.fixed {
-                call.arg(a);
-            }
-            call.arg(now);
-            for op in ops {
-                call.arg(op);
-            }
-            let answer =
-                match tokio::time::timeout(inner.timeout, call.invoke_async::<Value>(&mut conn))
+            let give_up = tokio::time::Instant::from_std(issued + inner.timeout);
+            let round_trip = async {
+                inner.read_clock_once(&mut conn).await?;
+                let deadline = inner
+                    .clock
+                    .deadline(issued, inner.timeout)
+                    .map_or_else(String::new, |d| d.to_string());
+                let mut call = SCRIPT.key(&inner.key);
+                for a in &inner.fixed {
+                    call.arg(a);
+                }
+                call.arg(now).arg(deadline);
+                for op in ops {
+                    call.arg(op);
+                }
+                let sent = Instant::now();
+                let value = call
+                    .invoke_async::<Value>(&mut conn)
                     .await
-                {
-                    Ok(Ok(value)) => inner.parse(&value, kind),
-                    Ok(Err(e)) => Err(StoreError::from_redis(&e)),
-                    Err(_) => Err(inner.timeout_error()),
-                };
+                    .map_err(|e| StoreError::from_redis(&e))?;
+                inner.parse(&value, kind, sent, Instant::now())
+            };
+            let answer = match tokio::time::timeout_at(give_up, round_trip).await {
+                Ok(answer) => answer,
+                Err(_) => Err(inner.timeout_error()),
+            };
             reply(answer);
         });
         if !sent {
@@ -459,8 +569,45 @@ impl Inner {
             .log("the fleet budget answers withdrawals from its fallback", e);
     }
 
-    /// Reads the script's `{0, answer, tokens, cost}` or `{-1, code, detail}`.
-    fn parse(&self, value: &Value, kind: Option<RetryKind>) -> Result<FleetAnswer, StoreError> {
+    /// Reads the server's clock (for the deadlines), if no reply has yet.
+    async fn read_clock_once(&self, conn: &mut Conn) -> Result<(), StoreError> {
+        let known = self
+            .clock
+            .best
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some();
+        if known {
+            return Ok(());
+        }
+        self.read_clock(conn).await
+    }
+
+    async fn read_clock(&self, conn: &mut Conn) -> Result<(), StoreError> {
+        let sent = Instant::now();
+        let (secs, micros): (u64, u64) = CLOCK
+            .key(&self.key)
+            .invoke_async(conn)
+            .await
+            .map_err(|e| StoreError::from_redis(&e))?;
+        self.clock.read(
+            sent,
+            Instant::now(),
+            secs.saturating_mul(1_000_000).saturating_add(micros),
+        );
+        Ok(())
+    }
+
+    /// Reads the script's `{0, answer, tokens, cost, server_us, behind_us}`,
+    /// `{-2, server_us}` or `{-1, code, detail}`, for a request sent at `sent`
+    /// and answered at `received`.
+    fn parse(
+        &self,
+        value: &Value,
+        kind: Option<RetryKind>,
+        sent: Instant,
+        received: Instant,
+    ) -> Result<FleetAnswer, StoreError> {
         let garbage = || StoreError::Garbage {
             key: self.key.clone(),
             field: "script reply".to_owned(),
@@ -468,11 +615,26 @@ impl Inner {
         let Value::Array(items) = value else {
             return Err(garbage());
         };
+        let number = |v: &Value| match v {
+            Value::Int(n) => u64::try_from(*n).map_err(|_| garbage()),
+            _ => Err(garbage()),
+        };
         match items.as_slice() {
-            [Value::Int(0), Value::Int(answer), Value::Int(tokens), Value::Int(cost)] => {
-                let tokens = Tokens::from_millis(u64::try_from(*tokens).map_err(|_| garbage())?);
-                let cost = Tokens::from_millis(u64::try_from(*cost).map_err(|_| garbage())?);
-                let withdrawal = match answer {
+            [Value::Int(0), answer, tokens, cost, server, behind] => {
+                self.clock.read(sent, received, number(server)?);
+                let behind = number(behind)?;
+                if behind > 0 {
+                    let e = StoreError::ClockBehind {
+                        key: self.key.clone(),
+                        micros: behind,
+                    };
+                    observe::store_error(&e);
+                    self.log
+                        .log("the fleet budget goes on from the server's clock", &e);
+                }
+                let tokens = Tokens::from_millis(number(tokens)?);
+                let cost = Tokens::from_millis(number(cost)?);
+                let withdrawal = match number(answer)? {
                     0 => None,
                     1 => Some(Withdrawal::Granted { cost, left: tokens }),
                     2 => Some(Withdrawal::Refused {
@@ -483,10 +645,17 @@ impl Inner {
                 };
                 Ok(FleetAnswer { withdrawal, tokens })
             }
+            [Value::Int(-2), server] => {
+                self.clock.read(sent, received, number(server)?);
+                Err(StoreError::Expired {
+                    millis: u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX),
+                })
+            }
             [Value::Int(-1), code, detail] => Err(StoreError::from_script(
                 &self.key,
                 &text(code),
                 text(detail),
+                "hash",
                 &self.fingerprint,
             )),
             _ => Err(garbage()),

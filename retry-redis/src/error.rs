@@ -16,6 +16,25 @@ pub enum StoreError {
         /// The timeout, in milliseconds.
         millis: u64,
     },
+    /// Redis received the request after its timeout (it was stopped, or slow)
+    /// and refused it, so that nothing was applied: the caller had been
+    /// answered by its fallback already, or was about to be.
+    #[error("redis received the request after its {millis} ms timeout and did not apply it")]
+    Expired {
+        /// The timeout, in milliseconds.
+        millis: u64,
+    },
+    /// The server's clock is behind the time stored in the key (a clock
+    /// stepped back, or a failover to a replica whose clock is behind): the
+    /// step counted as no time passing, and the stored time was rebased onto
+    /// the server's clock. The answer is still Redis's; this is only logged.
+    #[error("{key}: the stored time is {micros} us ahead of the server's clock; rebased onto it")]
+    ClockBehind {
+        /// The key.
+        key: String,
+        /// How far the stored time was ahead, in microseconds.
+        micros: u64,
+    },
     /// The connection failed or Redis answered with an error.
     #[error("redis: {message}")]
     Redis {
@@ -71,6 +90,8 @@ impl StoreError {
     pub const fn code(&self) -> &'static str {
         match self {
             StoreError::Timeout { .. } => "redis.timeout",
+            StoreError::Expired { .. } => "redis.expired",
+            StoreError::ClockBehind { .. } => "redis.clock_behind",
             StoreError::Redis { .. } => "redis.error",
             StoreError::WrongType { .. } => "redis.wrong_type",
             StoreError::Garbage { .. } => "redis.garbage",
@@ -89,6 +110,8 @@ impl StoreError {
             StoreError::FutureFormat { .. } => 16,
             StoreError::ConfigMismatch { .. } => 32,
             StoreError::Stopped => 64,
+            StoreError::Expired { .. } => 128,
+            StoreError::ClockBehind { .. } => 256,
         }
     }
 
@@ -110,14 +133,22 @@ impl StoreError {
         }
     }
 
-    /// The error a script reported as `{-1, code, detail}`.
-    pub(crate) fn from_script(key: &str, code: &str, detail: String, expected: &str) -> StoreError {
+    /// The error a script reported as `{-1, code, detail}`: `expected` is the
+    /// type the key should hold (for `wrong_type`), `fingerprint` this
+    /// process's configuration (for `config_mismatch`).
+    pub(crate) fn from_script(
+        key: &str,
+        code: &str,
+        detail: String,
+        expected: &'static str,
+        fingerprint: &str,
+    ) -> StoreError {
         let key = key.to_owned();
         match code {
             "wrong_type" => StoreError::WrongType {
                 key,
                 found: detail,
-                expected: "hash",
+                expected,
             },
             "future_version" => StoreError::FutureFormat {
                 key,
@@ -127,7 +158,7 @@ impl StoreError {
             "config_mismatch" => StoreError::ConfigMismatch {
                 key,
                 found: detail,
-                expected: expected.to_owned(),
+                expected: fingerprint.to_owned(),
             },
             _ => StoreError::Garbage { key, field: detail },
         }
@@ -177,9 +208,13 @@ pub enum SetupError {
         /// What the client said.
         message: String,
     },
-    /// A name is empty or holds a character keys must not (`{`, `}`, `:`,
-    /// whitespace).
-    #[error("{field}: {value:?} must be non-empty, without braces, colons or whitespace")]
+    /// A name (namespace, budget or breaker name, member id) is empty, longer
+    /// than 200 bytes, or holds a character keys must not: `{` or `}` (they
+    /// would change the key's hash tag), `:` (it separates a key's parts),
+    /// whitespace or a control character.
+    #[error(
+        "{field}: {value:?} must be 1 to 200 bytes, without braces, colons, whitespace or control characters"
+    )]
     Name {
         /// Which name.
         field: &'static str,

@@ -5,7 +5,7 @@ use core::fmt;
 use core::time::Duration;
 
 use super::window::{SLICES_U64, SLICE_CAP};
-use super::{BudgetError, RetryKind, Tokens, MILLI};
+use super::{AttemptKind, BudgetError, BudgetInput, RetryKind, Tokens, MILLI};
 use crate::Instant;
 
 /// `value` in thousandths, decimals past the third dropped (as gRPC does). A tiny
@@ -499,6 +499,55 @@ pub enum BudgetParameters {
         /// The length of one slice, in nanoseconds (at least 100 ms).
         slice_nanos: u64,
     },
+}
+
+impl BudgetParameters {
+    /// Whether `input` can change a budget with these parameters: a budget kept
+    /// elsewhere (in a store shared by a fleet) need not send it when it
+    /// cannot. A withdrawal always can (and is answered). A first attempt
+    /// changes only Finagle's window (if it deposits), a failure only gRPC's
+    /// bucket, a success gRPC's and AWS's (by a non-zero amount). Time alone
+    /// changes nothing: Finagle's window moves with the next input that comes.
+    ///
+    /// ```
+    /// use retry_core::{AttemptKind, BudgetConfig, BudgetInput, RetryKind};
+    ///
+    /// let aws = BudgetConfig::aws_standard().parameters();
+    /// assert!(!aws.heeds(BudgetInput::FirstAttempt));
+    /// assert!(!aws.heeds(BudgetInput::Failure));
+    /// assert!(aws.heeds(BudgetInput::Success(AttemptKind::First)));
+    /// assert!(aws.heeds(BudgetInput::Withdraw(RetryKind::Failure)));
+    /// let finagle = BudgetConfig::finagle_default().parameters();
+    /// assert!(finagle.heeds(BudgetInput::FirstAttempt));
+    /// assert!(!finagle.heeds(BudgetInput::Success(AttemptKind::First)));
+    /// ```
+    #[must_use]
+    pub const fn heeds(&self, input: BudgetInput) -> bool {
+        match (self, input) {
+            (_, BudgetInput::Withdraw(_)) => true,
+            (BudgetParameters::Grpc { .. }, BudgetInput::Failure) => true,
+            (BudgetParameters::Grpc { ratio, .. }, BudgetInput::Success(_)) => *ratio > 0,
+            (
+                BudgetParameters::Aws {
+                    no_retry_increment, ..
+                },
+                BudgetInput::Success(AttemptKind::First),
+            ) => *no_retry_increment > 0,
+            (
+                BudgetParameters::Aws {
+                    retry_cost,
+                    timeout_cost,
+                    ..
+                },
+                BudgetInput::Success(AttemptKind::Retry(kind)),
+            ) => match kind {
+                RetryKind::Failure => *retry_cost > 0,
+                RetryKind::Timeout => *timeout_cost > 0,
+            },
+            (BudgetParameters::Finagle { deposit, .. }, BudgetInput::FirstAttempt) => *deposit > 0,
+            _ => false,
+        }
+    }
 }
 
 impl BudgetConfig {

@@ -16,6 +16,12 @@
 //! one the proposer saw, and hands out at most [`FleetConfig::probes`] probe
 //! claims at a time. Times are the member's own [`Instant`]s: the adapter
 //! translates the store's clock.
+//!
+//! A member whose store is away decides alone, also while it follows an open
+//! fleet: once it has missed [`FleetConfig::missed_syncs`] syncs in a row
+//! (that many failed, or that many sync intervals passed without one
+//! completing, as when the store hangs), the fleet's probe gate no longer
+//! applies and its own breaker decides (see [`FleetMember::decides_alone`]).
 
 use core::fmt;
 use core::time::Duration;
@@ -71,6 +77,9 @@ pub enum FleetError {
         /// The field's name.
         field: &'static str,
     },
+    /// A member must be allowed to miss at least one sync before it decides
+    /// alone.
+    ZeroMissedSyncs,
 }
 
 impl FleetError {
@@ -83,6 +92,7 @@ impl FleetError {
             FleetError::AggregateNeedsRate => "fleet.aggregate_needs_rate",
             FleetError::ZeroProbes => "fleet.zero_probes",
             FleetError::ZeroDuration { .. } => "fleet.zero_duration",
+            FleetError::ZeroMissedSyncs => "fleet.zero_missed_syncs",
         }
     }
 }
@@ -101,6 +111,7 @@ impl fmt::Display for FleetError {
             ),
             FleetError::ZeroProbes => f.write_str("probes: must be at least 1"),
             FleetError::ZeroDuration { field } => write!(f, "{field}: must not be zero"),
+            FleetError::ZeroMissedSyncs => f.write_str("missed_syncs: must be at least 1"),
         }
     }
 }
@@ -108,8 +119,9 @@ impl fmt::Display for FleetError {
 impl core::error::Error for FleetError {}
 
 /// How a fleet shares a breaker: the [`FleetRule`], the half-open probes
-/// allowed fleet-wide, how often members sync, and how long a probe claim lives
-/// (so a member that crashed mid-probe frees its claim).
+/// allowed fleet-wide, how often members sync, how long a probe claim lives
+/// (so a member that crashed mid-probe frees its claim), and how many syncs a
+/// member may miss before it decides alone.
 ///
 /// ```
 /// use core::time::Duration;
@@ -127,11 +139,13 @@ pub struct FleetConfig {
     probes: u32,
     sync_interval: Duration,
     claim_ttl: Duration,
+    missed_syncs: u32,
 }
 
 impl FleetConfig {
     /// A fleet following `rule`, with one probe fleet-wide, a 250 ms sync
-    /// interval and probe claims that last 10 s.
+    /// interval, probe claims that last 10 s, and members that decide alone
+    /// after missing 2 syncs in a row.
     #[must_use]
     pub const fn new(rule: FleetRule) -> FleetConfig {
         FleetConfig {
@@ -139,6 +153,7 @@ impl FleetConfig {
             probes: 1,
             sync_interval: Duration::from_millis(250),
             claim_ttl: Duration::from_secs(10),
+            missed_syncs: 2,
         }
     }
 
@@ -161,6 +176,23 @@ impl FleetConfig {
     pub const fn claim_ttl(mut self, ttl: Duration) -> FleetConfig {
         self.claim_ttl = ttl;
         self
+    }
+
+    /// How many syncs in a row a member may miss (fail, or not complete
+    /// within as many sync intervals) before it decides alone, its own breaker
+    /// answering without the fleet's probe gate. A member that follows an open
+    /// fleet and loses its store admits calls again within this many sync
+    /// intervals plus the rest of the fleet's open period.
+    #[must_use]
+    pub const fn missed_syncs(mut self, n: u32) -> FleetConfig {
+        self.missed_syncs = n;
+        self
+    }
+
+    /// The syncs a member may miss before it decides alone.
+    #[must_use]
+    pub const fn missed_sync_limit(&self) -> u32 {
+        self.missed_syncs
     }
 
     /// The rule.
@@ -217,6 +249,9 @@ impl FleetConfig {
         }
         if self.claim_ttl.is_zero() {
             return Err(FleetError::ZeroDuration { field: "claim_ttl" });
+        }
+        if self.missed_syncs == 0 {
+            return Err(FleetError::ZeroMissedSyncs);
         }
         Ok(())
     }
@@ -384,9 +419,15 @@ pub struct FleetSync {
 }
 
 /// One member's side of the fleet: the epoch of the decision it follows, whether
-/// its breaker is open because of the fleet, and the probe slots it claimed.
-/// Small and `Copy`; the adapter keeps it beside the breaker, under the same
-/// lock.
+/// its breaker is open because of the fleet, the probe slots it claimed, and
+/// when it last completed a sync. Small and `Copy`; the adapter keeps it beside
+/// the breaker, under the same lock.
+///
+/// A sync completes when the member has read the fleet's view and, if it asked
+/// for probe slots, the store's answer to the claim ([`FleetMember::sync`] with
+/// no claim to make, or [`FleetMember::on_claimed`]). The adapter reports a
+/// sync that failed (the store away or slow, bad data) with
+/// [`FleetMember::sync_failed`].
 ///
 /// ```
 /// use core::time::Duration;
@@ -422,6 +463,10 @@ pub struct FleetMember {
     /// The end of the open period the fleet put the breaker in: a breaker open
     /// until another instant re-opened on its own (a probe failed).
     held_until: Instant,
+    /// Syncs failed since the last one completed.
+    failed_syncs: u32,
+    /// When the last sync completed (or a newer decision was applied).
+    synced_at: Instant,
 }
 
 impl FleetMember {
@@ -435,6 +480,8 @@ impl FleetMember {
             tickets: 0,
             tickets_until: Instant::ORIGIN,
             held_until: Instant::ORIGIN,
+            failed_syncs: 0,
+            synced_at: Instant::ORIGIN,
         }
     }
 
@@ -462,6 +509,63 @@ impl FleetMember {
         self.tickets
     }
 
+    /// Syncs failed in a row since the last one completed.
+    #[must_use]
+    pub const fn failed_syncs(&self) -> u32 {
+        self.failed_syncs
+    }
+
+    /// Whether this member, following the fleet, decides alone at `now`: it
+    /// has missed [`FleetConfig::missed_sync_limit`] syncs in a row, either
+    /// that many failed or that many sync intervals passed since the last one
+    /// completed (a store that hangs fails no sync before its timeout). Its own
+    /// breaker then answers without the fleet's probe gate: once the fleet's
+    /// open period is over it probes on its own, and its verdict goes to the
+    /// fleet at the next sync that completes. A member that follows nothing
+    /// decides alone anyway; this says `false` for it.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use retry_core::{BreakerConfig, CircuitBreaker, FleetConfig, FleetDecision, FleetMember, FleetRule, Instant};
+    ///
+    /// let config = BreakerConfig::builder().failure_threshold(3).open_duration(Duration::from_secs(1)).build()?;
+    /// let mut breaker = CircuitBreaker::<0, 0>::new(config)?;
+    /// let mut member = FleetMember::new(FleetConfig::new(FleetRule::Quorum(1)));
+    /// let now = Instant::from_secs(1);
+    /// let open = FleetDecision::Open { until: Instant::from_secs(2), epoch: 1 };
+    /// let _ = member.apply(&mut breaker, open, now);
+    /// assert!(!member.decides_alone(now));
+    /// // The store is away: two syncs fail.
+    /// member.sync_failed();
+    /// member.sync_failed();
+    /// assert!(member.decides_alone(Instant::from_millis(1_500)));
+    /// // After the fleet's open period the breaker probes on its own.
+    /// assert!(member.request(&mut breaker, Instant::from_secs(2)).is_admitted());
+    /// # Ok::<(), retry_core::BreakerError>(())
+    /// ```
+    #[must_use]
+    pub fn decides_alone(&self, now: Instant) -> bool {
+        let limit = self.config.missed_syncs;
+        self.following
+            && (self.failed_syncs >= limit
+                || now
+                    >= self
+                        .synced_at
+                        .saturating_add(self.config.sync_interval.saturating_mul(limit)))
+    }
+
+    /// A sync failed (the store away or slow, or bad data in it): counted
+    /// towards [`FleetMember::decides_alone`] until a sync completes.
+    pub fn sync_failed(&mut self) {
+        self.failed_syncs = self.failed_syncs.saturating_add(1);
+    }
+
+    /// A sync completed at `now`.
+    fn synced(&mut self, now: Instant) {
+        self.failed_syncs = 0;
+        self.synced_at = self.synced_at.max(now);
+    }
+
     /// What this member publishes at `now`.
     #[must_use]
     pub fn report<const W: usize, const B: usize>(
@@ -480,7 +584,8 @@ impl FleetMember {
     /// Asks whether a call may run at `now`: the breaker's answer, except that
     /// while the fleet is half-open a member runs a probe only with a slot it
     /// claimed; without one the call is rejected (`ProbesBusy`, no `until`:
-    /// the next sync may bring a slot or a decision).
+    /// the next sync may bring a slot or a decision). A member that
+    /// [decides alone](FleetMember::decides_alone) gets its breaker's answer.
     pub fn request<const W: usize, const B: usize>(
         &mut self,
         breaker: &mut CircuitBreaker<W, B>,
@@ -489,7 +594,11 @@ impl FleetMember {
         if now >= self.tickets_until {
             self.tickets = 0;
         }
-        if self.following && self.tickets == 0 && would_probe(breaker, now) {
+        if self.following
+            && self.tickets == 0
+            && would_probe(breaker, now)
+            && !self.decides_alone(now)
+        {
             return Admission::Rejected {
                 until: None,
                 reason: RejectReason::ProbesBusy,
@@ -510,7 +619,8 @@ impl FleetMember {
     /// what to send back: a proposal to open the fleet when the rule trips
     /// while it is closed, the probes' verdict while it is half-open (close when
     /// the local breaker closed after its probes, re-open when a probe re-opened
-    /// it), and the probe slots to claim.
+    /// it), and the probe slots to claim. A sync that asks for no slots is
+    /// complete; one that does completes with [`FleetMember::on_claimed`].
     pub fn sync<const W: usize, const B: usize>(
         &mut self,
         breaker: &mut CircuitBreaker<W, B>,
@@ -524,6 +634,7 @@ impl FleetMember {
             ..FleetSync::default()
         };
         if breaker.state().is_manual() {
+            self.synced(now);
             return sync;
         }
         match view.decision {
@@ -549,6 +660,9 @@ impl FleetMember {
                 }
             }
             FleetDecision::Open { .. } => {}
+        }
+        if sync.claim == 0 {
+            self.synced(now);
         }
         sync
     }
@@ -582,8 +696,10 @@ impl FleetMember {
         }
         let newer = epoch > self.epoch;
         if newer {
+            // A decision the member had not seen: the store answers.
             self.epoch = epoch;
             self.tickets = 0;
+            self.synced(now);
         }
         match decision {
             FleetDecision::Closed { .. } => {
@@ -628,9 +744,11 @@ impl FleetMember {
 
     /// The store granted `granted` probe slots (of those asked for) at `now`;
     /// they lapse after the config's claim lifetime, as the store's claims do.
+    /// The sync that asked is complete.
     pub fn on_claimed(&mut self, granted: u32, now: Instant) {
         self.tickets = granted;
         self.tickets_until = now.saturating_add(self.config.claim_ttl);
+        self.synced(now);
     }
 
     fn claim<const W: usize, const B: usize>(&mut self, breaker: &CircuitBreaker<W, B>) -> u32 {

@@ -925,6 +925,46 @@ fn prop_agrees_with_model() {
 }
 
 #[test]
+fn prop_an_input_the_parameters_do_not_heed_changes_nothing() {
+    // A budget kept in a store sends only the inputs its parameters heed: fed
+    // only those (on a clock that never goes back, as a store's), it answers
+    // and holds exactly what a budget fed every input does.
+    fn prop(kind: u8, a: u16, b: u16, c: u16, d: u16, ops: Vec<(u16, u8)>) -> bool {
+        let (config, _) = config_and_model(kind, a, b, c, d);
+        let parameters = config.parameters();
+        let mut every = RetryBudget::new(config);
+        let mut heeded = RetryBudget::new(config);
+        let mut latest = retry_core::Instant::ORIGIN;
+        let mut skipped = 0;
+        for e in script(&ops) {
+            latest = latest.max(e.at);
+            let answer = every.apply(e.input, latest);
+            if parameters.heeds(e.input) {
+                if heeded.apply(e.input, latest) != answer {
+                    return false;
+                }
+            } else {
+                skipped += 1;
+                if answer != BudgetOutput::Noted {
+                    return false;
+                }
+            }
+            if every.tokens_at(latest) != heeded.tokens_at(latest) {
+                return false;
+            }
+        }
+        SKIPPED.fetch_add(skipped, core::sync::atomic::Ordering::Relaxed);
+        true
+    }
+    static SKIPPED: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+    check(prop);
+    assert!(
+        SKIPPED.load(core::sync::atomic::Ordering::Relaxed) > 10_000,
+        "the scripts hold inputs the parameters ignore"
+    );
+}
+
+#[test]
 fn prop_builders_never_panic() {
     fn prop(
         max: u32,

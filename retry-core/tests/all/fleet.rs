@@ -36,12 +36,21 @@ struct Store {
     claims: Vec<(usize, Instant)>,
     probes: u32,
     claim_ttl: Duration,
+    /// The store does not answer: every sync fails.
+    away: bool,
+    /// The store hangs: no sync returns (nor fails).
+    hung: bool,
+    /// The probe claims fail (say, a key of the wrong type): a sync that asks
+    /// for slots fails.
+    claims_fail: bool,
 }
 
 struct Fleet {
     store: Store,
     members: Vec<(Breaker, FleetMember)>,
     now: Instant,
+    /// Whether the last call admitted was a half-open probe.
+    last_probe: bool,
 }
 
 impl Fleet {
@@ -54,11 +63,15 @@ impl Fleet {
                 claims: Vec::new(),
                 probes: fleet.probe_limit(),
                 claim_ttl: fleet.claim_lifetime(),
+                away: false,
+                hung: false,
+                claims_fail: false,
             },
             members: (0..n)
                 .map(|_| (Breaker::new(breaker).unwrap(), FleetMember::new(fleet)))
                 .collect(),
             now: Instant::from_secs(1),
+            last_probe: false,
         }
     }
 
@@ -72,6 +85,13 @@ impl Fleet {
     /// One sync of member `i`, as an adapter does it.
     fn sync(&mut self, i: usize) {
         let now = self.now;
+        if self.store.hung {
+            return;
+        }
+        if self.store.away {
+            self.members[i].1.sync_failed();
+            return;
+        }
         let report = {
             let (breaker, member) = &self.members[i];
             member.report(breaker, now)
@@ -90,6 +110,10 @@ impl Fleet {
                 self.store.claims.clear();
             }
             let _ = member.apply(breaker, self.store.decision, now);
+        }
+        if sync.claim > 0 && self.store.claims_fail {
+            member.sync_failed();
+            return;
         }
         if sync.claim > 0 {
             self.store
@@ -121,6 +145,7 @@ impl Fleet {
         let (breaker, member) = &mut self.members[i];
         match member.request(breaker, now) {
             Admission::Admitted { permit, .. } => {
+                self.last_probe = permit.is_probe();
                 let outcome = if success {
                     CallOutcome::success(Duration::from_millis(1))
                 } else {
@@ -288,7 +313,12 @@ fn half_open_fleet(probes: u32) -> Fleet {
     for i in 0..3 {
         assert!(fleet.members[i].1.is_following(), "member {i}");
     }
-    fleet.advance(OPEN);
+    // The members sync through the open period (the last sync a quarter of a
+    // second before its end), so none has missed a sync when it ends.
+    let last_sync = Duration::from_millis(250);
+    fleet.advance(OPEN - last_sync);
+    fleet.sync_all();
+    fleet.advance(last_sync);
     fleet
 }
 
@@ -444,6 +474,7 @@ fn configs_are_checked() {
 enum Op {
     Call { member: usize, success: bool },
     Sync { member: usize },
+    FailSync { member: usize },
     Advance { ms: u64 },
     Force { member: usize, state: ManualState },
 }
@@ -461,7 +492,7 @@ impl Arbitrary for Script {
         let ops = (0..n)
             .map(|_| {
                 let member = usize::arbitrary(g) % 3;
-                match u8::arbitrary(g) % 10 {
+                match u8::arbitrary(g) % 11 {
                     0..=3 => Op::Call {
                         member,
                         success: bool::arbitrary(g),
@@ -470,6 +501,7 @@ impl Arbitrary for Script {
                     7 | 8 => Op::Advance {
                         ms: *g.choose(&[1, 250, 3_000, 10_000]).unwrap(),
                     },
+                    9 => Op::FailSync { member },
                     _ => Op::Force {
                         member,
                         state: *g
@@ -510,9 +542,18 @@ fn prop_the_fleet_keeps_its_invariants() {
             let before = fleet.store.decision;
             match op {
                 Op::Call { member, success } => {
+                    let (_, m) = &fleet.members[member];
+                    let (following, tickets) = (m.is_following(), m.tickets());
+                    let alone = m.decides_alone(fleet.now);
                     let ran = fleet.call(member, success);
                     failed_at[member] |= ran && !success;
+                    // A member following the fleet probes only with a slot it
+                    // claimed, unless it missed its syncs and decides alone.
+                    if ran && fleet.last_probe && following && tickets == 0 && !alone {
+                        return false;
+                    }
                 }
+                Op::FailSync { member } => fleet.members[member].1.sync_failed(),
                 Op::Sync { member } => {
                     fleet.sync(member);
                     // The fleet opens from closed only on a quorum of members
@@ -610,4 +651,185 @@ fn a_member_without_a_claim_rejects_as_probes_busy() {
         panic!("admitted without a claim")
     };
     assert_eq!((reason, until), (RejectReason::ProbesBusy, None));
+}
+
+// ---------------------------------------------------------------------------
+// A store that goes away
+// ---------------------------------------------------------------------------
+
+const INTERVAL: Duration = Duration::from_millis(250);
+const SHORT_OPEN: Duration = Duration::from_secs(1);
+
+/// Three members syncing every 250 ms (a quorum of one, one probe), whose
+/// breakers open for 1 s; member 0 fails and, at the next sync, the fleet
+/// opens until 1 s later: every member follows it.
+fn fleet_opened_by_member_0() -> Fleet {
+    let breaker = BreakerConfig::builder()
+        .failure_threshold(3)
+        .open_duration(SHORT_OPEN)
+        .half_open_permits(1)
+        .success_threshold(1)
+        .build()
+        .unwrap();
+    let mut fleet = Fleet::new(3, breaker, FleetConfig::new(FleetRule::Quorum(1)));
+    fleet.sync_all();
+    for _ in 0..3 {
+        assert!(fleet.call(0, false));
+    }
+    fleet.sync_all();
+    for i in 0..3 {
+        assert!(fleet.members[i].1.is_following(), "member {i}");
+        assert_eq!(fleet.state(i), BreakerState::Open, "member {i}");
+    }
+    fleet
+}
+
+/// Runs the fleet in 50 ms steps from the fleet opening, every member syncing
+/// every 250 ms and offering a call that succeeds every step; `change` may
+/// change the store before a step. The timeline of members 1 and 2 as a
+/// table, and when each member first admitted a call.
+fn run(
+    fleet: &mut Fleet,
+    steps: u32,
+    mut change: impl FnMut(Duration, &mut Store),
+) -> (String, [Option<Duration>; 3]) {
+    use core::fmt::Write as _;
+    let start = fleet.now;
+    let mut table = String::from("  time  store  | member 1              | member 2\n");
+    let mut first = [None; 3];
+    for step in 0..steps {
+        let at = fleet.now.saturating_duration_since(start);
+        change(at, &mut fleet.store);
+        if step % 5 == 0 && step > 0 {
+            fleet.sync_all();
+        }
+        let store = if fleet.store.hung {
+            "hung"
+        } else if fleet.store.away {
+            "away"
+        } else if fleet.store.claims_fail {
+            "claims"
+        } else {
+            "up"
+        };
+        let mut row = format!("{:>5}ms {store:<6} ", at.as_millis());
+        for (i, first) in first.iter_mut().enumerate() {
+            let alone = fleet.members[i].1.decides_alone(fleet.now);
+            let ran = fleet.call(i, true);
+            if ran && first.is_none() {
+                *first = Some(at);
+            }
+            if i > 0 {
+                let _ = write!(
+                    row,
+                    "| {:<9} {:<5} {:<5} ",
+                    fleet.state(i).name(),
+                    if alone { "alone" } else { "" },
+                    if ran { "ran" } else { "-" }
+                );
+            }
+        }
+        table.push_str(row.trim_end());
+        table.push('\n');
+        fleet.advance(Duration::from_millis(50));
+    }
+    (table, first)
+}
+
+/// When members 1 and 2 first admitted a call, after `since`: within two sync
+/// intervals plus their own open period.
+fn admitted_in_time(first: [Option<Duration>; 3], since: Duration) {
+    for (i, first) in first.iter().enumerate().skip(1) {
+        let at = first.unwrap_or_else(|| panic!("member {i} never admitted a call"));
+        let took = at.saturating_sub(since);
+        assert!(took <= 2 * INTERVAL + SHORT_OPEN, "member {i}: {took:?}");
+    }
+}
+
+#[test]
+fn a_follower_whose_store_goes_away_decides_alone_after_two_failed_syncs() {
+    let mut fleet = fleet_opened_by_member_0();
+    // The fleet is half-open from 1 s: at the sync then, member 0 claims the
+    // only probe slot and its probe passes; 100 ms later, before its verdict
+    // reaches the store, the store goes away (killed: every sync fails at
+    // once). The dependency is healthy.
+    let away = Duration::from_millis(1_100);
+    let (table, first) = run(&mut fleet, 40, |at, store| store.away = at >= away);
+    insta::assert_snapshot!(table);
+    admitted_in_time(first, away);
+    assert_eq!(first[0], Some(Duration::from_secs(1)), "member 0 probed");
+    for i in 1..3 {
+        assert_eq!(fleet.state(i), BreakerState::Closed, "member {i}");
+    }
+    // The store is back: the members' verdict closes the fleet, nobody follows.
+    fleet.store.away = false;
+    fleet.sync_all();
+    fleet.sync_all();
+    assert!(matches!(fleet.store.decision, FleetDecision::Closed { .. }));
+    for i in 0..3 {
+        assert!(!fleet.members[i].1.is_following(), "member {i}");
+    }
+}
+
+#[test]
+fn a_follower_whose_store_hangs_decides_alone_after_two_sync_intervals() {
+    let mut fleet = fleet_opened_by_member_0();
+    // A store that hangs: no sync returns, none fails either (a stopped Redis,
+    // before the timeout). The member counts the intervals.
+    let hung = Duration::from_millis(600);
+    let (table, first) = run(&mut fleet, 30, |at, store| store.hung = at >= hung);
+    insta::assert_snapshot!(table);
+    admitted_in_time(first, hung);
+}
+
+#[test]
+fn claims_that_fail_while_half_open_leave_the_followers_to_decide_alone_and_their_verdict_closes_the_fleet(
+) {
+    let mut fleet = fleet_opened_by_member_0();
+    let (table, first) = run(&mut fleet, 40, |_, store| store.claims_fail = true);
+    insta::assert_snapshot!(table);
+    admitted_in_time(first, Duration::ZERO);
+    // The members' own probes passed and their verdict (a close, which needs
+    // no claim) reached the store: the fleet is closed and nobody follows.
+    assert!(matches!(fleet.store.decision, FleetDecision::Closed { .. }));
+    for i in 0..3 {
+        assert!(!fleet.members[i].1.is_following(), "member {i}");
+        assert_eq!(fleet.state(i), BreakerState::Closed, "member {i}");
+    }
+}
+
+#[test]
+fn a_member_that_syncs_does_not_decide_alone_and_one_completed_sync_ends_it() {
+    let mut fleet = fleet_opened_by_member_0();
+    let limit = FleetConfig::new(FleetRule::Quorum(1)).missed_sync_limit();
+    assert_eq!(limit, 2);
+    // Syncing every interval, a follower never decides alone, however long
+    // the fleet stays open.
+    for _ in 0..3 {
+        fleet.advance(INTERVAL);
+        fleet.sync_all();
+        assert!(!fleet.members[1].1.decides_alone(fleet.now));
+    }
+    // One failed sync is not enough; the second is.
+    fleet.store.away = true;
+    fleet.sync(1);
+    assert_eq!(fleet.members[1].1.failed_syncs(), 1);
+    assert!(!fleet.members[1].1.decides_alone(fleet.now));
+    fleet.sync(1);
+    assert!(fleet.members[1].1.decides_alone(fleet.now));
+    // The store is back: the next completed sync ends it.
+    fleet.store.away = false;
+    fleet.sync(1);
+    assert_eq!(fleet.members[1].1.failed_syncs(), 0);
+    assert!(!fleet.members[1].1.decides_alone(fleet.now));
+    assert!(fleet.members[1].1.is_following());
+    // A member that follows nothing never "decides alone": it always does.
+    let member = FleetMember::new(FleetConfig::new(FleetRule::Quorum(1)));
+    assert!(!member.decides_alone(Instant::from_secs(1_000)));
+    assert_eq!(
+        FleetConfig::new(FleetRule::Quorum(1))
+            .missed_syncs(0)
+            .validate(&basic()),
+        Err(FleetError::ZeroMissedSyncs)
+    );
 }

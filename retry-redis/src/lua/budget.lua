@@ -13,12 +13,18 @@
 --          finagle: deposit, withdrawal, reserve, slice_cap, max, slice_micros
 -- ARGV[10] the key's time to live, milliseconds
 -- ARGV[11] now in microseconds, or empty for the server's clock
--- ARGV[12..] the inputs, in order: F first attempt, X failure, S success of a
+-- ARGV[12] the server's time (microseconds) after which the request is
+--          refused unapplied (its caller gave up waiting), or empty
+-- ARGV[13..] the inputs, in order: F first attempt, X failure, S success of a
 --          first attempt, SR / ST success of a retry after a failure / a
 --          timeout, WR / WT withdrawal for a retry after a failure / a timeout
 --
--- Returns {0, answer, tokens, cost}: answer 0 (no withdrawal), 1 (granted) or
--- 2 (refused); tokens after the inputs; the withdrawal's cost. Bad data:
+-- Returns {0, answer, tokens, cost, server_us, behind_us}: answer 0 (no
+-- withdrawal), 1 (granted) or 2 (refused); tokens after the inputs; the
+-- withdrawal's cost; the server's clock; how far the stored time was ahead of
+-- now (0 unless the clock stepped back: the step counts as no time passing,
+-- and the stored window is moved back with it). {-2, server_us}: the request
+-- came after its deadline and nothing was written. Bad data:
 -- {-1, code, detail}, and nothing is written.
 
 local key = KEYS[1]
@@ -28,15 +34,13 @@ local p = {}
 for i = 1, 6 do p[i] = tonumber(ARGV[3 + i]) end
 local ttl = tonumber(ARGV[10])
 
-local now
-if ARGV[11] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[11])
-end
-
 local function fmt(n) return string.format('%.0f', n) end
+
+local t = redis.call('TIME')
+local server = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local deadline = tonumber(ARGV[12])
+if deadline and server > deadline then return {-2, server} end
+local now = tonumber(ARGV[11]) or server
 
 -- floor(a / b) for integers below 2^53, corrected for rounding.
 local function idiv(a, b)
@@ -53,8 +57,10 @@ end
 local exists = ktype == 'hash'
 
 local fields = {'v', 'cfg', 't', 'last'}
-for i = 0, 9 do fields[#fields + 1] = 's' .. i end
-for i = 0, 9 do fields[#fields + 1] = 'n' .. i end
+if kind == 'finagle' then
+  for i = 0, 9 do fields[#fields + 1] = 's' .. i end
+  for i = 0, 9 do fields[#fields + 1] = 'n' .. i end
+end
 local raw = redis.call('HMGET', key, unpack(fields))
 
 -- A whole number within [lo, hi], or nil.
@@ -102,14 +108,34 @@ if exists then
   end
 end
 
--- Time going backwards counts as no time passing.
-if now < last then now = last end
+-- Time going backwards (a clock stepped back, a failover to a replica whose
+-- clock is behind) counts as no time passing: the stored window moves back
+-- by the step, whole slices, so that it goes on from now as it would have
+-- from the stored time, rather than freezing until the clock catches up.
+local behind = 0
+if now < last then
+  behind = last - now
+  if kind == 'finagle' then
+    local slice = p[6]
+    local step = idiv(last, slice) - idiv(now, slice)
+    local moved_slot, moved_net = {}, {}
+    for i = 0, 9 do moved_slot[i] = 0; moved_net[i] = 0 end
+    for i = 0, 9 do
+      local s = slot[i] - step
+      if net[i] ~= 0 and s >= 0 then
+        moved_slot[s % 10] = s
+        moved_net[s % 10] = net[i]
+      end
+    end
+    slot, net = moved_slot, moved_net
+  end
+end
 
 local answer, cost = 0, 0
 
 if kind == 'grpc' then
   local max, ratio = p[1], p[2]
-  for i = 12, #ARGV do
+  for i = 13, #ARGV do
     local op = ARGV[i]
     if op == 'X' then
       tokens = math.max(tokens - 1000, 0)
@@ -122,7 +148,7 @@ if kind == 'grpc' then
   end
 elseif kind == 'aws' then
   local cap, retry_cost, timeout_cost, inc = p[1], p[2], p[3], p[4]
-  for i = 12, #ARGV do
+  for i = 13, #ARGV do
     local op = ARGV[i]
     if op == 'S' then
       tokens = math.min(tokens + inc, cap)
@@ -160,7 +186,7 @@ else
     end
     return math.min(math.max(sum, 0), max)
   end
-  for i = 12, #ARGV do
+  for i = 13, #ARGV do
     local op = ARGV[i]
     if op == 'F' then
       add(deposit)
@@ -186,4 +212,4 @@ if kind == 'finagle' then
 end
 redis.call('HSET', key, unpack(out))
 redis.call('PEXPIRE', key, ttl)
-return {0, answer, tokens, cost}
+return {0, answer, tokens, cost, server, behind}

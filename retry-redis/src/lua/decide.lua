@@ -9,10 +9,17 @@
 -- ARGV[2]  open | close
 -- ARGV[3]  for open: the end of the open period, server milliseconds
 -- ARGV[4]  how long the decision outlives its period, milliseconds
+-- ARGV[5]  the server's time (ms) after which the proposal is refused, or
+--          empty
 --
 -- Returns {0, decision} when published, {1, decision} with the current one
--- when another was published first, {-1, code, detail, key} on bad data.
+-- when another was published first, {-2, now_ms} when refused for running
+-- after the deadline, {-1, code, detail, key} on bad data.
 
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local deadline = tonumber(ARGV[5] or '')
+if deadline and now > deadline then return {-2, now} end
 local ty = redis.call('TYPE', KEYS[1])['ok']
 if ty ~= 'none' and ty ~= 'string' then return {-1, 'wrong_type', ty, KEYS[1]} end
 local cur = redis.call('GET', KEYS[1])
@@ -23,8 +30,6 @@ if cur then
   epoch = tonumber(e)
 end
 if epoch ~= tonumber(ARGV[1]) then return {1, cur} end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local new = math.max(epoch + 1, now)
 local keep = tonumber(ARGV[4])
 local val

@@ -3,13 +3,13 @@
 //! probes and their verdict, bounded keys, and bad data.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use crate::common;
+use crate::common::Redis;
 
 use core::time::Duration;
 use std::time::Instant;
 
 use retry_core::{BreakerConfig, BreakerState, CallOutcome, FleetConfig, FleetRule, Rate};
-use retry_redis::{Fleet, FleetBreaker};
+use retry_redis::FleetBreaker;
 use retry_shared::{Breaker, Clock, Gate};
 
 /// The system clock, as the adapters read it.
@@ -37,11 +37,11 @@ fn config(open: Duration) -> BreakerConfig {
 
 /// Three instances, each on its own connection (and so its own thread and
 /// runtime), sharing the breaker `name`.
-fn three(url: &str, ns: &str, fleet: FleetConfig, open: Duration) -> Vec<FleetBreaker> {
+fn three(redis: &Redis, ns: &str, fleet: FleetConfig, open: Duration) -> Vec<FleetBreaker> {
     (0..3)
         .map(|_| {
-            Fleet::connect(url)
-                .unwrap()
+            redis
+                .fleet()
                 .namespace(ns)
                 .unwrap()
                 .breaker("dep", config(open), fleet)
@@ -98,15 +98,9 @@ fn all_synced(members: &[FleetBreaker], n: u64) {
     assert!(ok.is_some(), "every member synced {n} times");
 }
 
-#[test]
-fn failures_at_one_instance_open_the_others_within_one_sync_interval() {
-    let Some(server) =
-        common::start("failures_at_one_instance_open_the_others_within_one_sync_interval")
-    else {
-        return;
-    };
+fn failures_at_one_instance_open_the_others_within_one_sync_interval(redis: &Redis) {
     let fleet = FleetConfig::new(FleetRule::Quorum(1)).sync_interval(INTERVAL);
-    let members = three(&server.url(), "one", fleet, Duration::from_secs(30));
+    let members = three(redis, "one", fleet, Duration::from_secs(30));
     all_synced(&members, 2);
     let (a, others) = members.split_first().unwrap();
     for _ in 0..3 {
@@ -114,11 +108,11 @@ fn failures_at_one_instance_open_the_others_within_one_sync_interval() {
     }
     assert_eq!(a.state(), BreakerState::Open);
     // A publishes at its next sync: the decision appears in Redis.
-    let mut conn = server.conn();
+    let mut conn = redis.conn();
     let published = wait_for(INTERVAL + MARGIN, || {
         redis::cmd("GET")
             .arg(a.decision_key())
-            .query::<Option<String>>(&mut conn)
+            .query::<Option<String>>(&mut *conn)
             .unwrap()
             .is_some_and(|d| d.starts_with("1|open|"))
     });
@@ -150,15 +144,9 @@ fn failures_at_one_instance_open_the_others_within_one_sync_interval() {
     assert_eq!(err.code(), "retry.circuit_open");
 }
 
-#[test]
-fn under_a_quorum_of_two_one_failing_instance_does_not_open_the_others() {
-    let Some(server) =
-        common::start("under_a_quorum_of_two_one_failing_instance_does_not_open_the_others")
-    else {
-        return;
-    };
+fn under_a_quorum_of_two_one_failing_instance_does_not_open_the_others(redis: &Redis) {
     let fleet = FleetConfig::new(FleetRule::Quorum(2)).sync_interval(INTERVAL);
-    let members = three(&server.url(), "quorum", fleet, Duration::from_secs(30));
+    let members = three(redis, "quorum", fleet, Duration::from_secs(30));
     let (a, b, c) = (&members[0], &members[1], &members[2]);
     for _ in 0..3 {
         assert!(fail(a));
@@ -181,11 +169,7 @@ fn under_a_quorum_of_two_one_failing_instance_does_not_open_the_others() {
     assert!(opened.is_some(), "C opened once two instances had");
 }
 
-#[test]
-fn the_aggregate_rule_opens_on_the_summed_window() {
-    let Some(server) = common::start("the_aggregate_rule_opens_on_the_summed_window") else {
-        return;
-    };
+fn the_aggregate_rule_opens_on_the_summed_window(redis: &Redis) {
     let breaker = BreakerConfig::builder()
         .failure_threshold(None)
         .failure_rate(Rate::from_percent(50))
@@ -197,8 +181,8 @@ fn the_aggregate_rule_opens_on_the_summed_window() {
     let fleet = FleetConfig::new(FleetRule::Aggregate).sync_interval(INTERVAL);
     let members: Vec<FleetBreaker> = (0..3)
         .map(|_| {
-            Fleet::connect(&server.url())
-                .unwrap()
+            redis
+                .fleet()
                 .namespace("sum")
                 .unwrap()
                 .breaker("dep", breaker, fleet)
@@ -223,18 +207,12 @@ fn the_aggregate_rule_opens_on_the_summed_window() {
     );
 }
 
-#[test]
-fn half_open_probes_are_limited_fleet_wide_and_their_verdict_closes_the_fleet() {
-    let Some(server) =
-        common::start("half_open_probes_are_limited_fleet_wide_and_their_verdict_closes_the_fleet")
-    else {
-        return;
-    };
+fn half_open_probes_are_limited_fleet_wide_and_their_verdict_closes_the_fleet(redis: &Redis) {
     let open = Duration::from_millis(400);
     let fleet = FleetConfig::new(FleetRule::Quorum(1))
         .sync_interval(INTERVAL)
         .probes(1);
-    let members = three(&server.url(), "probes", fleet, open);
+    let members = three(redis, "probes", fleet, open);
     for _ in 0..3 {
         assert!(fail(&members[0]));
     }
@@ -287,14 +265,10 @@ fn half_open_probes_are_limited_fleet_wide_and_their_verdict_closes_the_fleet() 
     }
 }
 
-#[test]
-fn keys_are_namespaced_expiring_and_bounded() {
-    let Some(server) = common::start("keys_are_namespaced_expiring_and_bounded") else {
-        return;
-    };
+fn keys_are_namespaced_expiring_and_bounded(redis: &Redis) {
     let interval = Duration::from_millis(20);
     let fleet = FleetConfig::new(FleetRule::Quorum(2)).sync_interval(interval);
-    let members = three(&server.url(), "bounded", fleet, Duration::from_millis(50));
+    let members = three(redis, "bounded", fleet, Duration::from_millis(50));
     let mut most = 0;
     let start = members[0].syncs();
     // Many syncs and calls, the fleet opening and closing along the way.
@@ -303,34 +277,29 @@ fn keys_are_namespaced_expiring_and_bounded() {
             let _ = fail(m);
             let _ = succeed(m);
         }
-        let keys = server.keys("*");
+        let keys = redis.keys("*");
         assert!(
-            keys.iter().all(|k| k.starts_with("bounded:breaker:dep:")),
+            keys.iter().all(|k| k.starts_with("bounded:breaker:{dep}:")),
             "{keys:?}"
         );
         most = most.max(keys.len());
         std::thread::sleep(Duration::from_millis(5));
     }
-    assert!(most <= 5, "at most 5 keys: {most}");
-    let mut conn = server.conn();
-    for key in server.keys("*") {
-        let ttl: i64 = redis::cmd("PTTL").arg(&key).query(&mut conn).unwrap();
-        assert!(ttl > 0, "{key} expires");
+    assert!(most <= 6, "at most 6 keys: {most}");
+    let mut conn = redis.conn();
+    for key in redis.keys("*") {
+        // -1 would be a key without an expiry; -2 one that expired since.
+        let ttl: i64 = redis::cmd("PTTL").arg(&key).query(&mut *conn).unwrap();
+        assert!(ttl > 0 || ttl == -2, "{key} expires: {ttl}");
     }
 }
 
-#[test]
-fn bad_data_fails_the_sync_with_a_typed_error_logged_once_never_a_panic() {
-    let Some(server) =
-        common::start("bad_data_fails_the_sync_with_a_typed_error_logged_once_never_a_panic")
-    else {
-        return;
-    };
+fn bad_data_fails_the_sync_with_a_typed_error_logged_once_never_a_panic(redis: &Redis) {
     let fleet = FleetConfig::new(FleetRule::Quorum(1)).sync_interval(INTERVAL);
-    let members = three(&server.url(), "bad", fleet, Duration::from_secs(30));
+    let members = three(redis, "bad", fleet, Duration::from_secs(30));
     all_synced(&members, 2);
     let key = members[0].decision_key().to_owned();
-    let mut conn = server.conn();
+    let mut conn = redis.conn();
     let check = |what: &str, logged: u32| {
         let errors = members[0].sync_errors();
         let failed = wait_for(Duration::from_secs(3), || {
@@ -345,55 +314,74 @@ fn bad_data_fails_the_sync_with_a_typed_error_logged_once_never_a_panic() {
     let _: () = redis::cmd("SET")
         .arg(&key)
         .arg("not a decision")
-        .query(&mut conn)
+        .query(&mut *conn)
         .unwrap();
     check("garbage", 1);
     let _: () = redis::cmd("SET")
         .arg(&key)
         .arg("1|open|12|x")
-        .query(&mut conn)
+        .query(&mut *conn)
         .unwrap();
     check("garbage again", 1);
     let _: () = redis::cmd("SET")
         .arg(&key)
         .arg("9|open|12|34|more")
-        .query(&mut conn)
+        .query(&mut *conn)
         .unwrap();
     check("a future format", 2);
-    let _: () = redis::cmd("DEL").arg(&key).query(&mut conn).unwrap();
+    let _: () = redis::cmd("DEL").arg(&key).query(&mut *conn).unwrap();
     let _: () = redis::cmd("RPUSH")
         .arg(&key)
         .arg("a list")
-        .query(&mut conn)
+        .query(&mut *conn)
         .unwrap();
     check("a wrong type", 3);
     // Cleaned up, the syncs succeed again.
-    let _: () = redis::cmd("DEL").arg(&key).query(&mut conn).unwrap();
+    let _: () = redis::cmd("DEL").arg(&key).query(&mut *conn).unwrap();
     let syncs = members[0].syncs();
     assert!(wait_for(Duration::from_secs(3), || members[0].syncs() > syncs + 2).is_some());
-    // A member's report overwritten with garbage is left out (and logged).
-    let buckets = server.keys("bad:breaker:dep:members:*");
-    for b in &buckets {
+    // A member's own report overwritten with garbage (the only report a
+    // member reads back) is left out of the sums, and logged once.
+    let logged = members[0].logged();
+    for _ in 0..3 {
+        for b in redis.keys("bad:breaker:{dep}:reports:*") {
+            let _: () = redis::cmd("HSET")
+                .arg(&b)
+                .arg(members[0].member_id())
+                .arg("1|x|y")
+                .query(&mut *conn)
+                .unwrap();
+        }
+        let syncs = members[0].syncs();
+        assert!(wait_for(Duration::from_secs(3), || members[0].syncs() > syncs).is_some());
+    }
+    assert_eq!(
+        members[0].logged(),
+        logged,
+        "garbage: a kind logged once already (the decision's)"
+    );
+    let syncs = members[0].syncs();
+    assert!(wait_for(Duration::from_secs(3), || members[0].syncs() > syncs + 2).is_some());
+    assert_eq!(members[0].last_sync().unwrap().view.members, 3);
+    // Garbage in the sums fails the sync (typed, logged once) until the
+    // interval's keys expire; then the fleet's view is whole again.
+    for b in redis.keys("bad:breaker:{dep}:sums:*") {
         let _: () = redis::cmd("HSET")
-            .arg(b)
-            .arg("intruder")
-            .arg("1|x|y")
-            .query(&mut conn)
+            .arg(&b)
+            .arg("v:n")
+            .arg("lots")
+            .query(&mut *conn)
             .unwrap();
     }
     let syncs = members[0].syncs();
-    assert!(wait_for(Duration::from_secs(3), || members[0].syncs() > syncs + 1).is_some());
+    assert!(wait_for(Duration::from_secs(3), || members[0].syncs() > syncs + 3).is_some());
     assert_eq!(members[0].last_sync().unwrap().view.members, 3);
 }
 
-#[test]
-fn the_tower_breaker_layer_takes_a_fleet_breaker() {
+fn the_tower_breaker_layer_takes_a_fleet_breaker(redis: &Redis) {
     use tower::{Layer as _, ServiceExt as _};
-    let Some(server) = common::start("the_tower_breaker_layer_takes_a_fleet_breaker") else {
-        return;
-    };
     let fleet = FleetConfig::new(FleetRule::Quorum(1)).sync_interval(INTERVAL);
-    let members = three(&server.url(), "tower", fleet, Duration::from_secs(30));
+    let members = three(redis, "tower", fleet, Duration::from_secs(30));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -421,15 +409,10 @@ fn the_tower_breaker_layer_takes_a_fleet_breaker() {
     });
 }
 
-#[test]
-fn a_store_that_lost_its_keys_lets_the_instances_decide_alone() {
-    let Some(server) = common::start("a_store_that_lost_its_keys_lets_the_instances_decide_alone")
-    else {
-        return;
-    };
+fn a_store_that_lost_its_keys_lets_the_instances_decide_alone(redis: &Redis) {
     let open = Duration::from_millis(300);
     let fleet = FleetConfig::new(FleetRule::Quorum(1)).sync_interval(INTERVAL);
-    let members = three(&server.url(), "lost", fleet, open);
+    let members = three(redis, "lost", fleet, open);
     for _ in 0..3 {
         assert!(fail(&members[0]));
     }
@@ -438,7 +421,7 @@ fn a_store_that_lost_its_keys_lets_the_instances_decide_alone() {
     });
     assert!(followed.is_some());
     // Redis loses everything (a restart without persistence, a flush).
-    let _: () = redis::cmd("FLUSHALL").query(&mut server.conn()).unwrap();
+    redis.flushall();
     // The dependency is healthy again: every instance gets back to closed (on
     // its own or through a new fleet decision and its probe), none stays stuck
     // following a decision nobody holds.
@@ -463,4 +446,315 @@ fn a_store_that_lost_its_keys_lets_the_instances_decide_alone() {
             ))
             .collect::<Vec<_>>()
     );
+}
+
+/// Three members, a quorum of one, one probe fleet-wide with claims lasting
+/// `claim`: member 0 fails and the whole fleet opens for `open`.
+fn open_fleet(redis: &Redis, ns: &str, open: Duration, claim: Duration) -> Vec<FleetBreaker> {
+    let fleet = FleetConfig::new(FleetRule::Quorum(1))
+        .sync_interval(INTERVAL)
+        .probes(1)
+        .claim_ttl(claim);
+    let members = three(redis, ns, fleet, open);
+    all_synced(&members, 1);
+    for _ in 0..3 {
+        assert!(fail(&members[0]));
+    }
+    // (How fast is another test's subject: this one's is what follows.)
+    let opened = wait_for(Duration::from_secs(3), || {
+        members[1..].iter().all(FleetBreaker::is_following)
+    });
+    assert!(opened.is_some(), "the fleet opened");
+    members
+}
+
+/// Offers every member a call until one is admitted (it succeeds); who.
+fn first_admitted(members: &[FleetBreaker], limit: Duration) -> Option<(usize, Duration)> {
+    let start = Instant::now();
+    while start.elapsed() <= limit {
+        for (i, m) in members.iter().enumerate() {
+            if succeed(m) {
+                return Some((i, start.elapsed()));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    None
+}
+
+fn a_probe_claim_beyond_the_claim_lifetime_does_not_hold_the_slot(redis: &Redis) {
+    let open = Duration::from_millis(400);
+    let claim = Duration::from_millis(300);
+    let members = open_fleet(redis, "claim", open, claim);
+    // Someone claims the only slot until the year 33658.
+    let _: () = redis::cmd("ZADD")
+        .arg(members[0].probes_key())
+        .arg(1_000_000_000_000_000_u64)
+        .arg("intruder#1")
+        .query(&mut *redis.conn())
+        .unwrap();
+    // After the open period, the claim lasts at most a claim's lifetime: a
+    // member gets the slot and probes.
+    let probed = first_admitted(&members, open + claim + 3 * INTERVAL + MARGIN);
+    assert!(
+        probed.is_some(),
+        "a probe ran once the intruder's claim was cut to a claim's lifetime: {:?}",
+        members
+            .iter()
+            .map(|m| (m.state(), m.is_following(), m.syncs(), m.sync_errors()))
+            .collect::<Vec<_>>()
+    );
+}
+
+fn a_probes_key_of_the_wrong_type_while_half_open_does_not_wedge_the_followers(redis: &Redis) {
+    let open = Duration::from_millis(400);
+    let members = open_fleet(redis, "probetype", open, Duration::from_secs(10));
+    let opened = Instant::now();
+    let _: () = redis::cmd("SET")
+        .arg(members[0].probes_key())
+        .arg("not a sorted set")
+        .query(&mut *redis.conn())
+        .unwrap();
+    // The claims fail; after two sync intervals without a completed sync the
+    // followers decide alone and probe on their own.
+    let bound = open + 2 * INTERVAL;
+    let probed = first_admitted(&members[1..], bound + MARGIN + Duration::from_secs(2));
+    let (_, _) = probed.unwrap_or_else(|| {
+        panic!(
+            "a follower probed on its own: {:?}",
+            members
+                .iter()
+                .map(|m| (m.state(), m.is_following(), m.syncs(), m.sync_errors()))
+                .collect::<Vec<_>>()
+        )
+    });
+    let took = opened.elapsed();
+    eprintln!("a follower admitted a call {took:?} after the fleet opened (bound {bound:?})");
+    assert!(took <= bound + MARGIN, "{took:?}");
+    assert!(
+        members[1..].iter().any(|m| m.logged() >= 1),
+        "the wrong type was logged"
+    );
+    // Its verdict closes the fleet (publishing it clears the bad key).
+    let closed = wait_for(Duration::from_secs(3), || {
+        members.iter().all(|m| {
+            let _ = succeed(m);
+            m.state() == BreakerState::Closed
+        })
+    });
+    assert!(
+        closed.is_some(),
+        "the fleet closed on the follower's verdict"
+    );
+}
+
+fn the_claim_script_refuses_a_claim_for_another_decision_and_cuts_long_claims(redis: &Redis) {
+    let script = redis::Script::new(include_str!("../../src/lua/claim.lua"));
+    let mut conn = redis.conn();
+    let now_ms = || -> u64 {
+        let (secs, micros): (u64, u64) = redis::cmd("TIME").query(&mut *redis.conn()).unwrap();
+        secs * 1_000 + micros / 1_000
+    };
+    let (probes, decision) = ("t:breaker:{x}:probes", "t:breaker:{x}:decision");
+    let _: () = redis::cmd("SET")
+        .arg(decision)
+        .arg(format!("1|open|{}|7", now_ms() - 1))
+        .query(&mut *conn)
+        .unwrap();
+    let claim = |conn: &mut dyn redis::ConnectionLike, member: &str, epoch: u64| -> Vec<i64> {
+        script
+            .key(probes)
+            .key(decision)
+            .arg(member)
+            .arg(1)
+            .arg(1)
+            .arg(1_000)
+            .arg(epoch)
+            .invoke(conn)
+            .unwrap()
+    };
+    assert_eq!(
+        claim(&mut *conn, "late", 6),
+        [0, 0],
+        "an older epoch is refused"
+    );
+    assert_eq!(
+        claim(&mut *conn, "now", 7),
+        [0, 1],
+        "the current epoch is granted"
+    );
+    let _: () = redis::cmd("DEL").arg(probes).query(&mut *conn).unwrap();
+    let _: () = redis::cmd("ZADD")
+        .arg(probes)
+        .arg(1_000_000_000_000_000_u64)
+        .arg("intruder#1")
+        .query(&mut *conn)
+        .unwrap();
+    let before = now_ms();
+    assert_eq!(claim(&mut *conn, "now", 7), [0, 0], "the slot is taken");
+    let score: f64 = redis::cmd("ZSCORE")
+        .arg(probes)
+        .arg("intruder#1")
+        .query(&mut *conn)
+        .unwrap();
+    assert!(
+        score <= (now_ms() + 1_000) as f64 && score >= before as f64,
+        "the claim was cut to one claim lifetime from now: {score}"
+    );
+}
+
+crate::on_single_and_cluster!(
+    the_tower_breaker_layer_takes_a_fleet_breaker,
+    failures_at_one_instance_open_the_others_within_one_sync_interval,
+    under_a_quorum_of_two_one_failing_instance_does_not_open_the_others,
+    the_aggregate_rule_opens_on_the_summed_window,
+    half_open_probes_are_limited_fleet_wide_and_their_verdict_closes_the_fleet,
+    keys_are_namespaced_expiring_and_bounded,
+    bad_data_fails_the_sync_with_a_typed_error_logged_once_never_a_panic,
+    a_store_that_lost_its_keys_lets_the_instances_decide_alone,
+    a_probe_claim_beyond_the_claim_lifetime_does_not_hold_the_slot,
+    a_probes_key_of_the_wrong_type_while_half_open_does_not_wedge_the_followers,
+    the_claim_script_refuses_a_claim_for_another_decision_and_cuts_long_claims,
+);
+
+/// On a cluster: each breaker's and budget's keys live on one node (one hash
+/// slot), and different names spread over the three nodes.
+#[test]
+fn on_a_cluster_each_name_keeps_to_one_slot_and_names_spread_over_the_shards() {
+    let test = "on_a_cluster_each_name_keeps_to_one_slot_and_names_spread_over_the_shards";
+    let Some(redis) = Redis::cluster(test) else {
+        return;
+    };
+    let fleet = redis.fleet().namespace("spread").unwrap();
+    let names: Vec<String> = (0..12).map(|i| format!("dependency-{i}")).collect();
+    let breakers: Vec<FleetBreaker> = names
+        .iter()
+        .map(|name| {
+            fleet
+                .breaker(
+                    name,
+                    config(Duration::from_secs(30)),
+                    FleetConfig::new(FleetRule::Quorum(1)).sync_interval(INTERVAL),
+                )
+                .build()
+                .unwrap()
+        })
+        .collect();
+    let budgets: Vec<retry_redis::FleetBudget> = names
+        .iter()
+        .map(|name| {
+            fleet
+                .budget(name, retry_core::BudgetConfig::aws_standard())
+                .timeout(Duration::from_secs(2))
+                .build()
+                .unwrap()
+        })
+        .collect();
+    for b in &budgets {
+        let answer = b
+            .apply_blocking(
+                &[retry_core::BudgetInput::Withdraw(
+                    retry_core::RetryKind::Failure,
+                )],
+                None,
+            )
+            .unwrap();
+        assert!(answer.withdrawal.unwrap().is_granted());
+    }
+    // Open every breaker, so that each has a decision as well as its sums.
+    for b in &breakers {
+        for _ in 0..3 {
+            assert!(fail(b));
+        }
+    }
+    let published = wait_for(Duration::from_secs(5), || {
+        let decisions = redis.keys("spread:breaker:*:decision");
+        decisions.len() == names.len()
+    });
+    assert!(published.is_some(), "every breaker published its decision");
+    let Redis::Cluster(cluster, ..) = &redis else {
+        unreachable!()
+    };
+    let mut used = std::collections::BTreeSet::new();
+    for name in &names {
+        let holders: Vec<usize> = cluster
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, node)| !node.keys(&format!("spread:*{{{name}}}*")).is_empty())
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(holders.len(), 1, "{name}'s keys on one node: {holders:?}");
+        let on_it = cluster.nodes[holders[0]].keys(&format!("spread:*{{{name}}}*"));
+        assert!(
+            on_it.len() >= 3,
+            "{name}: its budget, decision and members' sums together: {on_it:?}"
+        );
+        used.insert(holders[0]);
+    }
+    assert_eq!(used.len(), 3, "the names spread over the three nodes");
+    for b in &breakers {
+        assert_eq!(b.sync_errors(), 0, "{:?}", b.decision_key());
+    }
+}
+
+/// Names, namespaces and member ids: what a key may hold (no Redis needed:
+/// the connection is made on first use).
+#[test]
+fn names_that_would_break_a_key_or_its_hash_tag_are_refused() {
+    let fleet = retry_redis::Fleet::connect("redis://127.0.0.1:1/").unwrap();
+    for bad in ["", "a{b", "a}b", "a:b", "a b", "a\u{7}b", &"x".repeat(201)] {
+        let err = fleet.clone().namespace(bad).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                retry_redis::SetupError::Name {
+                    field: "namespace",
+                    ..
+                }
+            ),
+            "{bad:?}: {err}"
+        );
+        assert!(fleet.clone().member(bad).is_err(), "member {bad:?}");
+        let breaker = fleet
+            .breaker(
+                bad,
+                config(Duration::from_secs(1)),
+                FleetConfig::new(FleetRule::Quorum(1)),
+            )
+            .build();
+        assert!(breaker.is_err(), "breaker {bad:?}");
+        let budget = fleet
+            .budget(bad, retry_core::BudgetConfig::aws_standard())
+            .build();
+        assert!(budget.is_err(), "budget {bad:?}");
+    }
+    let fleet = fleet
+        .namespace("checkout")
+        .unwrap()
+        .member("pod-7.eu_west")
+        .unwrap();
+    assert_eq!(fleet.member_id(), "pod-7.eu_west");
+    let breaker = fleet
+        .breaker(
+            "payments-v2",
+            config(Duration::from_secs(1)),
+            FleetConfig::new(FleetRule::Quorum(1)),
+        )
+        .build()
+        .unwrap();
+    assert_eq!(
+        breaker.decision_key(),
+        "checkout:breaker:{payments-v2}:decision"
+    );
+    assert_eq!(
+        breaker.probes_key(),
+        "checkout:breaker:{payments-v2}:probes"
+    );
+    assert_eq!(breaker.member_id(), "pod-7.eu_west");
+    let budget = fleet
+        .budget("payments-v2", retry_core::BudgetConfig::aws_standard())
+        .build()
+        .unwrap();
+    assert_eq!(budget.key(), "checkout:budget:{payments-v2}");
 }

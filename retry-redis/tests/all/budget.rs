@@ -3,7 +3,7 @@
 //! three processes' worth of concurrent retries, and bad data.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use crate::common;
+use crate::common::{self, Redis};
 
 use core::sync::atomic::{AtomicU64, Ordering};
 use core::time::Duration;
@@ -84,22 +84,12 @@ impl Arbitrary for Case {
     }
 }
 
-#[test]
-fn random_sequences_give_the_core_budgets_tokens_and_answers() {
-    let Some(server) = common::start("random_sequences_give_the_core_budgets_tokens_and_answers")
-    else {
-        return;
-    };
-    let _ = PROP_FLEET.set(
-        Fleet::connect(&server.url())
-            .unwrap()
-            .namespace("prop")
-            .unwrap(),
-    );
+fn random_sequences_give_the_core_budgets_tokens_and_answers(redis: &Redis) {
+    PROP_FLEET.with(|f| *f.borrow_mut() = Some(redis.fleet().namespace("prop").unwrap()));
     fn prop(case: Case) -> TestResult {
         let n = CASES.fetch_add(1, Ordering::Relaxed);
         let budget = PROP_FLEET
-            .get()
+            .with(|f| f.borrow().clone())
             .unwrap()
             .budget(&format!("case{n}"), case.config)
             .timeout(PATIENT)
@@ -134,29 +124,26 @@ fn random_sequences_give_the_core_budgets_tokens_and_answers() {
     assert!(withdrawals > 1_000, "the cases withdrew ({withdrawals})");
 }
 
-static PROP_FLEET: std::sync::OnceLock<Fleet> = std::sync::OnceLock::new();
+thread_local! {
+    /// The fleet the property's cases run on (the property is a plain `fn`).
+    static PROP_FLEET: core::cell::RefCell<Option<Fleet>> = const { core::cell::RefCell::new(None) };
+}
 static CASES: AtomicU64 = AtomicU64::new(0);
 static WITHDRAWALS: AtomicU64 = AtomicU64::new(0);
 
-#[test]
-fn three_processes_of_a_thousand_concurrent_retries_withdraw_exactly_the_quota() {
-    let Some(server) = common::start(
-        "three_processes_of_a_thousand_concurrent_retries_withdraw_exactly_the_quota",
-    ) else {
-        return;
-    };
+fn three_processes_of_a_thousand_concurrent_retries_withdraw_exactly_the_quota(redis: &Redis) {
     // AWS: 500 tokens, 5 a retry: exactly 100 retries, whatever the order (no
     // call succeeds, so nothing is refunded).
     let config = BudgetConfig::aws_standard();
     let policy = common::one_retry();
     let attempts = Arc::new(AtomicU64::new(0));
-    let url = server.url();
+
     let instances: Vec<_> = (0..3)
         .map(|_| {
-            let (url, policy, attempts) = (url.clone(), policy, Arc::clone(&attempts));
+            let (fleet, policy, attempts) = (redis.fleet(), policy, Arc::clone(&attempts));
             std::thread::spawn(move || {
                 // Its own connection and its own runtime: an independent instance.
-                let fleet = Fleet::connect(&url).unwrap().namespace("quota").unwrap();
+                let fleet = fleet.namespace("quota").unwrap();
                 let budget = fleet
                     .budget("shared", config)
                     .timeout(PATIENT)
@@ -212,25 +199,16 @@ fn three_processes_of_a_thousand_concurrent_retries_withdraw_exactly_the_quota()
     assert_eq!(allowed, 100);
     assert_eq!(retries, allowed, "no lost update, no double spend");
     let tokens: String = redis::cmd("HGET")
-        .arg("quota:budget:shared")
+        .arg("quota:budget:{shared}")
         .arg("t")
-        .query(&mut server.conn())
+        .query(&mut *redis.conn())
         .unwrap();
     assert_eq!(tokens, "0");
 }
 
-#[test]
-fn bad_data_is_a_typed_error_logged_once_with_the_local_fallback() {
-    let Some(server) =
-        common::start("bad_data_is_a_typed_error_logged_once_with_the_local_fallback")
-    else {
-        return;
-    };
-    let fleet = Fleet::connect(&server.url())
-        .unwrap()
-        .namespace("bad")
-        .unwrap();
-    let mut conn = server.conn();
+fn bad_data_is_a_typed_error_logged_once_with_the_local_fallback(redis: &Redis) {
+    let fleet = redis.fleet().namespace("bad").unwrap();
+    let mut conn = redis.conn();
     let budget = |name: &str| {
         fleet
             .budget(name, BudgetConfig::aws_standard())
@@ -242,9 +220,9 @@ fn bad_data_is_a_typed_error_logged_once_with_the_local_fallback() {
 
     // A wrong type.
     let _: () = redis::cmd("SET")
-        .arg("bad:budget:str")
+        .arg("bad:budget:{str}")
         .arg("hello")
-        .query(&mut conn)
+        .query(&mut *conn)
         .unwrap();
     let b = budget("str");
     let err = b.apply_blocking(&withdraw, None).unwrap_err();
@@ -258,25 +236,25 @@ fn bad_data_is_a_typed_error_logged_once_with_the_local_fallback() {
     let b = budget("garbage");
     b.apply_blocking(&withdraw, None).unwrap();
     let _: () = redis::cmd("HSET")
-        .arg("bad:budget:garbage")
+        .arg("bad:budget:{garbage}")
         .arg("t")
         .arg("lots")
-        .query(&mut conn)
+        .query(&mut *conn)
         .unwrap();
     let err = b.apply_blocking(&withdraw, None).unwrap_err();
     assert_eq!(
         err,
         StoreError::Garbage {
-            key: "bad:budget:garbage".into(),
+            key: "bad:budget:{garbage}".into(),
             field: "t".into()
         }
     );
     // Tokens beyond the bucket are garbage too.
     let _: () = redis::cmd("HSET")
-        .arg("bad:budget:garbage")
+        .arg("bad:budget:{garbage}")
         .arg("t")
         .arg("999999999")
-        .query(&mut conn)
+        .query(&mut *conn)
         .unwrap();
     assert!(matches!(
         b.apply_blocking(&withdraw, None),
@@ -287,10 +265,10 @@ fn bad_data_is_a_typed_error_logged_once_with_the_local_fallback() {
     let b = budget("future");
     b.apply_blocking(&withdraw, None).unwrap();
     let _: () = redis::cmd("HSET")
-        .arg("bad:budget:future")
+        .arg("bad:budget:{future}")
         .arg("v")
         .arg("7")
-        .query(&mut conn)
+        .query(&mut *conn)
         .unwrap();
     let err = b.apply_blocking(&withdraw, None).unwrap_err();
     assert_eq!(err.code(), "redis.future_format");
@@ -303,10 +281,10 @@ fn bad_data_is_a_typed_error_logged_once_with_the_local_fallback() {
         .build()
         .unwrap();
     let _: () = redis::cmd("HSET")
-        .arg("bad:budget:future")
+        .arg("bad:budget:{future}")
         .arg("v")
         .arg("1")
-        .query(&mut conn)
+        .query(&mut *conn)
         .unwrap();
     assert!(matches!(
         grpc.apply_blocking(&withdraw, None),
@@ -316,9 +294,9 @@ fn bad_data_is_a_typed_error_logged_once_with_the_local_fallback() {
     // Through the Budget trait: every withdrawal still ends, answered by the
     // local budget (fail open) or refused (fail closed), counted, logged once.
     let _: () = redis::cmd("SET")
-        .arg("bad:budget:trait")
+        .arg("bad:budget:{trait}")
         .arg("x")
-        .query(&mut conn)
+        .query(&mut *conn)
         .unwrap();
     let open = fleet
         .budget("trait", BudgetConfig::aws_standard())
@@ -356,15 +334,8 @@ fn bad_data_is_a_typed_error_logged_once_with_the_local_fallback() {
     );
 }
 
-#[test]
-fn the_key_is_namespaced_expires_and_stays_single() {
-    let Some(server) = common::start("the_key_is_namespaced_expires_and_stays_single") else {
-        return;
-    };
-    let fleet = Fleet::connect(&server.url())
-        .unwrap()
-        .namespace("keys")
-        .unwrap();
+fn the_key_is_namespaced_expires_and_stays_single(redis: &Redis) {
+    let fleet = redis.fleet().namespace("keys").unwrap();
     let budget = fleet
         .budget("one", BudgetConfig::finagle_default())
         .timeout(PATIENT)
@@ -381,13 +352,258 @@ fn the_key_is_namespaced_expires_and_stays_single() {
             .apply_blocking(&inputs[(i % 3) as usize..], Some(at))
             .unwrap();
     }
-    assert_eq!(server.keys("*"), vec!["keys:budget:one".to_owned()]);
+    assert_eq!(redis.keys("*"), vec!["keys:budget:{one}".to_owned()]);
     let ttl: i64 = redis::cmd("PTTL")
-        .arg("keys:budget:one")
-        .query(&mut server.conn())
+        .arg("keys:budget:{one}")
+        .query(&mut *redis.conn())
         .unwrap();
     assert!(
         ttl > 0 && ttl <= 20_000,
         "expires in twice the window: {ttl} ms"
     );
 }
+
+/// Withdrawals until the first refusal, on the server's clock: how many were
+/// granted.
+fn withdraw_until_refused(budget: &retry_redis::FleetBudget) -> u32 {
+    let mut granted = 0;
+    loop {
+        let answer = budget
+            .apply_blocking(&[BudgetInput::Withdraw(RetryKind::Failure)], None)
+            .unwrap();
+        if !answer.withdrawal.unwrap().is_granted() {
+            return granted;
+        }
+        granted += 1;
+        assert!(granted < 1_000, "the budget never refuses");
+    }
+}
+
+fn server_micros(conn: &mut dyn redis::ConnectionLike) -> u64 {
+    let (secs, micros): (u64, u64) = redis::cmd("TIME").query(conn).unwrap();
+    secs * 1_000_000 + micros
+}
+
+/// Finagle over a 1 s window, 10 retries a second from the reserve and no
+/// deposits: every second's window grants exactly 10.
+fn ten_a_second() -> BudgetConfig {
+    BudgetConfig::finagle()
+        .window(Duration::from_secs(1))
+        .min_retries_per_sec(10)
+        .percent_can_retry_permille(0)
+        .build()
+        .unwrap()
+}
+
+fn a_stored_time_ahead_of_the_server_clock_does_not_freeze_a_finagle_budget(redis: &Redis) {
+    let fleet = redis.fleet().namespace("ahead").unwrap();
+    let budget = fleet
+        .budget("window", ten_a_second())
+        .timeout(PATIENT)
+        .build()
+        .unwrap();
+    let mut conn = redis.conn();
+    assert_eq!(withdraw_until_refused(&budget), 10);
+    std::thread::sleep(Duration::from_millis(1_100));
+    assert_eq!(withdraw_until_refused(&budget), 10, "the window moved on");
+    assert_eq!(budget.logged(), 0);
+    // The stored time one hour ahead of the server's (as after a failover to a
+    // replica whose clock is an hour behind).
+    let ahead = server_micros(&mut *conn) + 3_600_000_000;
+    let _: () = redis::cmd("HSET")
+        .arg(budget.key())
+        .arg("last")
+        .arg(ahead)
+        .query(&mut *conn)
+        .unwrap();
+    let first = withdraw_until_refused(&budget);
+    std::thread::sleep(Duration::from_millis(1_100));
+    let second = withdraw_until_refused(&budget);
+    std::thread::sleep(Duration::from_millis(1_100));
+    let third = withdraw_until_refused(&budget);
+    assert_eq!(
+        (second, third),
+        (10, 10),
+        "the window keeps moving after the clock stepped back (first window {first})"
+    );
+    assert_eq!(budget.logged(), 1, "the step was logged, once");
+    let last: u64 = redis::cmd("HGET")
+        .arg(budget.key())
+        .arg("last")
+        .query(&mut *conn)
+        .unwrap();
+    assert!(
+        last <= server_micros(&mut *conn),
+        "the stored time was repaired"
+    );
+}
+
+fn a_clock_step_backwards_counts_as_no_time_passing_and_the_window_moves_on(redis: &Redis) {
+    let fleet = redis.fleet().namespace("step").unwrap();
+    let budget = fleet
+        .budget("window", ten_a_second())
+        .timeout(PATIENT)
+        .build()
+        .unwrap();
+    let withdraw = [BudgetInput::Withdraw(RetryKind::Failure)];
+    let granted_at = |at: Instant| {
+        (0..20)
+            .filter(|_| {
+                budget
+                    .apply_blocking(&withdraw, Some(at))
+                    .unwrap()
+                    .withdrawal
+                    .unwrap()
+                    .is_granted()
+            })
+            .count()
+    };
+    assert_eq!(granted_at(Instant::from_secs(100)), 10);
+    // The clock steps back 90 s: no time passed, the window is as it was.
+    assert_eq!(granted_at(Instant::from_secs(10)), 0);
+    // 1.1 s later on the new clock the window has moved on.
+    assert_eq!(granted_at(Instant::from_millis(11_100)), 10);
+    assert_eq!(granted_at(Instant::from_millis(12_200)), 10);
+}
+
+fn a_withdrawal_that_timed_out_is_not_applied_when_redis_resumes(redis: &Redis) {
+    let fleet = redis.fleet().namespace("late").unwrap();
+    let budget = fleet
+        .budget("quota", BudgetConfig::aws_standard())
+        .timeout(Duration::from_millis(50))
+        .build()
+        .unwrap();
+    let withdraw = [
+        BudgetInput::Failure,
+        BudgetInput::Withdraw(RetryKind::Failure),
+    ];
+    // Redis answers (and learns the budget): 500 - 5 tokens.
+    let answered = || {
+        (0..100).find_map(|_| {
+            let answer = budget.apply_blocking(&withdraw, None).ok();
+            if answer.is_none() {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            answer
+        })
+    };
+    assert_eq!(answered().unwrap().tokens, Tokens::from_whole(495));
+    let tokens = |conn: &mut dyn redis::ConnectionLike| -> String {
+        redis::cmd("HGET")
+            .arg(budget.key())
+            .arg("t")
+            .query(conn)
+            .unwrap()
+    };
+    let mut conn = redis.conn();
+    assert_eq!(tokens(&mut *conn), "495000");
+    redis.stop();
+    for _ in 0..6 {
+        let err = budget.apply_blocking(&withdraw, None).unwrap_err();
+        assert_eq!(err.code(), "redis.timeout", "{err}");
+    }
+    redis.resume();
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        tokens(&mut *conn),
+        "495000",
+        "the six withdrawals that timed out were not charged"
+    );
+    assert_eq!(
+        answered().unwrap().tokens,
+        Tokens::from_whole(490),
+        "redis answers again"
+    );
+}
+
+/// The scripts Redis ran (`EVALSHA` calls, every node) since the last reset.
+fn scripts_run(redis: &Redis) -> u64 {
+    redis
+        .servers()
+        .iter()
+        .map(|server| {
+            let stats: String = redis::cmd("INFO")
+                .arg("commandstats")
+                .query(&mut server.conn())
+                .unwrap();
+            stats
+                .lines()
+                .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+                .and_then(|rest| rest.split(',').next())
+                .map_or(0, |n| n.parse::<u64>().unwrap())
+        })
+        .sum()
+}
+
+fn reset_stats(redis: &Redis) {
+    for server in redis.servers() {
+        let _: () = redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query(&mut server.conn())
+            .unwrap();
+    }
+}
+
+fn a_call_costs_one_script_per_input_its_budget_heeds(redis: &Redis) {
+    let fleet = redis.fleet().namespace("heeds").unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let configs = [
+        ("grpc", BudgetConfig::grpc(100, 1.0).unwrap()),
+        ("aws", BudgetConfig::aws_standard()),
+        ("finagle", BudgetConfig::finagle_default()),
+    ];
+    for (name, config) in configs {
+        let budget = fleet.budget(name, config).timeout(PATIENT).build().unwrap();
+        let retry = retry_tokio::Retry::<&str>::new(common::one_retry()).budget(budget.clone());
+        // Warm: the script loaded and the server's clock read.
+        runtime
+            .block_on(retry.call(|_| async { Ok::<_, &str>(()) }))
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        reset_stats(redis);
+        for _ in 0..10 {
+            runtime
+                .block_on(retry.call(|_| async { Ok::<_, &str>(()) }))
+                .unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(
+            scripts_run(redis),
+            10,
+            "{name}: a call that succeeds at once costs one script (its first attempt or its success)"
+        );
+        reset_stats(redis);
+        for _ in 0..10 {
+            runtime
+                .block_on(retry.call(|a| async move {
+                    if a.is_first() {
+                        Err("once")
+                    } else {
+                        Ok(())
+                    }
+                }))
+                .unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(
+            scripts_run(redis),
+            20,
+            "{name}: a call retried once costs two scripts"
+        );
+        assert_eq!((budget.fallbacks(), budget.errors()), (0, 0), "{name}");
+    }
+}
+
+crate::on_single_and_cluster!(
+    a_call_costs_one_script_per_input_its_budget_heeds,
+    random_sequences_give_the_core_budgets_tokens_and_answers,
+    three_processes_of_a_thousand_concurrent_retries_withdraw_exactly_the_quota,
+    bad_data_is_a_typed_error_logged_once_with_the_local_fallback,
+    the_key_is_namespaced_expires_and_stays_single,
+    a_stored_time_ahead_of_the_server_clock_does_not_freeze_a_finagle_budget,
+    a_clock_step_backwards_counts_as_no_time_passing_and_the_window_moves_on,
+    a_withdrawal_that_timed_out_is_not_applied_when_redis_resumes,
+);

@@ -8,5 +8,7 @@
 mod breaker;
 mod budget;
 mod common;
+mod member_process;
 mod outage;
 mod readme_fleet;
+mod sync_sums;

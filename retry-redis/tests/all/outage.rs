@@ -14,7 +14,7 @@ use retry_core::{
     Action, BreakerConfig, BudgetConfig, BudgetInput, Event, FleetConfig, FleetRule, HedgeAction,
     HedgeEvent, Rate, RetryKind, RetryMachine, RetryPolicy,
 };
-use retry_redis::{Fleet, FleetBreaker, FleetBudget};
+use retry_redis::{FleetBreaker, FleetBudget};
 use retry_shared::Budget;
 
 const TIMEOUT: Duration = Duration::from_millis(20);
@@ -65,9 +65,24 @@ struct Instance {
 
 #[test]
 fn redis_killed_mid_run_and_restarted() {
-    let Some(mut server) = common::start("redis_killed_mid_run_and_restarted") else {
-        return;
-    };
+    // Its waits are timed: not beside a cluster's three servers.
+    let _turn = common::heavy_turn();
+    if let Some(mut redis) = common::Redis::single("redis_killed_mid_run_and_restarted") {
+        killed_mid_run_and_restarted(&mut redis);
+    }
+}
+
+/// The same with every node of a three-node Redis Cluster killed and started
+/// again (empty; the nodes find each other from their saved configuration).
+#[test]
+fn a_redis_cluster_killed_mid_run_and_restarted() {
+    if let Some(mut redis) = common::Redis::cluster("a_redis_cluster_killed_mid_run_and_restarted")
+    {
+        killed_mid_run_and_restarted(&mut redis);
+    }
+}
+
+fn killed_mid_run_and_restarted(server: &mut common::Redis) {
     let breaker_config = BreakerConfig::builder()
         .failure_threshold(None)
         .failure_rate(Rate::from_percent(90))
@@ -80,10 +95,7 @@ fn redis_killed_mid_run_and_restarted() {
     let mut instances = Vec::new();
     let mut threads = Vec::new();
     for _ in 0..3 {
-        let fleet = Fleet::connect(&server.url())
-            .unwrap()
-            .namespace("outage")
-            .unwrap();
+        let fleet = server.fleet().namespace("outage").unwrap();
         let budget = Arc::new(Timed {
             budget: fleet
                 .budget(

@@ -18,11 +18,14 @@ pub struct RedisServer {
     child: Option<Child>,
     pub port: u16,
     dir: PathBuf,
+    /// More arguments for redis-server (a cluster node's).
+    extra: Vec<String>,
 }
 
-/// Starts a server, or says why not: `None` means the test is skipped.
-pub fn start(test: &str) -> Option<RedisServer> {
-    if Command::new("redis-server")
+/// Whether `program` (redis-server, or redis-cli for a cluster) is installed;
+/// if not, says so (or fails the test under `RETRY_REDIS_REQUIRED=1`).
+fn installed_program(test: &str, program: &str) -> bool {
+    if Command::new(program)
         .arg("--version")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -32,25 +35,29 @@ pub fn start(test: &str) -> Option<RedisServer> {
         let required = std::env::var("RETRY_REDIS_REQUIRED").is_ok_and(|v| v == "1");
         assert!(
             !required,
-            "{test}: redis-server is not installed and RETRY_REDIS_REQUIRED=1 (apt-get install redis-server)"
+            "{test}: {program} is not installed and RETRY_REDIS_REQUIRED=1 (apt-get install redis-server)"
         );
         let _ = writeln!(
             std::io::stderr(),
-            "SKIPPED {test}: redis-server not found on PATH; install it (Debian/Ubuntu: \
-             `apt-get install redis-server`, macOS: `brew install redis`) to run the Redis tests"
+            "SKIPPED {test}: {program} not found on PATH (redis-server not installed?); install it \
+             (Debian/Ubuntu: `apt-get install redis-server`, macOS: `brew install redis`) to run \
+             the Redis tests"
         );
+        return false;
+    }
+    true
+}
+
+fn installed(test: &str) -> bool {
+    installed_program(test, "redis-server")
+}
+
+/// Starts a server, or says why not: `None` means the test is skipped.
+pub fn start(test: &str) -> Option<RedisServer> {
+    if !installed(test) {
         return None;
     }
-    let port = free_port();
-    let dir = std::env::temp_dir().join(format!("retry-redis-{}-{port}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a temporary directory");
-    let mut server = RedisServer {
-        child: None,
-        port,
-        dir,
-    };
-    server.spawn();
-    Some(server)
+    Some(RedisServer::new(free_port(), Vec::new()))
 }
 
 fn free_port() -> u16 {
@@ -59,6 +66,19 @@ fn free_port() -> u16 {
 }
 
 impl RedisServer {
+    fn new(port: u16, extra: Vec<String>) -> RedisServer {
+        let dir = std::env::temp_dir().join(format!("retry-redis-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        let mut server = RedisServer {
+            child: None,
+            port,
+            dir,
+            extra,
+        };
+        server.spawn();
+        server
+    }
+
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}/", self.port)
     }
@@ -71,6 +91,7 @@ impl RedisServer {
             .args(["--appendonly", "no"])
             .arg("--dir")
             .arg(&self.dir)
+            .args(&self.extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -102,6 +123,28 @@ impl RedisServer {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+
+    /// Stops the server where it stands (SIGSTOP): connections stay open and
+    /// nothing is answered until [`RedisServer::resume`].
+    pub fn stop(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a stopped server run again (SIGCONT): it answers what it was sent
+    /// meanwhile.
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("the server runs").id();
+        let status = Command::new("kill")
+            .arg(signal)
+            .arg(pid.to_string())
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill {signal} {pid}");
     }
 
     /// Starts it again on the same port (empty: nothing was saved).
@@ -136,4 +179,254 @@ pub fn one_retry() -> retry_core::RetryPolicy {
         .use_retry_budget(true)
         .build()
         .expect("a valid policy")
+}
+
+/// A free loopback port whose cluster bus port (10,000 above) is free too.
+fn free_cluster_port() -> u16 {
+    loop {
+        let port = free_port();
+        if port <= 55_535 && TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// A Redis Cluster of three primaries (no replicas) on free loopback ports,
+/// made with `redis-cli --cluster create`, its nodes killed when dropped.
+pub struct RedisCluster {
+    pub nodes: Vec<RedisServer>,
+}
+
+impl RedisCluster {
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(RedisServer::url).collect()
+    }
+
+    fn start() -> RedisCluster {
+        let nodes: Vec<RedisServer> = (0..3)
+            .map(|_| {
+                let port = free_cluster_port();
+                RedisServer::new(
+                    port,
+                    [
+                        "--cluster-enabled",
+                        "yes",
+                        "--cluster-config-file",
+                        "nodes.conf",
+                        "--cluster-node-timeout",
+                        "5000",
+                    ]
+                    .map(String::from)
+                    .to_vec(),
+                )
+            })
+            .collect();
+        let addresses: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        let created = Command::new("redis-cli")
+            .arg("--cluster")
+            .arg("create")
+            .args(&addresses)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("redis-cli runs");
+        assert!(
+            created.success(),
+            "redis-cli --cluster create {addresses:?}"
+        );
+        let cluster = RedisCluster { nodes };
+        cluster.wait_until_up();
+        cluster
+    }
+
+    fn wait_until_up(&self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !self.nodes.iter().all(|n| {
+            redis::cmd("CLUSTER")
+                .arg("INFO")
+                .query::<String>(&mut n.conn())
+                .is_ok_and(|info| info.contains("cluster_state:ok"))
+        }) {
+            assert!(Instant::now() < deadline, "the cluster did not come up");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// The Redis a fleet test runs against: one server, or a three-node cluster.
+pub enum Redis {
+    Single(RedisServer),
+    /// A cluster, and the turn it holds (one cluster test at a time: each
+    /// starts three servers, on a machine the tests share).
+    Cluster(RedisCluster, std::sync::MutexGuard<'static, ()>),
+}
+
+static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A turn alone among the heavy tests (a cluster's three servers, or timings
+/// a busy machine would blur): held until dropped.
+pub fn heavy_turn() -> std::sync::MutexGuard<'static, ()> {
+    TURN.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Redis {
+    /// One redis-server, or `None` (skipped) without one installed.
+    pub fn single(test: &str) -> Option<Redis> {
+        start(test).map(Redis::Single)
+    }
+
+    /// A three-node Redis Cluster, or `None` (skipped) without redis-server.
+    pub fn cluster(test: &str) -> Option<Redis> {
+        if !installed(test) || !installed_program(test, "redis-cli") {
+            return None;
+        }
+        let turn = heavy_turn();
+        Some(Redis::Cluster(RedisCluster::start(), turn))
+    }
+
+    pub fn is_cluster(&self) -> bool {
+        matches!(self, Redis::Cluster(..))
+    }
+
+    /// A new connection for a fleet member (its own thread and runtime).
+    pub fn fleet(&self) -> retry_redis::Fleet {
+        match self {
+            Redis::Single(server) => retry_redis::Fleet::connect(&server.url()),
+            Redis::Cluster(cluster, _) => {
+                let urls = cluster.urls();
+                let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+                retry_redis::Fleet::connect_cluster(&urls)
+            }
+        }
+        .expect("a fleet connection")
+    }
+
+    /// A connection for the test's own commands (routed by key on a
+    /// cluster).
+    pub fn conn(&self) -> Box<dyn redis::ConnectionLike> {
+        match self {
+            Redis::Single(server) => Box::new(server.conn()),
+            Redis::Cluster(cluster, _) => Box::new(
+                redis::cluster::ClusterClient::new(cluster.urls())
+                    .expect("a cluster client")
+                    .get_connection()
+                    .expect("a cluster connection"),
+            ),
+        }
+    }
+
+    /// The servers: one, or the cluster's nodes.
+    pub fn servers(&self) -> Vec<&RedisServer> {
+        match self {
+            Redis::Single(server) => vec![server],
+            Redis::Cluster(cluster, _) => cluster.nodes.iter().collect(),
+        }
+    }
+
+    /// The keys under `pattern`, on every node.
+    pub fn keys(&self, pattern: &str) -> Vec<String> {
+        let mut keys: Vec<String> = self
+            .servers()
+            .iter()
+            .flat_map(|s| s.keys(pattern))
+            .collect();
+        keys.sort();
+        keys
+    }
+
+    /// Empties every node.
+    pub fn flushall(&self) {
+        for server in self.servers() {
+            let _: () = redis::cmd("FLUSHALL")
+                .query(&mut server.conn())
+                .expect("FLUSHALL");
+        }
+    }
+
+    /// Stops every node (SIGSTOP).
+    pub fn stop(&self) {
+        for server in self.servers() {
+            server.stop();
+        }
+    }
+
+    /// Lets every node run again (SIGCONT).
+    pub fn resume(&self) {
+        for server in self.servers() {
+            server.resume();
+        }
+    }
+
+    /// Kills every node (SIGKILL).
+    pub fn kill(&mut self) {
+        match self {
+            Redis::Single(server) => server.kill(),
+            Redis::Cluster(cluster, _) => cluster.nodes.iter_mut().for_each(RedisServer::kill),
+        }
+    }
+
+    /// Starts every node again on its port and in its directory, empty (a
+    /// cluster's nodes find each other again from their saved configuration).
+    pub fn restart(&mut self) {
+        match self {
+            Redis::Single(server) => server.restart(),
+            Redis::Cluster(cluster, _) => {
+                cluster.nodes.iter_mut().for_each(RedisServer::restart);
+                cluster.wait_until_up();
+            }
+        }
+    }
+
+    /// Where a member process connects: a URL, or `cluster:` and the nodes'
+    /// URLs, comma-separated.
+    pub fn address(&self) -> String {
+        match self {
+            Redis::Single(server) => server.url(),
+            Redis::Cluster(cluster, _) => format!("cluster:{}", cluster.urls().join(",")),
+        }
+    }
+
+    /// A new connection to the Redis at `address` (see [`Redis::address`]).
+    pub fn connect(address: &str) -> retry_redis::Fleet {
+        match address.strip_prefix("cluster:") {
+            Some(nodes) => {
+                let nodes: Vec<&str> = nodes.split(',').collect();
+                retry_redis::Fleet::connect_cluster(&nodes)
+            }
+            None => retry_redis::Fleet::connect(address),
+        }
+        .expect("a fleet connection")
+    }
+}
+
+/// Runs each named test body (a `fn(&Redis)`) twice, as `<name>::single`
+/// against one redis-server and as `<name>::cluster` against a three-node
+/// Redis Cluster: the fleet keeps its promises on either.
+#[macro_export]
+macro_rules! on_single_and_cluster {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn single() {
+                let test = concat!(module_path!(), "::single");
+                if let Some(redis) = $crate::common::Redis::single(test) {
+                    super::$name(&redis);
+                }
+            }
+
+            #[test]
+            fn cluster() {
+                let test = concat!(module_path!(), "::cluster");
+                if let Some(redis) = $crate::common::Redis::cluster(test) {
+                    super::$name(&redis);
+                }
+            }
+        }
+    )*};
 }

@@ -267,10 +267,20 @@
 //! A stream mapped through a fallible operation with per-item retry holds one
 //! concurrency slot per retrying item, never more; one item's exhaustion fails
 //! that item alone and later items go on. Behind feature flags the adapters
-//! report `retry.attempt.total` (outcome success, failure, exhausted or aborted),
-//! the histogram `retry.attempt.delay_ms` (by curve),
-//! `circuit_breaker.state_change.total` (from, to) and
-//! `circuit_breaker.call.duration_ms`; without an exporter they cost nothing.
+//! report these metrics, each with the labels named (without an exporter they
+//! cost nothing):
+//!
+//! - `retry.attempt.total` (labels `outcome`): attempts by how they ended,
+//!   success, failure, exhausted or aborted;
+//! - `retry.attempt.delay_ms` (labels `curve`, `reason`): a histogram of the
+//!   delays slept before retries, by backoff curve and by where the delay came
+//!   from (`curve`, `hint`, `circuit_open`);
+//! - `circuit_breaker.state_change.total` (labels `from`, `to`): state changes;
+//! - `circuit_breaker.call.duration_ms` (no labels): a histogram of how long
+//!   the calls a breaker admitted ran;
+//! - `circuit_breaker.call.rejected.total` (labels `reason`): calls a breaker
+//!   did not permit, because it was open, its probes were busy or it was
+//!   forced open.
 //!
 //! # Determinism and time
 //!

@@ -1,8 +1,10 @@
 //! Traces and metrics, each behind its feature. With neither feature on, every
 //! function here is empty and compiles away.
 
+// Each argument feeds the traces, the metrics or both: with either feature
+// off, some go unread.
 #![cfg_attr(
-    not(any(feature = "tracing", feature = "metrics")),
+    not(all(feature = "tracing", feature = "metrics")),
     allow(unused_variables)
 )]
 

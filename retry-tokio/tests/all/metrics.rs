@@ -391,3 +391,100 @@ fn rejected_calls_are_counted_by_reason() {
     assert_eq!(count("breaker.open"), 3);
     assert_eq!(count("breaker.forced_open"), 1);
 }
+
+/// The labels `retry_core::behaviour` gives each metric: the backticked
+/// names in the `(labels …)` after the metric's name, or none for `(no
+/// labels)`. `None` when the page does not name the metric that way.
+fn documented_labels(page: &str, metric: &str) -> Option<Vec<String>> {
+    let after = page.split(&format!("`{metric}` (")).nth(1)?;
+    let inside = after.split(')').next()?;
+    if inside == "no labels" {
+        return Some(Vec::new());
+    }
+    let list = inside.strip_prefix("labels ")?;
+    let mut labels: Vec<String> = list
+        .split(", ")
+        .map(|l| l.trim_matches('`').to_owned())
+        .collect();
+    labels.sort();
+    Some(labels)
+}
+
+/// The behaviour page and the adapters agree on every metric's labels: each
+/// metric the adapters record (all five, from calls that retry on the curve
+/// and on a hint, wait out an open breaker, and are turned away by one) is
+/// named on the page with exactly the label keys it is recorded with.
+#[test]
+fn the_behaviour_page_names_every_metric_with_its_labels() {
+    let page = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../retry-core/src/behaviour.rs"
+    ))
+    .unwrap();
+    // The page's prose, without the comment markers.
+    let page: String = page
+        .lines()
+        .map(|l| l.trim_start_matches("//!").trim())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let recorder = Memory::default();
+    let log = Arc::clone(&recorder.log);
+    with_recorder(&recorder, async {
+        let policy = RetryPolicy::builder()
+            .max_attempts(3)
+            .backoff(Backoff::constant(Duration::from_millis(200)))
+            .jitter(Jitter::None)
+            .on_circuit_open(retry_core::CircuitOpen::Wait)
+            .build()
+            .unwrap();
+        let breaker: SharedBreaker =
+            SharedBreaker::new(BreakerConfig::basic(2, Duration::from_secs(3), 1).unwrap())
+                .unwrap();
+        let _ = Retry::<retry_core::Failure>::new(policy)
+            .classify(|f| *f)
+            .breaker(breaker.clone())
+            .call(|ctx| async move {
+                match ctx.attempt() {
+                    1 => Err(retry_core::Failure::retry_after(Duration::from_secs(1))),
+                    2 => Err(retry_core::Failure::retryable()),
+                    _ => Ok(()),
+                }
+            })
+            .await;
+        let now = tokio::time::Instant::now().into_std();
+        breaker
+            .force(retry_core::ManualState::ForcedOpen, now)
+            .unwrap();
+        let once = RetryPolicy::builder().max_attempts(1).build().unwrap();
+        let _ = Retry::<retry_core::Failure>::new(once)
+            .breaker(breaker)
+            .call(|_| async { Ok::<_, retry_core::Failure>(()) })
+            .await;
+    });
+    let mut recorded: Vec<(String, Vec<String>)> = log
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(name, labels, _)| {
+            let keys = labels.iter().map(|(k, _)| k.clone()).collect();
+            (name.clone(), keys)
+        })
+        .collect();
+    recorded.sort();
+    recorded.dedup();
+    let names: Vec<&str> = recorded.iter().map(|(n, _)| n.as_str()).collect();
+    let all: Vec<&str> = retry_tokio::retry_shared::METRICS
+        .iter()
+        .map(|m| m.0)
+        .collect();
+    for name in &all {
+        assert!(names.contains(name), "{name} was not recorded: {names:?}");
+    }
+    for (name, keys) in &recorded {
+        assert_eq!(
+            documented_labels(&page, name).as_ref(),
+            Some(keys),
+            "the behaviour page's labels for {name}"
+        );
+    }
+}

@@ -34,7 +34,11 @@
 //! | exponential | `initial × factor^(r - 1)` (factor 2 unless set; any finite factor ≥ 1) |
 //! | fibonacci | the sum of the two delays before it, starting from `initial` |
 //!
-//! `max_delay` caps every curve and `min_delay` may floor it. All arithmetic
+//! `max_delay` caps every curve and `min_delay` may floor it. A cap below the
+//! curve's first delay (a constant curve's delay, the initial delay of the
+//! others, which decorrelated jitter also draws from) would flatten every
+//! delay to the cap, so it is refused, naming both values; a cap equal to it
+//! is a constant curve. All arithmetic
 //! saturates: any `r` up to `u32::MAX` and any delay up to the largest
 //! `Duration` give an answer without overflow, wrap-around or panic (see the
 //! next section for where it saturates).

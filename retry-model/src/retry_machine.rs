@@ -70,7 +70,8 @@ fn shape_policy(policy: RetryPolicy, u: &mut Unstructured<'_>) -> arbitrary::Res
         .max_attempts(attempts)
         .backoff(backoff)
         .min_delay(a.min(b))
-        .max_delay(a.max(b))
+        // A valid cap is at least the curve's first delay.
+        .max_delay(a.max(b).max(initial))
         .hints(hints)
         .budget(budget)
         .attempt_timeout(timeout)

@@ -300,6 +300,13 @@ impl RetryPolicy {
                 max: self.max_delay,
             });
         }
+        let initial = self.backoff.initial();
+        if initial > self.max_delay {
+            return Err(PolicyError::MaxBelowInitial {
+                max: self.max_delay,
+                initial,
+            });
+        }
         if let HintMode::Override { min, max } = self.hints {
             if min > max {
                 return Err(PolicyError::HintMinAboveMax { min, max });
@@ -793,7 +800,27 @@ impl RetryPolicyBuilder {
         self.policy.backoff = backoff;
         self
     }
-    /// The cap on every curve delay.
+    /// The cap on every curve delay. It may not be below the curve's first
+    /// delay (a constant curve's delay, the others' initial delay): such a cap
+    /// would flatten every delay to itself, so
+    /// [`build`](RetryPolicyBuilder::build) refuses it with
+    /// [`PolicyError::MaxBelowInitial`], naming both.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use retry_core::{Backoff, PolicyError, RetryPolicy};
+    ///
+    /// let err = RetryPolicy::builder()
+    ///     .backoff(Backoff::exponential(Duration::from_secs(2), 2.0))
+    ///     .max_delay(Duration::from_secs(1))
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert_eq!(err, PolicyError::MaxBelowInitial {
+    ///     max: Duration::from_secs(1),
+    ///     initial: Duration::from_secs(2),
+    /// });
+    /// assert_eq!(err.to_string(), "max_delay: 1s is below the curve's initial delay 2s");
+    /// ```
     pub fn max_delay(mut self, d: Duration) -> Self {
         self.policy.max_delay = d;
         self
@@ -865,8 +892,9 @@ impl RetryPolicyBuilder {
     ///
     /// # Errors
     /// A [`PolicyError`] naming the first invalid field: zero attempts, both
-    /// attempt counts, a bad factor or jitter fraction, `min_delay > max_delay`, an
-    /// inverted hint clamp, a zero budget or timeout.
+    /// attempt counts, a bad factor or jitter fraction, `min_delay > max_delay`,
+    /// `max_delay` below the curve's first delay, an inverted hint clamp, a zero
+    /// budget or timeout.
     pub fn build(self) -> Result<RetryPolicy, PolicyError> {
         let mut policy = self.policy;
         policy.max_attempts = match (self.attempts, self.retries) {
@@ -900,6 +928,8 @@ impl<'a> arbitrary::Arbitrary<'a> for RetryPolicy {
             other => other,
         };
         let (a, b): (Duration, Duration) = (u.arbitrary()?, u.arbitrary()?);
+        // The cap at least the curve's first delay.
+        let (a, b) = (a, b.max(backoff.initial()));
         let hints = match u.arbitrary()? {
             HintMode::Override { min, max } => HintMode::Override {
                 min: min.min(max),
@@ -1197,7 +1227,8 @@ mod delay_path_tests {
                 .backoff(backoff)
                 .jitter(jitter)
                 .min_delay(a.min(b))
-                .max_delay(a.max(b))
+                // A valid cap is at least the curve's first delay.
+                .max_delay(a.max(b).max(backoff.initial()))
                 .resolution(resolution)
                 .build()
                 .unwrap();
@@ -1300,7 +1331,7 @@ mod delay_path_tests {
                 .backoff(backoff)
                 .jitter(jitter)
                 .min_delay(min)
-                .max_delay(a.max(b))
+                .max_delay(a.max(b).max(backoff.initial()))
                 .resolution(resolution)
                 .build()
                 .unwrap();

@@ -97,11 +97,13 @@ impl Arbitrary for P {
         };
         let budget = bool::arbitrary(g).then(|| nonzero(duration(g)));
         let timeout = bool::arbitrary(g).then(|| nonzero(duration(g)));
+        let backoff = backoff(g);
         let policy = RetryPolicy::builder()
             .max_attempts(attempts)
-            .backoff(backoff(g))
+            .backoff(backoff)
             .min_delay(min_delay)
-            .max_delay(max_delay)
+            // A valid cap is at least the curve's first delay.
+            .max_delay(max_delay.max(backoff.initial()))
             .jitter(jitter(g))
             .resolution(if bool::arbitrary(g) {
                 Resolution::Millis

@@ -99,14 +99,16 @@ fn policy(g: &mut Gen) -> RetryPolicy {
     let (hint_min, hint_max) = sorted(duration(g), duration(g));
     let positive =
         |g: &mut Gen| bool::arbitrary(g).then(|| duration(g).max(Duration::from_nanos(1)));
+    let backoff = backoff(g);
     RetryPolicy::builder()
         .max_attempts(match below(g, 10) {
             0 => u32::MAX,
             _ => 1 + below(g, 12) as u32,
         })
-        .backoff(backoff(g))
+        .backoff(backoff)
         .min_delay(min_delay)
-        .max_delay(max_delay)
+        // A valid cap is at least the curve's first delay.
+        .max_delay(max_delay.max(backoff.initial()))
         .jitter(jitter(g))
         .resolution(pick(g, &[Resolution::Millis, Resolution::Nanos]))
         .hints(match below(g, 3) {

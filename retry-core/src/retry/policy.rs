@@ -292,19 +292,12 @@ impl RetryPolicy {
         if self.max_attempts == 0 {
             return Err(PolicyError::ZeroAttempts);
         }
-        self.backoff.validate()?;
+        self.backoff.validate_under(self.max_delay)?;
         self.jitter.validate()?;
         if self.min_delay > self.max_delay {
             return Err(PolicyError::MinAboveMax {
                 min: self.min_delay,
                 max: self.max_delay,
-            });
-        }
-        let initial = self.backoff.initial();
-        if initial > self.max_delay {
-            return Err(PolicyError::MaxBelowInitial {
-                max: self.max_delay,
-                initial,
             });
         }
         if let HintMode::Override { min, max } = self.hints {

@@ -140,6 +140,16 @@
 //! to one attempt timeout, unless the policy caps each attempt's deadline at the
 //! budget's end.
 //!
+//! Only a time budget ends a call on time. Instants count nanoseconds in 64
+//! bits, about 584 years from their origin; a sleep that would end past the
+//! last of them ([`Instant::MAX`](crate::Instant::MAX)) ends there instead.
+//! Without a time budget the retry then goes ahead after that sleep (a driver
+//! sleeps its whole delay, as good as forever); with one it does not fit, as
+//! no budget ends later, and the call ends with "budget". So whether a retry
+//! goes ahead does not depend on where the instants' origin lies (when the
+//! driver first read its clock), except for a budget that itself reaches past
+//! the last instant. An attempt deadline past it is no deadline.
+//!
 //! An attempt timeout gives every attempt a fresh deadline. An attempt that
 //! reaches its deadline is a failure of kind "timeout" and is retried only when
 //! the policy retries timeouts; an answer that arrives on the very tick of the

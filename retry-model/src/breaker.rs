@@ -305,7 +305,7 @@ impl BreakerModel {
             deadline: self
                 .config
                 .max_half_open_wait()
-                .and_then(|w| now.checked_add(w)),
+                .map(|w| now.saturating_add(w)),
             ..Probes::default()
         };
         self.go(BreakerState::HalfOpen, now, cause)

@@ -438,16 +438,17 @@ impl MachineModel {
                         let delay = wait
                             .unwrap_or_else(|| self.first_curve_delay())
                             .max(Duration::from_millis(1));
-                        // A wait past the last instant, or past the budget, gives up.
-                        match now.checked_add(delay) {
-                            Some(until) if end.is_none_or(|e| until < e) => {
-                                Expect::Exact(Answer::Act(Action::Sleep {
-                                    until,
-                                    delay,
-                                    reason: SleepReason::CircuitOpen,
-                                }))
-                            }
-                            _ => Expect::Exact(self.give_up(GiveUpReason::Budget, ran, None)),
+                        // A wait past the budget gives up; one past the last
+                        // instant ends there (and so never fits a budget).
+                        let until = now.saturating_add(delay);
+                        if end.is_none_or(|e| until < e) {
+                            Expect::Exact(Answer::Act(Action::Sleep {
+                                until,
+                                delay,
+                                reason: SleepReason::CircuitOpen,
+                            }))
+                        } else {
+                            Expect::Exact(self.give_up(GiveUpReason::Budget, ran, None))
                         }
                     }
                 }
@@ -517,9 +518,13 @@ impl MachineModel {
             invariant,
         };
         let end = self.budget_end();
-        // A sleep of `delay` from now, checked on its own terms.
+        // A sleep of `delay` from now, checked on its own terms: it ends
+        // `delay` after now, or at the last instant when that lies past it
+        // (the only end not after now, when now is that instant).
         let sleep_fits = |until: Instant, delay: Duration| {
-            now.checked_add(delay) == Some(until) && until > now && end.is_none_or(|e| until < e)
+            now.saturating_add(delay) == until
+                && (until > now || until == Instant::MAX)
+                && end.is_none_or(|e| until < e)
         };
         match expect {
             Expect::Misuse(_) => Err(fail("a misuse was accepted")),
@@ -546,12 +551,10 @@ impl MachineModel {
                 reasons,
                 kind,
             } => {
-                let late = now
-                    .checked_add(lo)
-                    .is_none_or(|u| end.is_some_and(|e| u >= e));
-                let may_be_late = now
-                    .checked_add(hi)
-                    .is_none_or(|u| end.is_some_and(|e| u >= e));
+                // Only a time budget makes a retry late (a sleep past the
+                // last instant ends there, before no budget's end).
+                let late = end.is_some_and(|e| now.saturating_add(lo) >= e);
+                let may_be_late = end.is_some_and(|e| now.saturating_add(hi) >= e);
                 match action {
                     Action::GiveUp(g) => {
                         ensure(
@@ -661,9 +664,7 @@ impl MachineModel {
                             step,
                             "a granted retry ended other than on the budget",
                         )?;
-                        let may_be_late = now
-                            .checked_add(hi)
-                            .is_none_or(|u| end.is_some_and(|e| u >= e));
+                        let may_be_late = end.is_some_and(|e| now.saturating_add(hi) >= e);
                         ensure(
                             may_be_late,
                             TARGET,
@@ -981,7 +982,13 @@ pub fn check(data: &[u8]) -> Result<(), Violation> {
                     )?;
                 }
                 if let Action::Sleep { until, .. } = action {
-                    ensure(until > clamped, TARGET, step, "a sleep not due after now")?;
+                    // After now, or at the last instant, where time ends.
+                    ensure(
+                        until > clamped || until == Instant::MAX,
+                        TARGET,
+                        step,
+                        "a sleep not due after now",
+                    )?;
                 }
                 let stage = model.judge(expect, action, clamped, step)?;
                 model.advance(event, clamped, stage);

@@ -83,8 +83,11 @@ pub enum Action {
         replays_non_idempotent: bool,
     },
     /// Sleep until `until`, then send [`Event::Woke`] (or [`Event::Cancelled`] at
-    /// once if the caller cancels meanwhile). `until` is always after the `now`
-    /// that produced it. Waking early is harmless: the same sleep is asked again.
+    /// once if the caller cancels meanwhile). `until` is `delay` after the `now`
+    /// that produced it, or [`Instant::MAX`] when that lies past it (see
+    /// [the rule](crate::behaviour#time-budget-and-attempt-timeout)): always
+    /// after `now` but at `Instant::MAX` itself, where time ends. Waking early
+    /// is harmless: the same sleep is asked again.
     Sleep {
         /// When the sleep ends.
         until: Instant,
@@ -561,7 +564,7 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
     /// retry may start at `t`.
     #[cfg_attr(target_pointer_width = "64", inline)]
     #[cfg_attr(not(target_pointer_width = "64"), inline(never))]
-    fn within_budget(&self, t: Instant) -> bool {
+    pub(super) fn within_budget(&self, t: Instant) -> bool {
         self.budget_end_from_start().is_none_or(|end| t < end)
     }
 
@@ -784,13 +787,7 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
 
     #[cfg_attr(target_pointer_width = "64", inline)]
     fn begin_attempt(&mut self, number: u32, now: Instant) -> Action {
-        // A deadline past the last representable instant is no deadline at all.
-        let mut deadline = self.policy.attempt_timeout().and_then(|t| later(now, t));
-        if self.policy.caps_attempt_to_budget() {
-            if let Some(end) = self.budget_end_from_start() {
-                deadline = Some(deadline.map_or(end, |d| d.min(end)));
-            }
-        }
+        let deadline = self.attempt_deadline(now);
         self.last_attempt = number;
         self.state = State::Attempting {
             number,
@@ -798,6 +795,21 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
             deadline,
         };
         self.attempt_action(number, deadline)
+    }
+
+    /// The deadline of an attempt that starts at `now`: the attempt timeout
+    /// from `now`, capped at the budget's end if the policy says so. A
+    /// deadline past the last representable instant is no deadline at all.
+    /// (A restored attempt's deadline must be this one.)
+    #[inline(always)]
+    pub(super) fn attempt_deadline(&self, now: Instant) -> Option<Instant> {
+        let mut deadline = self.policy.attempt_timeout().and_then(|t| later(now, t));
+        if self.policy.caps_attempt_to_budget() {
+            if let Some(end) = self.budget_end_from_start() {
+                deadline = Some(deadline.map_or(end, |d| d.min(end)));
+            }
+        }
+        deadline
     }
 
     #[cfg_attr(target_pointer_width = "64", inline)]
@@ -853,8 +865,7 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
         if self.policy.uses_retry_budget() {
             // A retry the time budget has no room for is not asked of the
             // retry budget (`sleep_or_attempt` checks again once granted).
-            let fits = later(now, delay).is_some_and(|until| self.within_budget(until));
-            if !fits {
+            if !self.within_budget(sleep_end(now, delay)) {
                 return self.give_up(GiveUpReason::Budget);
             }
             let after_timeout = timed_out.is_some();
@@ -885,10 +896,10 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
         reason: SleepReason,
         now: Instant,
     ) -> Action {
-        let fits = later(now, delay).filter(|until| self.within_budget(*until));
-        let Some(until) = fits else {
+        let until = sleep_end(now, delay);
+        if !self.within_budget(until) {
             return self.give_up(GiveUpReason::Budget);
-        };
+        }
         self.sleep_until(next, delay, until, reason, now)
     }
 
@@ -997,6 +1008,17 @@ const NANOS_TOP: Duration = Duration::from_nanos(u64::MAX);
 #[inline(always)]
 fn longer_than(d: Duration, n: u64, curve: u64) -> bool {
     n > curve || (curve == u64::MAX && d > NANOS_TOP)
+}
+
+/// When a sleep of `delay` asked at `now` ends: `now + delay`, or the last
+/// representable instant when that lies past it (see
+/// [the rule](crate::behaviour#time-budget-and-attempt-timeout)). Without a
+/// time budget such a sleep goes ahead (a driver sleeps `delay`, as good as
+/// forever); with one it never fits, as no budget ends after that instant.
+/// Either way the answer does not depend on where the instants' origin lies.
+#[inline]
+pub(super) fn sleep_end(now: Instant, delay: Duration) -> Instant {
+    later(now, delay).unwrap_or(Instant::MAX)
 }
 
 /// `now + d`, or `None` past the last representable instant, as

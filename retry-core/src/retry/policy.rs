@@ -335,6 +335,35 @@ impl RetryPolicy {
         self.backoff.capped_nanos(retry, max).max(min).min(max)
     }
 
+    /// The longest delay the curve can give, for any retry, seed and previous
+    /// delay: the top of the jitter's interval around `max_delay` (above it
+    /// only for additive and spread jitter), or `max_delay`. Every curve delay
+    /// lies in `[min_delay, longest_curve_delay()]` (`min_delay` counted at
+    /// most `u64::MAX` ns). A restored sleep on the curve must too.
+    pub(crate) fn longest_curve_delay(&self) -> Duration {
+        from_nanos(self.longest_delay_from(sat_nanos(self.max_delay)))
+    }
+
+    /// The longest delay a hint honoured in at-least mode with `cap` can
+    /// give: as [`RetryPolicy::longest_curve_delay`], around the longer of
+    /// the cap and `max_delay` (the hint lifts the ceiling up to itself).
+    pub(crate) fn longest_hinted_delay(&self, cap: Duration) -> Duration {
+        let top = sat_nanos(cap).max(sat_nanos(self.max_delay));
+        from_nanos(self.longest_delay_from(top))
+    }
+
+    /// The top of [`RetryPolicy::finish`]'s interval for base delays up to
+    /// `top` capped at `top`, over every draw and previous delay: each kind's
+    /// top grows with the base, decorrelated jitter's is the cap, and
+    /// millisecond rounding stays within the interval or the cap.
+    fn longest_delay_from(&self, top: u64) -> u64 {
+        let initial = sat_nanos(self.backoff.initial());
+        let (_, _, hi) = self
+            .jitter
+            .draw_within_nanos(top, 0, initial, u64::MAX, top);
+        hi.max(top)
+    }
+
     /// The delay before retry `retry` (1-based) under `seed`, for every jitter kind
     /// but [`Jitter::Decorrelated`], whose draws depend on the previous delay (this
     /// method then treats the previous delay as the curve's initial one; the

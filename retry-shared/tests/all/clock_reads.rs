@@ -341,3 +341,38 @@ fn a_fixed_seed_gives_the_same_delays_whether_or_not_the_clock_was_read() {
     let expected: Vec<Duration> = (1..=4).map(|r| jittered.delay(r, 7)).collect();
     assert_eq!(delays, expected, "{machine:?}");
 }
+
+/// A delay so long that the sleep's end passes the core's instant range
+/// (`u64::MAX` ns from the call's origin): without a time budget the retry
+/// sleeps whether the clock was read at the call's start (elapsed time asked
+/// for) or only at the first failure; before, the first gave up with
+/// `retry.budget` though no budget was set, and the second slept.
+#[test]
+fn a_delay_past_the_instant_range_gets_the_same_answer_whenever_the_clock_started() {
+    let top = Duration::from_nanos(u64::MAX);
+    let policy = RetryPolicy::builder()
+        .max_attempts(3)
+        .backoff(Backoff::constant(top))
+        .max_delay(Duration::MAX)
+        .jitter(Jitter::None)
+        .resolution(retry_core::Resolution::Nanos)
+        .build()
+        .unwrap();
+    let lazy = Settings::<&'static str>::new(policy);
+    let mut measured = lazy.clone();
+    measured.set_measure_elapsed();
+    for (name, settings) in [("lazy", &lazy), ("measured", &measured)] {
+        let clock = Counting::new();
+        let mut driver = Driver::<u32, _, _, _>::new(settings, clock.clone(), || false);
+        assert!(
+            matches!(driver.poll(Input::Start), Step::Attempt(_)),
+            "{name}"
+        );
+        clock.advance(5);
+        match driver.poll(Input::Ended(Ran::Returned(Err("busy")))) {
+            Step::Sleep(sleep) => assert_eq!(sleep.delay, top, "{name}"),
+            Step::Finished(Err(e)) => panic!("{name}: gave up: {e}"),
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+}

@@ -308,9 +308,55 @@
 //! [`RetryMachine`](crate::RetryMachine), [`CircuitBreaker`](crate::CircuitBreaker)
 //! and [`RetryBudget`](crate::RetryBudget) save to a versioned snapshot (serde,
 //! still without `std`). A snapshot taken at any point and restored on any
-//! platform answers every later event exactly as the original would have. A
-//! corrupt or inconsistent snapshot is refused with a typed error naming the
-//! field; it never panics and never yields a machine that breaks its own rules.
+//! platform answers every later event exactly as the original would have, and
+//! compares equal to it. A corrupt or inconsistent snapshot is refused with a
+//! typed error naming the field; it never panics and never yields a machine
+//! that breaks its own rules.
+//!
+//! A restored machine keeps what its policy states: an attempt in flight has
+//! the deadline its attempt timeout (and budget cap) gives; a pending sleep or
+//! withdrawal lies within the bounds of its reason (a curve delay within
+//! `min_delay` and the top of the jitter's interval at `max_delay`, a hint
+//! within the override clamp or under the at-least cap, an exact pushback as
+//! given, a circuit-open wait of at least a millisecond under a policy that
+//! waits) and ends no later than its delay after the latest time the machine
+//! saw; a half-open breaker whose config has a maximum wait has its deadline;
+//! a budget's tokens lie within its capacity, in amounts its arithmetic
+//! gives.
+//!
+//! ## Restoring under another policy
+//!
+//! A snapshot carries the policy (or breaker or budget config) it was taken
+//! under, and restoring judges the whole record against the one it carries.
+//! Nothing else in the record says where its state came from, so a record
+//! whose policy was replaced (an operator editing the stored JSON, a service
+//! restoring yesterday's state under today's settings) is judged as a record
+//! of the new one:
+//!
+//! - it is accepted when everything it holds is a state a machine under the
+//!   new policy could have been in. The pending action keeps its recorded
+//!   values (an attempt its deadline, a sleep its length and end, a
+//!   withdrawal its delay, a breaker its open period, probes and window, a
+//!   budget its tokens) and every later decision follows the new policy. So
+//!   what has not happened yet may change: more attempts, another curve,
+//!   jitter or hint mode, another retry budget or breaker threshold, as long
+//!   as the pending action and the counts fit;
+//! - it is refused, naming the field, when it could not have come from the
+//!   new policy: attempts above its maximum, or a sleep after its last
+//!   attempt; an attempt whose deadline is not the one the new timeout gives;
+//!   a sleep or withdrawal outside what its reason allows under the new cap,
+//!   jitter or hint clamp, or past the new time budget; a withdrawal under a
+//!   policy without a retry budget; a breaker window of another kind, or with
+//!   more calls than the new window holds; a half-open period without the
+//!   deadline a new maximum wait calls for, or with one the config no longer
+//!   has; budget tokens above the new maximum, an amount the new arithmetic
+//!   never gives (a fraction of a token under an AWS config, which counts
+//!   whole tokens: a gRPC bucket's tokens pass under an AWS config only when
+//!   whole), or a state of another kind (tokens under a Finagle config).
+//!
+//! To move a call to a new policy with nothing carried over, start a new
+//! machine; restoring under a changed policy carries the pending action over
+//! as it was.
 //!
 //! # Hedging
 //!

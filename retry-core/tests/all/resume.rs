@@ -1084,3 +1084,141 @@ fn a_breaker_equals_its_restored_snapshot_after_its_window_wraps() {
     );
     assert_eq!(restored, b);
 }
+
+/// The rule of `retry_core::behaviour#restoring-under-another-policy`: a
+/// record whose policy or config was replaced is judged as a record of the
+/// new one; accepted, its pending action is kept as it was and later
+/// decisions follow the new policy.
+#[test]
+fn restoring_under_another_policy_follows_the_documented_rule() {
+    let s = unjittered_sleeping_machine(false).snapshot();
+    let restore = |edit: fn(&mut serde_json::Value)| RetryMachine::restore(&edited(&s, edit));
+    // More attempts and another curve: accepted; the pending 1 s sleep as it
+    // was, the next delay from the new curve.
+    let mut m = restore(|j| {
+        j["policy"]["max_attempts"] = 5.into();
+        j["policy"]["backoff"] =
+            serde_json::json!({ "constant": { "delay": { "secs": 1, "nanos": 0 } } });
+    })
+    .unwrap();
+    assert_eq!(m.policy().max_attempts(), 5);
+    let Some(Action::Sleep { until, delay, .. }) = m.pending() else {
+        panic!("sleeping")
+    };
+    assert_eq!(
+        (until, delay),
+        (Instant::from_millis(1_005), Duration::from_secs(1))
+    );
+    let _ = m.poll(Event::Woke, until);
+    let next = m.poll(Event::Failed(Failure::retryable()), until);
+    assert!(matches!(next, Action::Sleep { delay, .. } if delay == Duration::from_secs(1)));
+    // A cap below the pending sleep (the curve's first delay lowered with it).
+    let e = restore(|j| {
+        j["policy"]["max_delay"] = serde_json::json!({ "secs": 0, "nanos": 500_000_000 });
+        j["policy"]["backoff"] = serde_json::json!({ "exponential": {
+            "initial": { "secs": 0, "nanos": 100_000_000 }, "factor": 2.0 } });
+    })
+    .unwrap_err();
+    assert_eq!(e.field(), "phase.delay", "{e}");
+    // No attempt left for the pending sleep.
+    let e = restore(|j| j["policy"]["max_attempts"] = 1.into()).unwrap_err();
+    assert_eq!(e.field(), "phase", "{e}");
+    // A retry budget the record never asked: accepted (the sleep comes after
+    // the grant); waiting for one the new policy does not use: refused.
+    assert!(restore(|j| j["policy"]["use_retry_budget"] = true.into()).is_ok());
+    let w = unjittered_sleeping_machine(true).snapshot();
+    let e = RetryMachine::restore(&edited(&w, |j| {
+        j["policy"]["use_retry_budget"] = false.into()
+    }))
+    .unwrap_err();
+    assert_eq!(e.field(), "phase", "{e}");
+    // An attempt in flight under another timeout: not the deadline it has.
+    let a = attempting_machine().snapshot();
+    let e = RetryMachine::restore(&edited(&a, |j| {
+        j["policy"]["attempt_timeout"] = serde_json::json!({ "secs": 3, "nanos": 0 });
+    }))
+    .unwrap_err();
+    assert_eq!(e.field(), "phase.deadline", "{e}");
+
+    // A breaker: a smaller window that still holds the calls is accepted;
+    // one that does not, refused; a half-open period without the deadline a
+    // new maximum wait calls for, refused.
+    let b = breaker_with_calls().snapshot();
+    let smaller = CircuitBreaker::<1, 0>::restore(&edited(&b, |j| {
+        j["config"]["window"] = serde_json::json!({ "count": { "calls": 4 } });
+        j["config"]["minimum_calls"] = 4.into();
+    }))
+    .unwrap();
+    assert_eq!(smaller.stats(Instant::ORIGIN).calls, 3);
+    let e = CircuitBreaker::<1, 0>::restore(&edited(&b, |j| {
+        j["config"]["window"] = serde_json::json!({ "count": { "calls": 2 } });
+        j["config"]["minimum_calls"] = 2.into();
+    }))
+    .unwrap_err();
+    assert_eq!(e.field(), "window.calls", "{e}");
+    let mut no_wait = breaker_with_calls();
+    no_wait
+        .force(ManualState::ForcedOpen, Instant::ORIGIN)
+        .unwrap();
+    no_wait
+        .force(ManualState::HalfOpen, Instant::ORIGIN)
+        .unwrap();
+    let h = no_wait.snapshot();
+    let e = CircuitBreaker::<1, 0>::restore(&edited(&h, |j| {
+        j["config"]["max_half_open_wait"] = serde_json::Value::Null;
+    }))
+    .unwrap_err();
+    assert_eq!(e.field(), "state.deadline", "{e}");
+
+    // A budget: gRPC tokens under an AWS config pass only as whole tokens,
+    // and never under a Finagle config.
+    let mut grpc = RetryBudget::new(BudgetConfig::grpc(10, 0.1).unwrap());
+    for _ in 0..3 {
+        grpc.on_failure(Instant::ORIGIN);
+    }
+    grpc.on_success(Instant::ORIGIN, AttemptKind::First);
+    let g = grpc.snapshot(); // 7.1 tokens
+    let aws = serde_json::json!({ "aws": {
+        "capacity": 500, "retry_cost": 5, "timeout_cost": 10, "no_retry_increment": 1 } });
+    let e = RetryBudget::restore(&edited(&g, |j| {
+        j["config"] = serde_json::json!({ "aws": {
+            "capacity": 500, "retry_cost": 5, "timeout_cost": 10, "no_retry_increment": 1 } });
+    }))
+    .unwrap_err();
+    assert_eq!(
+        (e.field(), e.code()),
+        ("state.millis", "snapshot.inconsistent"),
+        "{e}"
+    );
+    let mut whole = serde_json::to_value(g).unwrap();
+    whole["config"] = aws;
+    whole["state"]["tokens"]["millis"] = 7_000.into();
+    let restored = RetryBudget::restore(&serde_json::from_value(whole).unwrap()).unwrap();
+    assert_eq!(restored.tokens().as_millis(), 7_000);
+    let e = RetryBudget::restore(&edited(&g, |j| {
+        j["config"] = serde_json::json!({ "finagle": {
+            "window": { "secs": 10, "nanos": 0 }, "min_retries_per_sec": 10,
+            "percent_can_retry_permille": 200 } });
+    }))
+    .unwrap_err();
+    assert_eq!(e.field(), "state", "{e}");
+}
+
+#[test]
+fn budget_tokens_are_amounts_the_arithmetic_gives() {
+    let g = RetryBudget::new(BudgetConfig::grpc(10, 0.25).unwrap()).snapshot();
+    let tokens = |millis: u64| {
+        RetryBudget::restore(&edited(&g, move |j| {
+            j["state"]["tokens"]["millis"] = millis.into();
+        }))
+    };
+    // Whole tokens and quarters (the ratio) are reachable; 0.1 of a token is not.
+    assert!(tokens(9_000).is_ok() && tokens(8_250).is_ok());
+    assert_eq!(tokens(8_100).unwrap_err().field(), "state.millis");
+    let a = RetryBudget::new(BudgetConfig::aws_standard()).snapshot();
+    let e = RetryBudget::restore(&edited(&a, |j| {
+        j["state"]["tokens"]["millis"] = 1_500.into()
+    }))
+    .unwrap_err();
+    assert_eq!(e.field(), "state.millis");
+}

@@ -25,7 +25,10 @@ const MACHINE_STEPS: usize = 256;
 
 /// Shrinks the arbitrary policy's numbers into ranges where retries, sleeps and
 /// budgets interact, for half of the inputs; the rest keep the raw values.
-fn shape_policy(policy: RetryPolicy, u: &mut Unstructured<'_>) -> arbitrary::Result<RetryPolicy> {
+pub(crate) fn shape_policy(
+    policy: RetryPolicy,
+    u: &mut Unstructured<'_>,
+) -> arbitrary::Result<RetryPolicy> {
     if !u.arbitrary::<bool>()? {
         return Ok(policy);
     }
@@ -80,7 +83,7 @@ fn shape_policy(policy: RetryPolicy, u: &mut Unstructured<'_>) -> arbitrary::Res
 }
 
 /// A failure whose hint is usually of a humane size.
-fn some_failure(u: &mut Unstructured<'_>) -> arbitrary::Result<Failure> {
+pub(crate) fn some_failure(u: &mut Unstructured<'_>) -> arbitrary::Result<Failure> {
     let base = if rarely(u, 6)? {
         Failure::permanent()
     } else {

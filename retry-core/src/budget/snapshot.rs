@@ -202,7 +202,7 @@ impl RetryBudget {
                 // tokens and successes add the ratio, so the tokens are a
                 // multiple of what the two amounts share.
                 consistent(
-                    millis % gcd(MILLI, config.ratio) == 0,
+                    millis.checked_rem(gcd(MILLI, config.ratio)) == Some(0),
                     "state.millis",
                     "tokens the gRPC bucket cannot hold: not whole tokens and ratios",
                 )?;
@@ -256,8 +256,8 @@ impl RetryBudget {
 
 /// The greatest common divisor of `a` and `b` (`a` when `b` is zero).
 fn gcd(mut a: u64, mut b: u64) -> u64 {
-    while b != 0 {
-        (a, b) = (b, a % b);
+    while let Some(rest) = a.checked_rem(b) {
+        (a, b) = (b, rest);
     }
     a
 }

@@ -190,17 +190,19 @@
 //!
 //! A success carries the value, the number of attempts and the time the whole
 //! call took, when it was measured. Reading a clock costs more than a retrier's
-//! whole success path, so a driver reads one only when something needs time: a
-//! time budget, an attempt timeout, a retry budget, a breaker that times calls,
-//! a sleep, or a caller (or an enabled trace or metric) that asked for the
-//! elapsed time. A call whose first attempt succeeds with none of these reads no
-//! clock, and its success says the time was not measured (this supersedes the
-//! older rule that every success carries its elapsed time). A call that read no
-//! clock before its first attempt starts its clock when that attempt first waits
-//! (an async attempt) or fails: the elapsed time it reports then leaves out what
-//! the first attempt ran before that (its first poll, or, for a blocking
-//! attempt, its whole run). Asking for the elapsed time (the adapters' `measure_elapsed`) makes every
-//! call read the clock at its start and report the whole time. A failure is one error type whose variants carry: exhausted (attempts and
+//! whole success path, so a driver reads one at a call's start only when
+//! something needs the time: a time budget, an attempt timeout, a retry
+//! budget, a breaker that times calls, or a caller (or an enabled trace) that
+//! asked for the elapsed time. A call whose first attempt succeeds with none
+//! of these reads no clock, and its success says the time was not measured
+//! (this supersedes the older rule that every success carries its elapsed
+//! time). A time that leaves out part of the call is never reported as the
+//! call's time: a call that read no clock at its start and reads one later
+//! (when its first attempt fails, to time its sleeps) reports its time as not
+//! measured, in its success and its error alike, and the error's message then
+//! names no time. Asking for the elapsed time (the adapters'
+//! `measure_elapsed`) makes every call read the clock at its start and report
+//! the whole time. A failure is one error type whose variants carry: exhausted (attempts and
 //! last error), permanent (the original error), budget (attempts and last error),
 //! timed out (attempt number and timeout), cancelled (attempts), refused by the
 //! retry budget, and circuit open (how long until the breaker admits again). Each

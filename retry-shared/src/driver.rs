@@ -168,7 +168,8 @@ struct Unannounced {
 ///   async adapter says so with [`attempt_waiting`](Driver::attempt_waiting)
 ///   when the attempt's future first returns pending; the permit learns its
 ///   start), the first attempt ends any way but a success (an error, a failing
-///   value, a timeout, a cancellation), or a breaker turns it away. Every later
+///   value, a timeout, a cancellation), or a breaker turns it away (nothing
+///   has run then: that reading counts as the call's start). Every later
 ///   step reads the clock as above. A first attempt that succeeds reads no
 ///   clock for the call. The machine needs no earlier time (no time budget, no
 ///   attempt timeout: its answers do not depend on how long the first attempt
@@ -566,12 +567,17 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
 
     /// The breaker refused attempt `number` until `until`: the event for the
     /// machine, and the call's time origin it is placed on (read now if the
-    /// call has read no clock yet).
+    /// call has read no clock yet: then nothing has run, as every attempt that
+    /// ran read the clock when it ended, so the reading is the call's start
+    /// and its time is measured from it).
     fn refused(&mut self, number: u32, until: Option<Instant>) -> (Event, Instant) {
         observe::rejected(number);
         let origin = match self.start {
             Some(start) => start,
-            None => self.read(),
+            None => {
+                self.measured = true;
+                self.read()
+            }
         };
         let event = Event::Rejected {
             until: until.map(|u| since(origin, u)),
@@ -813,7 +819,7 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
     /// and is still at its origin) and carries out its answers until one needs
     /// the adapter (an attempt or a sleep) or the call is over. `value` is what
     /// the attempt returned when `event` is its success.
-    fn step(&mut self, mut event: Event, now: Option<Instant>, value: Option<T>) -> Step<T, E> {
+    fn step(&mut self, mut event: Event, mut now: Option<Instant>, value: Option<T>) -> Step<T, E> {
         let settings = self.settings;
         loop {
             // One subtraction serves the machine and the call's elapsed time.
@@ -858,7 +864,11 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                             match PermitGuard::request(&**breaker, clock, now, deadline) {
                                 Ok(permit) => self.permit = Some(permit),
                                 Err(until) => {
-                                    event = self.refused(number, until).0;
+                                    let origin;
+                                    (event, origin) = self.refused(number, until);
+                                    // A call that had read no clock reads
+                                    // it here: the rejection's time.
+                                    now = now.or(Some(origin));
                                     continue;
                                 }
                             }

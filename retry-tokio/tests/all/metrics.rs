@@ -207,35 +207,42 @@ fn every_metric_has_a_description_and_a_unit() {
     }
 }
 
+/// A call that sleeps for each reason: attempt 1 fails with a 1 s
+/// Retry-After (a hint), attempt 2 with a plain failure (the curve, 200 ms)
+/// that opens `breaker` (two failures in a row, open 3 s); attempt 3 waits
+/// for it (circuit open), then succeeds.
+async fn sleep_for_every_reason(
+    breaker: SharedBreaker,
+) -> Result<retry_core::Success<()>, retry_core::RetryError<retry_core::Failure>> {
+    let policy = RetryPolicy::builder()
+        .max_attempts(3)
+        .backoff(Backoff::constant(Duration::from_millis(200)))
+        .jitter(Jitter::None)
+        .on_circuit_open(retry_core::CircuitOpen::Wait)
+        .build()
+        .unwrap();
+    Retry::<retry_core::Failure>::new(policy)
+        .classify(|f| *f)
+        .breaker(breaker)
+        .call(|ctx| async move {
+            match ctx.attempt() {
+                1 => Err(retry_core::Failure::retry_after(Duration::from_secs(1))),
+                2 => Err(retry_core::Failure::retryable()),
+                _ => Ok(()),
+            }
+        })
+        .await
+}
+
 #[test]
 fn delays_are_labelled_with_their_reason() {
     let recorder = Memory::default();
     let log = Arc::clone(&recorder.log);
     with_recorder(&recorder, async {
-        let policy = RetryPolicy::builder()
-            .max_attempts(3)
-            .backoff(Backoff::constant(Duration::from_millis(200)))
-            .jitter(Jitter::None)
-            .on_circuit_open(retry_core::CircuitOpen::Wait)
-            .build()
-            .unwrap();
-        // Attempt 1: a 1 s Retry-After. Attempt 2: a plain failure (the curve)
-        // that opens the breaker for 3 s; attempt 3 waits for it, then succeeds.
         let breaker: SharedBreaker =
             SharedBreaker::new(BreakerConfig::basic(2, Duration::from_secs(3), 1).unwrap())
                 .unwrap();
-        let done = Retry::<retry_core::Failure>::new(policy)
-            .classify(|f| *f)
-            .breaker(breaker)
-            .call(|ctx| async move {
-                match ctx.attempt() {
-                    1 => Err(retry_core::Failure::retry_after(Duration::from_secs(1))),
-                    2 => Err(retry_core::Failure::retryable()),
-                    _ => Ok(()),
-                }
-            })
-            .await
-            .unwrap();
+        let done = sleep_for_every_reason(breaker).await.unwrap();
         assert_eq!(done.attempts, 3);
     });
     let delays: Vec<(Vec<(String, String)>, f64)> = log
@@ -430,27 +437,10 @@ fn the_behaviour_page_names_every_metric_with_its_labels() {
     let recorder = Memory::default();
     let log = Arc::clone(&recorder.log);
     with_recorder(&recorder, async {
-        let policy = RetryPolicy::builder()
-            .max_attempts(3)
-            .backoff(Backoff::constant(Duration::from_millis(200)))
-            .jitter(Jitter::None)
-            .on_circuit_open(retry_core::CircuitOpen::Wait)
-            .build()
-            .unwrap();
         let breaker: SharedBreaker =
             SharedBreaker::new(BreakerConfig::basic(2, Duration::from_secs(3), 1).unwrap())
                 .unwrap();
-        let _ = Retry::<retry_core::Failure>::new(policy)
-            .classify(|f| *f)
-            .breaker(breaker.clone())
-            .call(|ctx| async move {
-                match ctx.attempt() {
-                    1 => Err(retry_core::Failure::retry_after(Duration::from_secs(1))),
-                    2 => Err(retry_core::Failure::retryable()),
-                    _ => Ok(()),
-                }
-            })
-            .await;
+        let _ = sleep_for_every_reason(breaker.clone()).await;
         let now = tokio::time::Instant::now().into_std();
         breaker
             .force(retry_core::ManualState::ForcedOpen, now)

@@ -896,10 +896,24 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
         reason: SleepReason,
         now: Instant,
     ) -> Action {
-        let until = sleep_end(now, delay);
-        if !self.within_budget(until) {
+        // A sleep past the last instant ends there (`sleep_end`), which is
+        // within no budget. Two forms of the same answer: on 64-bit targets
+        // the sum that fits (every retry's) is checked as before the rule;
+        // elsewhere, in less code, the end is saturated and then checked
+        // (`within_budget(Instant::MAX)` is "no budget": a unit test holds it).
+        #[cfg(target_pointer_width = "64")]
+        let fits = match later(now, delay) {
+            Some(until) => self.within_budget(until).then_some(until),
+            None => self.policy.budget().is_none().then_some(Instant::MAX),
+        };
+        #[cfg(not(target_pointer_width = "64"))]
+        let fits = {
+            let until = sleep_end(now, delay);
+            self.within_budget(until).then_some(until)
+        };
+        let Some(until) = fits else {
             return self.give_up(GiveUpReason::Budget);
-        }
+        };
         self.sleep_until(next, delay, until, reason, now)
     }
 
@@ -1035,6 +1049,27 @@ pub(crate) fn later(now: Instant, d: Duration) -> Option<Instant> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The end of time is within no budget, and within the lack of one:
+    /// the two forms of `sleep_or_attempt` give the same answer.
+    #[test]
+    fn the_last_instant_is_within_a_budget_only_without_one() {
+        for budget in [None, Some(Duration::from_nanos(1)), Some(Duration::MAX)] {
+            let policy = RetryPolicy::builder()
+                .budget(budget)
+                .build()
+                .unwrap_or_default();
+            for start in [Instant::ORIGIN, Instant::from_secs(5), Instant::MAX] {
+                let mut m = RetryMachine::new(&policy, 1);
+                let _ = m.poll(Event::Start, start);
+                assert_eq!(
+                    m.within_budget(Instant::MAX),
+                    budget.is_none(),
+                    "{budget:?} {start}"
+                );
+            }
+        }
+    }
 
     /// The hint path's nanosecond comparison and bounds are the `Duration`
     /// ones: at the top of the range (where saturation ties values) and for

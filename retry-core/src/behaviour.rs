@@ -34,7 +34,11 @@
 //! | exponential | `initial × factor^(r - 1)` (factor 2 unless set; any finite factor ≥ 1) |
 //! | fibonacci | the sum of the two delays before it, starting from `initial` |
 //!
-//! `max_delay` caps every curve and `min_delay` may floor it. All arithmetic
+//! `max_delay` caps every curve and `min_delay` may floor it. A cap below the
+//! curve's first delay (a constant curve's delay, the initial delay of the
+//! others, which decorrelated jitter also draws from) would flatten every
+//! delay to the cap, so it is refused, naming both values; a cap equal to it
+//! is a constant curve. All arithmetic
 //! saturates: any `r` up to `u32::MAX` and any delay up to the largest
 //! `Duration` give an answer without overflow, wrap-around or panic (see the
 //! next section for where it saturates).
@@ -136,6 +140,16 @@
 //! to one attempt timeout, unless the policy caps each attempt's deadline at the
 //! budget's end.
 //!
+//! Only a time budget ends a call on time. Instants count nanoseconds in 64
+//! bits, about 584 years from their origin; a sleep that would end past the
+//! last of them ([`Instant::MAX`](crate::Instant::MAX)) ends there instead.
+//! Without a time budget the retry then goes ahead after that sleep (a driver
+//! sleeps its whole delay, as good as forever); with one it does not fit, as
+//! no budget ends later, and the call ends with "budget". So whether a retry
+//! goes ahead does not depend on where the instants' origin lies (when the
+//! driver first read its clock), except for a budget that itself reaches past
+//! the last instant. An attempt deadline past it is no deadline.
+//!
 //! An attempt timeout gives every attempt a fresh deadline. An attempt that
 //! reaches its deadline is a failure of kind "timeout" and is retried only when
 //! the policy retries timeouts; an answer that arrives on the very tick of the
@@ -176,17 +190,19 @@
 //!
 //! A success carries the value, the number of attempts and the time the whole
 //! call took, when it was measured. Reading a clock costs more than a retrier's
-//! whole success path, so a driver reads one only when something needs time: a
-//! time budget, an attempt timeout, a retry budget, a breaker that times calls,
-//! a sleep, or a caller (or an enabled trace or metric) that asked for the
-//! elapsed time. A call whose first attempt succeeds with none of these reads no
-//! clock, and its success says the time was not measured (this supersedes the
-//! older rule that every success carries its elapsed time). A call that read no
-//! clock before its first attempt starts its clock when that attempt first waits
-//! (an async attempt) or fails: the elapsed time it reports then leaves out what
-//! the first attempt ran before that (its first poll, or, for a blocking
-//! attempt, its whole run). Asking for the elapsed time (the adapters' `measure_elapsed`) makes every
-//! call read the clock at its start and report the whole time. A failure is one error type whose variants carry: exhausted (attempts and
+//! whole success path, so a driver reads one at a call's start only when
+//! something needs the time: a time budget, an attempt timeout, a retry
+//! budget, a breaker that times calls, or a caller (or an enabled trace) that
+//! asked for the elapsed time. A call whose first attempt succeeds with none
+//! of these reads no clock, and its success says the time was not measured
+//! (this supersedes the older rule that every success carries its elapsed
+//! time). A time that leaves out part of the call is never reported as the
+//! call's time: a call that read no clock at its start and reads one later
+//! (when its first attempt fails, to time its sleeps) reports its time as not
+//! measured, in its success and its error alike, and the error's message then
+//! names no time. Asking for the elapsed time (the adapters'
+//! `measure_elapsed`) makes every call read the clock at its start and report
+//! the whole time. A failure is one error type whose variants carry: exhausted (attempts and
 //! last error), permanent (the original error), budget (attempts and last error),
 //! timed out (attempt number and timeout), cancelled (attempts), refused by the
 //! retry budget, and circuit open (how long until the breaker admits again). Each
@@ -267,10 +283,20 @@
 //! A stream mapped through a fallible operation with per-item retry holds one
 //! concurrency slot per retrying item, never more; one item's exhaustion fails
 //! that item alone and later items go on. Behind feature flags the adapters
-//! report `retry.attempt.total` (outcome success, failure, exhausted or aborted),
-//! the histogram `retry.attempt.delay_ms` (by curve),
-//! `circuit_breaker.state_change.total` (from, to) and
-//! `circuit_breaker.call.duration_ms`; without an exporter they cost nothing.
+//! report these metrics, each with the labels named (without an exporter they
+//! cost nothing):
+//!
+//! - `retry.attempt.total` (labels `outcome`): attempts by how they ended,
+//!   success, failure, exhausted or aborted;
+//! - `retry.attempt.delay_ms` (labels `curve`, `reason`): a histogram of the
+//!   delays slept before retries, by backoff curve and by where the delay came
+//!   from (`curve`, `hint`, `circuit_open`);
+//! - `circuit_breaker.state_change.total` (labels `from`, `to`): state changes;
+//! - `circuit_breaker.call.duration_ms` (no labels): a histogram of how long
+//!   the calls a breaker admitted ran;
+//! - `circuit_breaker.call.rejected.total` (labels `reason`): calls a breaker
+//!   did not permit, because it was open, its probes were busy or it was
+//!   forced open.
 //!
 //! # Determinism and time
 //!
@@ -284,9 +310,55 @@
 //! [`RetryMachine`](crate::RetryMachine), [`CircuitBreaker`](crate::CircuitBreaker)
 //! and [`RetryBudget`](crate::RetryBudget) save to a versioned snapshot (serde,
 //! still without `std`). A snapshot taken at any point and restored on any
-//! platform answers every later event exactly as the original would have. A
-//! corrupt or inconsistent snapshot is refused with a typed error naming the
-//! field; it never panics and never yields a machine that breaks its own rules.
+//! platform answers every later event exactly as the original would have, and
+//! compares equal to it. A corrupt or inconsistent snapshot is refused with a
+//! typed error naming the field; it never panics and never yields a machine
+//! that breaks its own rules.
+//!
+//! A restored machine keeps what its policy states: an attempt in flight has
+//! the deadline its attempt timeout (and budget cap) gives; a pending sleep or
+//! withdrawal lies within the bounds of its reason (a curve delay within
+//! `min_delay` and the top of the jitter's interval at `max_delay`, a hint
+//! within the override clamp or under the at-least cap, an exact pushback as
+//! given, a circuit-open wait of at least a millisecond under a policy that
+//! waits) and ends no later than its delay after the latest time the machine
+//! saw; a half-open breaker whose config has a maximum wait has its deadline;
+//! a budget's tokens lie within its capacity, in amounts its arithmetic
+//! gives.
+//!
+//! ## Restoring under another policy
+//!
+//! A snapshot carries the policy (or breaker or budget config) it was taken
+//! under, and restoring judges the whole record against the one it carries.
+//! Nothing else in the record says where its state came from, so a record
+//! whose policy was replaced (an operator editing the stored JSON, a service
+//! restoring yesterday's state under today's settings) is judged as a record
+//! of the new one:
+//!
+//! - it is accepted when everything it holds is a state a machine under the
+//!   new policy could have been in. The pending action keeps its recorded
+//!   values (an attempt its deadline, a sleep its length and end, a
+//!   withdrawal its delay, a breaker its open period, probes and window, a
+//!   budget its tokens) and every later decision follows the new policy. So
+//!   what has not happened yet may change: more attempts, another curve,
+//!   jitter or hint mode, another retry budget or breaker threshold, as long
+//!   as the pending action and the counts fit;
+//! - it is refused, naming the field, when it could not have come from the
+//!   new policy: attempts above its maximum, or a sleep after its last
+//!   attempt; an attempt whose deadline is not the one the new timeout gives;
+//!   a sleep or withdrawal outside what its reason allows under the new cap,
+//!   jitter or hint clamp, or past the new time budget; a withdrawal under a
+//!   policy without a retry budget; a breaker window of another kind, or with
+//!   more calls than the new window holds; a half-open period without the
+//!   deadline a new maximum wait calls for, or with one the config no longer
+//!   has; budget tokens above the new maximum, an amount the new arithmetic
+//!   never gives (a fraction of a token under an AWS config, which counts
+//!   whole tokens: a gRPC bucket's tokens pass under an AWS config only when
+//!   whole), or a state of another kind (tokens under a Finagle config).
+//!
+//! To move a call to a new policy with nothing carried over, start a new
+//! machine; restoring under a changed policy carries the pending action over
+//! as it was.
 //!
 //! # Hedging
 //!

@@ -34,7 +34,9 @@ const PERMIT_SLOTS: usize = 16;
 /// The breaker type under test: up to 128 calls or 8 buckets.
 type Breaker = CircuitBreaker<2, 8>;
 
-fn breaker_config(u: &mut Unstructured<'_>) -> arbitrary::Result<Result<BreakerConfig, ()>> {
+pub(crate) fn breaker_config(
+    u: &mut Unstructured<'_>,
+) -> arbitrary::Result<Result<BreakerConfig, ()>> {
     let small = |u: &mut Unstructured<'_>, top: u32| u.int_in_range(1..=top);
     let window = match u.int_in_range(0..=3u8)? {
         0 => None,
@@ -305,7 +307,7 @@ impl BreakerModel {
             deadline: self
                 .config
                 .max_half_open_wait()
-                .and_then(|w| now.checked_add(w)),
+                .map(|w| now.saturating_add(w)),
             ..Probes::default()
         };
         self.go(BreakerState::HalfOpen, now, cause)

@@ -39,6 +39,7 @@ pub mod retry_machine;
 pub mod sets;
 mod shared;
 pub mod snapshot;
+pub mod snapshot_fields;
 
 pub use shared::Violation;
 
@@ -47,7 +48,7 @@ pub type Check = fn(&[u8]) -> Result<(), Violation>;
 
 /// Every fuzz target by name (the name of its binary in `fuzz/` and of its
 /// corpus directory `fuzz/corpus/<name>/`), with its check.
-pub const TARGETS: [(&str, Check); 8] = [
+pub const TARGETS: [(&str, Check); 9] = [
     (retry_machine::TARGET, retry_machine::check),
     (breaker::TARGET, breaker::check),
     (budget::TARGET, budget::check),
@@ -56,4 +57,5 @@ pub const TARGETS: [(&str, Check); 8] = [
     (policy_config::TARGET, policy_config::check),
     (hedge::TARGET, hedge::check),
     (snapshot::TARGET, snapshot::check),
+    (snapshot_fields::TARGET, snapshot_fields::check),
 ];

@@ -25,7 +25,10 @@ const MACHINE_STEPS: usize = 256;
 
 /// Shrinks the arbitrary policy's numbers into ranges where retries, sleeps and
 /// budgets interact, for half of the inputs; the rest keep the raw values.
-fn shape_policy(policy: RetryPolicy, u: &mut Unstructured<'_>) -> arbitrary::Result<RetryPolicy> {
+pub(crate) fn shape_policy(
+    policy: RetryPolicy,
+    u: &mut Unstructured<'_>,
+) -> arbitrary::Result<RetryPolicy> {
     if !u.arbitrary::<bool>()? {
         return Ok(policy);
     }
@@ -70,7 +73,8 @@ fn shape_policy(policy: RetryPolicy, u: &mut Unstructured<'_>) -> arbitrary::Res
         .max_attempts(attempts)
         .backoff(backoff)
         .min_delay(a.min(b))
-        .max_delay(a.max(b))
+        // A valid cap is at least the curve's first delay.
+        .max_delay(a.max(b).max(initial))
         .hints(hints)
         .budget(budget)
         .attempt_timeout(timeout)
@@ -79,7 +83,7 @@ fn shape_policy(policy: RetryPolicy, u: &mut Unstructured<'_>) -> arbitrary::Res
 }
 
 /// A failure whose hint is usually of a humane size.
-fn some_failure(u: &mut Unstructured<'_>) -> arbitrary::Result<Failure> {
+pub(crate) fn some_failure(u: &mut Unstructured<'_>) -> arbitrary::Result<Failure> {
     let base = if rarely(u, 6)? {
         Failure::permanent()
     } else {
@@ -437,16 +441,17 @@ impl MachineModel {
                         let delay = wait
                             .unwrap_or_else(|| self.first_curve_delay())
                             .max(Duration::from_millis(1));
-                        // A wait past the last instant, or past the budget, gives up.
-                        match now.checked_add(delay) {
-                            Some(until) if end.is_none_or(|e| until < e) => {
-                                Expect::Exact(Answer::Act(Action::Sleep {
-                                    until,
-                                    delay,
-                                    reason: SleepReason::CircuitOpen,
-                                }))
-                            }
-                            _ => Expect::Exact(self.give_up(GiveUpReason::Budget, ran, None)),
+                        // A wait past the budget gives up; one past the last
+                        // instant ends there (and so never fits a budget).
+                        let until = now.saturating_add(delay);
+                        if end.is_none_or(|e| until < e) {
+                            Expect::Exact(Answer::Act(Action::Sleep {
+                                until,
+                                delay,
+                                reason: SleepReason::CircuitOpen,
+                            }))
+                        } else {
+                            Expect::Exact(self.give_up(GiveUpReason::Budget, ran, None))
                         }
                     }
                 }
@@ -516,9 +521,13 @@ impl MachineModel {
             invariant,
         };
         let end = self.budget_end();
-        // A sleep of `delay` from now, checked on its own terms.
+        // A sleep of `delay` from now, checked on its own terms: it ends
+        // `delay` after now, or at the last instant when that lies past it
+        // (the only end not after now, when now is that instant).
         let sleep_fits = |until: Instant, delay: Duration| {
-            now.checked_add(delay) == Some(until) && until > now && end.is_none_or(|e| until < e)
+            now.saturating_add(delay) == until
+                && (until > now || until == Instant::MAX)
+                && end.is_none_or(|e| until < e)
         };
         match expect {
             Expect::Misuse(_) => Err(fail("a misuse was accepted")),
@@ -545,12 +554,10 @@ impl MachineModel {
                 reasons,
                 kind,
             } => {
-                let late = now
-                    .checked_add(lo)
-                    .is_none_or(|u| end.is_some_and(|e| u >= e));
-                let may_be_late = now
-                    .checked_add(hi)
-                    .is_none_or(|u| end.is_some_and(|e| u >= e));
+                // Only a time budget makes a retry late (a sleep past the
+                // last instant ends there, before no budget's end).
+                let late = end.is_some_and(|e| now.saturating_add(lo) >= e);
+                let may_be_late = end.is_some_and(|e| now.saturating_add(hi) >= e);
                 match action {
                     Action::GiveUp(g) => {
                         ensure(
@@ -660,9 +667,7 @@ impl MachineModel {
                             step,
                             "a granted retry ended other than on the budget",
                         )?;
-                        let may_be_late = now
-                            .checked_add(hi)
-                            .is_none_or(|u| end.is_some_and(|e| u >= e));
+                        let may_be_late = end.is_some_and(|e| now.saturating_add(hi) >= e);
                         ensure(
                             may_be_late,
                             TARGET,
@@ -980,7 +985,13 @@ pub fn check(data: &[u8]) -> Result<(), Violation> {
                     )?;
                 }
                 if let Action::Sleep { until, .. } = action {
-                    ensure(until > clamped, TARGET, step, "a sleep not due after now")?;
+                    // After now, or at the last instant, where time ends.
+                    ensure(
+                        until > clamped || until == Instant::MAX,
+                        TARGET,
+                        step,
+                        "a sleep not due after now",
+                    )?;
                 }
                 let stage = model.judge(expect, action, clamped, step)?;
                 model.advance(event, clamped, stage);

@@ -164,23 +164,23 @@ struct Unannounced {
 ///   `tracing` feature, a subscriber listening at `WARN`). Such a call reads
 ///   the clock again at every later step, and reports the whole time it ran.
 /// - Otherwise the call starts with no reading, and takes its first one (its
-///   time origin) at the first of: the first attempt waits (an async adapter
-///   says so with [`attempt_waiting`](Driver::attempt_waiting) when the
-///   attempt's future first returns pending), the first attempt ends any way but
-///   a success (an error, a failing value, a timeout, a cancellation), or a
-///   breaker turns it away. Every later step reads the clock as above. A first
-///   attempt that succeeds without waiting reads no clock at all: its
-///   [`Success::elapsed`] is `None`. The machine needs no earlier time (no time
-///   budget, no attempt timeout: its answers do not depend on how long the
-///   first attempt ran), and the sleeps are measured from the failure; only the
-///   elapsed time the call reports ([`RetryError::elapsed`], or
-///   [`Success::elapsed`] after a retry) leaves out what ran before the origin:
-///   in an async adapter the first attempt's stretch up to its first wait (the
-///   time of one poll), in a blocking one the whole first attempt. Ask for the
-///   elapsed time to have it whole. An adapter's quick opening
-///   ([`QuickOpening::failure`]) skips the one reading whose answer it knows:
-///   a first attempt that fails without waiting, in a call the core ends on
-///   that failure, would read its origin only to report a zero elapsed time.
+///   time origin) at the first of: the first attempt waits under a breaker (an
+///   async adapter says so with [`attempt_waiting`](Driver::attempt_waiting)
+///   when the attempt's future first returns pending; the permit learns its
+///   start), the first attempt ends any way but a success (an error, a failing
+///   value, a timeout, a cancellation), or a breaker turns it away (nothing
+///   has run then: that reading counts as the call's start). Every later
+///   step reads the clock as above. A first attempt that succeeds reads no
+///   clock for the call. The machine needs no earlier time (no time budget, no
+///   attempt timeout: its answers do not depend on how long the first attempt
+///   ran), and the sleeps are measured from the origin; but a time counted from
+///   it would leave out what ran before it (the first attempt's run, or its
+///   first poll), so such a call reports its time as not measured:
+///   [`Success::elapsed`] and [`RetryError::elapsed`] are `None`, and the
+///   error's message names no time. Ask for the elapsed time to have it
+///   whole. An adapter's quick opening ([`QuickOpening::failure`]) reads no
+///   clock for a first attempt the core gives up on at once, but for its
+///   breaker permit.
 ///
 /// A breaker that does not time calls reads its own time through the
 /// [`PermitGuard`] only when a decision needs it (given the driver's reading
@@ -210,6 +210,10 @@ pub struct Driver<'r, T, E, C: Clock + Clone, K: Fn() -> bool> {
     /// the first reading of a call that read no clock at its start (`None` until
     /// then).
     start: Option<Instant>,
+    /// `start` is the call's start: the time since then is the call's time,
+    /// and is reported. A later origin's is not (it leaves out part of the
+    /// call).
+    measured: bool,
     /// No seed was fixed and none has been drawn yet.
     unseeded: bool,
     keep_late_successes: bool,
@@ -356,13 +360,13 @@ impl QuickOpening {
     /// results, and no more: the settings' classifier judges `error` (once:
     /// the verdict travels with the `Err`), the breaker gets its permit back
     /// with the same outcome, the give-up hook hears the same error, and the
-    /// [`RetryError`] is the one the driver would return. `waited` is when the
-    /// attempt first waited, if it did (an async attempt that returned pending:
-    /// the call's time origin, as for [`Driver::after_quick_opening`]); the
-    /// clock is then read once, for the elapsed time and the permit. A blocking
-    /// attempt, or one that never waited, reads no clock: its call's origin is
-    /// the failure itself, so the elapsed time is zero, as the driver reports
-    /// it, and the breaker reads the time itself if it needs it.
+    /// [`RetryError`] is the one the driver would return, its time not
+    /// measured (the call read no clock at its start). `waited` is when the
+    /// attempt first waited under a breaker, if it did (an async attempt that
+    /// returned pending: the permit's start, as for
+    /// [`Driver::after_quick_opening`]); the clock is then read once more, for
+    /// the permit. An attempt without a breaker, or one that never waited,
+    /// reads no clock: the breaker reads the time itself if it needs it.
     ///
     /// # Errors
     /// A [`QuickFailure`] when the call goes on: the core may retry, or
@@ -387,17 +391,13 @@ impl QuickOpening {
                 permit,
             });
         };
-        // The end of an attempt that waited is read, as the driver reads it;
-        // one that did not wait is the call's origin.
-        let now = waited.map(|_| clock.now());
+        // The end of an attempt that waited is read for its permit, as the
+        // driver reads it; one that did not wait is the call's origin.
         if let Some(permit) = permit {
-            permit.finish(event, now);
+            permit.finish(event, waited.map(|_| clock.now()));
         }
-        let elapsed = match (waited, now) {
-            (Some(from), Some(to)) => to.saturating_duration_since(from),
-            _ => Duration::ZERO,
-        };
-        let error = RetryError::new(give_up.reason, give_up.attempts, elapsed, Some(error))
+        // No reading at the call's start: its time is not reported.
+        let error = RetryError::new(give_up.reason, give_up.attempts, None, Some(error))
             .with_last_failure(give_up.last_failure)
             .with_last_error_attempt(Some(self.attempt.number));
         if let Some(hook) = settings.on_give_up() {
@@ -406,17 +406,16 @@ impl QuickOpening {
         Ok(error)
     }
 
-    /// The call's result when the first attempt returned `value`. `waited` is
-    /// the time the attempt first waited and the time it ended, when it waited
-    /// (an async attempt that returned pending), for the elapsed time; without
-    /// it the elapsed time is unmeasured (`None`).
+    /// The call's result when the first attempt returned `value`: its time
+    /// not measured, as the call read no clock at its start (a breaker's
+    /// permit, if any, goes back through [`PermitGuard::finish`]).
     #[inline]
     #[must_use]
-    pub fn success<T>(self, value: T, waited: Option<(Instant, Instant)>) -> Success<T> {
+    pub fn success<T>(self, value: T) -> Success<T> {
         Success {
             value,
             attempts: self.attempts,
-            elapsed: waited.map(|(from, to)| to.saturating_duration_since(from)),
+            elapsed: None,
         }
     }
 }
@@ -481,6 +480,7 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
         } else {
             (None, None)
         };
+        let measured = start.is_some();
         Driver {
             settings,
             unseeded: settings.seed().is_none(),
@@ -489,6 +489,7 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
             clock,
             cancelled,
             start,
+            measured,
             keep_late_successes: false,
             failed_value: None,
             last_error: None,
@@ -566,12 +567,17 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
 
     /// The breaker refused attempt `number` until `until`: the event for the
     /// machine, and the call's time origin it is placed on (read now if the
-    /// call has read no clock yet).
+    /// call has read no clock yet: then nothing has run, as every attempt that
+    /// ran read the clock when it ended, so the reading is the call's start
+    /// and its time is measured from it).
     fn refused(&mut self, number: u32, until: Option<Instant>) -> (Event, Instant) {
         observe::rejected(number);
         let origin = match self.start {
             Some(start) => start,
-            None => self.read(),
+            None => {
+                self.measured = true;
+                self.read()
+            }
         };
         let event = Event::Rejected {
             until: until.map(|u| since(origin, u)),
@@ -602,24 +608,25 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
     }
 
     /// The call's time origin, by the driver's clock: its start, or, for a call
-    /// that read no clock at its start, its first reading (`None` before it).
+    /// that read no clock at its start, its first reading (`None` before it;
+    /// the call then reports its time as not measured).
     #[must_use]
     pub const fn started(&self) -> Option<Instant> {
         self.start
     }
 
     /// Tells the driver that the attempt in flight is waiting (its future
-    /// returned pending): a call that has read no clock yet reads it now, so
-    /// that the time it reports counts the attempt from here on (see the type's
-    /// docs). Costs nothing once the clock has been read.
+    /// returned pending). Under a breaker, a call that has read no clock yet
+    /// reads it now: the permit learns the attempt's start, so an attempt
+    /// abandoned from here on is judged by how long it ran, and the reading is
+    /// the call's origin (see the type's docs). Otherwise, and once the clock
+    /// has been read, it costs nothing.
     #[inline]
     pub fn attempt_waiting(&mut self) {
         if self.start.is_none() {
-            let now = self.clock.now();
-            self.start = Some(now);
-            // The breaker's permit learns its start here too, so an attempt
-            // abandoned from now on is judged by how long it ran.
             if let Some(permit) = self.permit.as_mut() {
+                let now = self.clock.now();
+                self.start = Some(now);
                 permit.waited(now);
             }
         }
@@ -812,7 +819,7 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
     /// and is still at its origin) and carries out its answers until one needs
     /// the adapter (an attempt or a sleep) or the call is over. `value` is what
     /// the attempt returned when `event` is its success.
-    fn step(&mut self, mut event: Event, now: Option<Instant>, value: Option<T>) -> Step<T, E> {
+    fn step(&mut self, mut event: Event, mut now: Option<Instant>, value: Option<T>) -> Step<T, E> {
         let settings = self.settings;
         loop {
             // One subtraction serves the machine and the call's elapsed time.
@@ -857,7 +864,11 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                             match PermitGuard::request(&**breaker, clock, now, deadline) {
                                 Ok(permit) => self.permit = Some(permit),
                                 Err(until) => {
-                                    event = self.refused(number, until).0;
+                                    let origin;
+                                    (event, origin) = self.refused(number, until);
+                                    // A call that had read no clock reads
+                                    // it here: the rejection's time.
+                                    now = now.or(Some(origin));
                                     continue;
                                 }
                             }
@@ -890,9 +901,8 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                 // Without a budget nobody can refuse: the retry goes on.
                 Action::Withdraw { .. } => answer.unwrap_or(Event::Granted),
                 Action::GiveUp(give_up) => {
-                    // No reading: the call gave up at its origin (cancelled
-                    // before its first attempt).
-                    let elapsed = elapsed.unwrap_or_default();
+                    // The call's time, when it was measured from its start.
+                    let elapsed = elapsed.filter(|_| self.measured);
                     observe::gave_up(&give_up, elapsed);
                     if matches!(
                         give_up.reason,
@@ -914,6 +924,8 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                     return Step::Finished(Err(error));
                 }
                 Action::Done { attempts } => {
+                    // The call's time, when it was measured from its start.
+                    let elapsed = elapsed.filter(|_| self.measured);
                     return Step::Finished(match value {
                         Some(value) => Ok(Success {
                             value,
@@ -926,7 +938,7 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                         None => Err(RetryError::new(
                             GiveUpReason::NotStarted,
                             attempts,
-                            elapsed.unwrap_or_default(),
+                            elapsed,
                             self.last_error.take(),
                         )
                         .with_last_failure(

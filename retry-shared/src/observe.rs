@@ -1,8 +1,10 @@
 //! Traces and metrics, each behind its feature. With neither feature on, every
 //! function here is empty and compiles away.
 
+// Each argument feeds the traces, the metrics or both: with either feature
+// off, some go unread.
 #![cfg_attr(
-    not(any(feature = "tracing", feature = "metrics")),
+    not(all(feature = "tracing", feature = "metrics")),
     allow(unused_variables)
 )]
 
@@ -147,15 +149,16 @@ pub(crate) fn sleeping(delay: Duration, reason: SleepReason, curve: &'static str
     }
 }
 
-/// The call gave up.
+/// The call gave up, after `elapsed` when that was measured from its start
+/// (the event then carries `elapsed_ms`).
 #[inline]
-pub(crate) fn gave_up(give_up: &GiveUp, elapsed: Duration) {
+pub(crate) fn gave_up(give_up: &GiveUp, elapsed: Option<Duration>) {
     #[cfg(feature = "tracing")]
     tracing::warn!(
         code = give_up.code(),
         reason = %give_up.reason,
         attempts = give_up.attempts,
-        elapsed_ms = millis(elapsed),
+        elapsed_ms = elapsed.map(millis),
         "giving up"
     );
 }

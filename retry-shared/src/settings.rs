@@ -123,9 +123,9 @@ impl<E> Settings<E> {
     }
 
     /// Makes every call read the clock at its start, so that it reports the
-    /// whole time it ran: in every [`Success`](retry_core::Success), and from
-    /// the start in every [`RetryError`] (see the [`Driver`](crate::Driver)'s
-    /// rule for when the clock is read otherwise).
+    /// whole time it ran in every [`Success`](retry_core::Success) and
+    /// [`RetryError`] (see the [`Driver`](crate::Driver)'s rule for when the
+    /// clock is read otherwise, and the time not reported).
     pub fn set_measure_elapsed(&mut self) {
         self.measure_elapsed = true;
         self.quick = None;
@@ -296,13 +296,16 @@ macro_rules! retry_builder_methods {
         }
 
         /// Makes every call read the clock at its start and report the whole
-        /// time it ran. By default a call reads no clock until something needs
-        /// time (a time budget, an attempt timeout, a retry budget, a sleep): a
-        /// call whose first attempt succeeds at once then reports
-        /// [`Success::elapsed`](retry_core::Success::elapsed) as `None`, and one
-        /// whose first attempt fails counts its time from that attempt's first
-        /// wait (an async attempt) or its end (a blocking one). Reading the
-        /// clock costs more than the rest of a first-attempt success.
+        /// time it ran. By default a call reads the clock at its start only
+        /// when something needs the time (a time budget, an attempt timeout, a
+        /// retry budget, a breaker that times calls, an enabled trace); any
+        /// other call reports its time as not measured
+        /// ([`Success::elapsed`](retry_core::Success::elapsed) and
+        /// [`RetryError::elapsed`](retry_core::RetryError::elapsed) are `None`,
+        /// and the error's message names no time), even when it reads the
+        /// clock later to time its sleeps, as that time would leave out the
+        /// first attempt. Reading the clock costs more than the rest of a
+        /// first-attempt success.
         #[must_use]
         pub fn measure_elapsed(mut self) -> Self {
             self.settings.set_measure_elapsed();

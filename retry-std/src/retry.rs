@@ -128,11 +128,12 @@ impl AttemptContext {
 ///     .on_retry(|n| eprintln!("attempt {} failed ({:?}), retrying in {:?}", n.attempt, n.error, n.delay))
 ///     .clock(clock.clone())
 ///     .sleeper(sleeper.clone())
+///     .measure_elapsed() // the whole call's time, read from its start
 ///     .call(|_| Err::<(), u16>(503))
 ///     .unwrap_err();
 /// assert_eq!(err.code(), "retry.exhausted");
 /// assert_eq!(sleeper.sleeps(), [1, 2, 4].map(Duration::from_secs));
-/// assert_eq!(err.elapsed(), Duration::from_secs(7));
+/// assert_eq!(err.elapsed(), Some(Duration::from_secs(7)));
 /// # Ok::<(), retry_core::PolicyError>(())
 /// ```
 pub struct Retry<E> {
@@ -370,7 +371,7 @@ where
             if let Some(permit) = permit {
                 permit.finish(Event::Succeeded, None);
             }
-            QuickEnd::Done(quick.success(value, None))
+            QuickEnd::Done(quick.success(value))
         }
         // The permit goes back through `dyn Breaker` (the failure's path stays
         // apart from the success's).

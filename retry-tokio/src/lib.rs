@@ -67,12 +67,13 @@
 //!     .jitter(Jitter::None)
 //!     .build()?;
 //! let err = Retry::new(policy)
+//!     .measure_elapsed() // the call's whole time, read from its start
 //!     .call(|_ctx| async { Err::<(), _>("down") })
 //!     .await
 //!     .unwrap_err();
 //! assert_eq!(err.code(), "retry.exhausted");
 //! assert_eq!(err.attempts(), 5);
-//! assert_eq!(err.elapsed(), Duration::from_secs(15)); // 1 + 2 + 4 + 8, in virtual time
+//! assert_eq!(err.elapsed(), Some(Duration::from_secs(15))); // 1 + 2 + 4 + 8, in virtual time
 //! # Ok(())
 //! # }
 //! ```

@@ -189,9 +189,10 @@ macro_rules! drive {
                     Err(until) => break 'opening Opening::Refused(until),
                 }
             }
-            // The clock is read only if the attempt waits (its first
-            // pending poll becomes the call's time origin and the
-            // permit's start) and, then, when it ends.
+            // The clock is read only under a breaker, if the attempt waits
+            // (its first pending poll becomes the permit's start) and,
+            // then, when it ends. The call reads none at its start, so it
+            // reports no elapsed time.
             let (result, waited) = QuickAttempt {
                 attempt: $op(quick_context(&quick)),
                 waited: None,
@@ -202,7 +203,7 @@ macro_rules! drive {
                 // An attempt that never waited, without a breaker, needs
                 // nothing more; any other success is finished out of line.
                 Ok(value) if waited.is_none() && permit.is_none() => {
-                    return Ok(quick.success(value, None));
+                    return Ok(quick.success(value));
                 }
                 Ok(value) => return Ok(quick_success(quick, value, waited, permit)),
                 // A failure the core gives up on at once ends the call here;
@@ -263,9 +264,9 @@ enum Opening<'r, E> {
 }
 
 pin_project_lite::pin_project! {
-    /// The quick opening's attempt, run in place: the time of its first
-    /// pending poll (the call's time origin) is noted, and the permit, if
-    /// any, told of it.
+    /// The quick opening's attempt, run in place: under a breaker, the time
+    /// of its first pending poll is noted and the permit told of it (the
+    /// attempt's start, should it be abandoned).
     struct QuickAttempt<'p, 'r, F> {
         #[pin]
         attempt: F,
@@ -284,9 +285,9 @@ impl<F: Future> Future for QuickAttempt<'_, '_, F> {
             Poll::Ready(result) => Poll::Ready((result, *this.waited)),
             Poll::Pending => {
                 if this.waited.is_none() {
-                    let now = TokioClock.now();
-                    *this.waited = Some(now);
                     if let Some(permit) = this.permit.as_mut() {
+                        let now = TokioClock.now();
+                        *this.waited = Some(now);
                         permit.waited(now);
                     }
                 }
@@ -296,9 +297,9 @@ impl<F: Future> Future for QuickAttempt<'_, '_, F> {
     }
 }
 
-/// The result of a quick opening's attempt that succeeded after waiting
-/// (first at `waited`), or under a breaker: the clock is read for the end of
-/// an attempt that waited, and the permit goes back.
+/// The result of a quick opening's attempt that succeeded under a breaker:
+/// the clock is read for the end of an attempt that waited (first at
+/// `waited`), and the permit goes back.
 #[cold]
 #[inline(never)]
 fn quick_success<T>(
@@ -307,11 +308,10 @@ fn quick_success<T>(
     waited: Option<std::time::Instant>,
     permit: Option<PermitGuard<&dyn Breaker, TokioClock>>,
 ) -> Success<T> {
-    let waited = waited.map(|from| (from, TokioClock.now()));
     if let Some(permit) = permit {
-        permit.finish(Event::Succeeded, waited.map(|(_, to)| to));
+        permit.finish(Event::Succeeded, waited.map(|_| TokioClock.now()));
     }
-    quick.success(value, waited)
+    quick.success(value)
 }
 
 /// What the quick opening's attempt is told: it is the first, with no

@@ -1246,11 +1246,13 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
 
     /// Enters half-open with no probes out.
     fn half_open(&mut self, now: Instant, cause: TransitionCause) -> Transition {
-        // In nanoseconds, as `Instant::checked_add` would, with no division.
+        // In nanoseconds, as `Instant::saturating_add` would, with no
+        // division: a wait past the last instant ends there (as an open
+        // period does), so a configured wait always gives a deadline.
         let deadline = self
             .config
             .max_half_open_wait_nanos()
-            .and_then(|wait| now.as_nanos().checked_add(wait));
+            .map(|wait| now.as_nanos().saturating_add(wait));
         let until = Instant::from_nanos(deadline.unwrap_or(0));
         self.enter(
             BreakerState::HalfOpen,

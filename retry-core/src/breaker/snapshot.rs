@@ -401,10 +401,14 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                         )?;
                     }
                 }
+                // A half-open period has a deadline exactly when the config
+                // gives it a maximum wait: without one, a breaker whose
+                // probes never report would stay half-open for good.
                 consistent(
-                    deadline.is_none() || config.max_half_open_wait().is_some(),
+                    deadline.is_some() == config.max_half_open_wait().is_some(),
                     "state.deadline",
-                    "a half-open deadline without a maximum wait in the config",
+                    "a half-open deadline without a maximum wait in the config, or a \
+                     maximum wait without its deadline",
                 )?;
                 Mode::HalfOpen(Probing::new(in_flight, admitted, results, deadline))
             }

@@ -63,7 +63,12 @@ impl fmt::Display for WindowStats {
 /// slot `16w + k`: a call's bits shifted down by `k` are already its share of
 /// the counts), so it is 4-aligned and its cursors and counts pack in beside
 /// it: a 128-call ring takes 40 bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+///
+/// Two rings are equal when they hold the same calls in the same order, from
+/// whichever slot each starts (a ring restored from a snapshot starts at slot
+/// 0; the one it was taken from, once it has wrapped, does not), so a
+/// breaker compares equal to its own restored snapshot.
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct CountRing<const WORDS: usize> {
     bits: [[u32; 4]; WORDS],
     next: u16,
@@ -88,6 +93,20 @@ const SHARE: u32 = 0x1_0001;
 pub(crate) const fn pushed_out(code: u32) -> (bool, bool, bool) {
     (code != NOTHING_OUT, code & 1 != 0, code & 0x1_0000 != 0)
 }
+
+impl<const WORDS: usize> PartialEq for CountRing<WORDS> {
+    fn eq(&self, other: &Self) -> bool {
+        // The `i`-th oldest call sits `i` slots after `next` (modulo the
+        // window's size) in a full ring, and in slot `i` in one that is not
+        // full (there `next == len`): `get` with the size taken as `len`
+        // reads both.
+        self.len == other.len
+            && self.counts == other.counts
+            && (0..self.len).all(|i| self.get(self.len, i) == other.get(other.len, i))
+    }
+}
+
+impl<const WORDS: usize> Eq for CountRing<WORDS> {}
 
 impl<const WORDS: usize> CountRing<WORDS> {
     /// How many calls the ring can hold.
@@ -364,6 +383,45 @@ mod tests {
                 "after call {i}"
             );
         }
+    }
+
+    /// Rings holding the same calls in the same order are equal, whichever
+    /// slot they start from; other calls, order or length are not.
+    #[test]
+    fn rings_compare_by_the_calls_they_hold() {
+        let calls = |n: u16| (0..n).map(|i| (i % 3 == 0, i % 5 == 0));
+        // A 10-call window: `skip` calls pushed out before the 10 that stay.
+        let filled = |skip: u16| {
+            let mut ring = CountRing::<2>::new();
+            for _ in 0..skip {
+                ring.push(10, true, true);
+            }
+            for (failed, slow) in calls(10) {
+                ring.push(10, failed, slow);
+            }
+            ring
+        };
+        let fresh = filled(0);
+        for skip in [1, 7, 13, 64] {
+            let wrapped = filled(skip);
+            assert_ne!(wrapped.next, fresh.next, "skip {skip}: the cursors differ");
+            assert_eq!(wrapped, fresh, "skip {skip}");
+        }
+        let mut other = fresh;
+        other.push(10, false, false);
+        assert_ne!(other, fresh);
+        let mut reordered = CountRing::<2>::new();
+        let all: [(bool, bool); 10] = core::array::from_fn(|i| (i % 3 == 0, i % 5 == 0));
+        for (failed, slow) in all.into_iter().rev() {
+            reordered.push(10, failed, slow);
+        }
+        assert_eq!(reordered.counts(), fresh.counts());
+        assert_ne!(reordered, fresh);
+        let mut shorter = CountRing::<2>::new();
+        for (failed, slow) in calls(9) {
+            shorter.push(10, failed, slow);
+        }
+        assert_ne!(shorter, fresh);
     }
 
     #[test]

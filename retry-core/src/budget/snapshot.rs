@@ -181,8 +181,11 @@ impl RetryBudget {
     /// # Errors
     /// A [`SnapshotError`] naming the field: an unknown `version`; a `config`
     /// its builder refuses ([`SnapshotError::Budget`]); tokens above the
-    /// bucket's maximum; a state of another kind than the config's; a window
-    /// slice out of its place in the ring or above what a slice can hold.
+    /// bucket's maximum, or an amount its arithmetic never reaches (a fraction
+    /// of a token in an AWS bucket; in a gRPC one, thousandths that are no
+    /// sum of whole tokens and ratios); a state of another kind than the
+    /// config's; a window slice out of its place in the ring or above what a
+    /// slice can hold.
     pub fn restore(snapshot: &BudgetSnapshot) -> Result<RetryBudget, SnapshotError> {
         let s = snapshot;
         if s.version != BudgetSnapshot::VERSION {
@@ -195,6 +198,14 @@ impl RetryBudget {
         let engine = match (config.kind, s.state) {
             (Kind::Grpc(config), StateRecord::Tokens { millis }) => {
                 above(millis, config.max)?;
+                // From a full bucket (whole tokens), failures take whole
+                // tokens and successes add the ratio, so the tokens are a
+                // multiple of what the two amounts share.
+                consistent(
+                    millis.checked_rem(gcd(MILLI, config.ratio)) == Some(0),
+                    "state.millis",
+                    "tokens the gRPC bucket cannot hold: not whole tokens and ratios",
+                )?;
                 Engine::Grpc {
                     config,
                     tokens: millis,
@@ -202,6 +213,12 @@ impl RetryBudget {
             }
             (Kind::Aws(config), StateRecord::Tokens { millis }) => {
                 above(millis, config.capacity)?;
+                // Every AWS amount is whole tokens.
+                consistent(
+                    millis % MILLI == 0,
+                    "state.millis",
+                    "a fraction of a token in an AWS bucket, which counts whole tokens",
+                )?;
                 Engine::Aws {
                     config,
                     tokens: millis,
@@ -235,6 +252,14 @@ impl RetryBudget {
             last_now: s.latest_now,
         })
     }
+}
+
+/// The greatest common divisor of `a` and `b` (`a` when `b` is zero).
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while let Some(rest) = a.checked_rem(b) {
+        (a, b) = (b, rest);
+    }
+    a
 }
 
 /// An error if `millis` tokens are above `max`.

@@ -175,6 +175,24 @@ impl Backoff {
         }
     }
 
+    /// [`Backoff::validate`], and the cap `max` at least the curve's first
+    /// delay.
+    pub(crate) fn validate_under(&self, max: Duration) -> Result<(), PolicyError> {
+        let (initial, factor) = match *self {
+            Backoff::None => return Ok(()),
+            Backoff::Constant { delay } => (delay, None),
+            Backoff::Linear { initial, .. } | Backoff::Fibonacci { initial } => (initial, None),
+            Backoff::Exponential { initial, factor } => (initial, Some(factor)),
+        };
+        if let Some(value) = factor.filter(|f| !binary64::is_factor(f.to_bits())) {
+            return Err(PolicyError::InvalidFactor { value });
+        }
+        if initial > max {
+            return Err(PolicyError::MaxBelowInitial { max, initial });
+        }
+        Ok(())
+    }
+
     /// The raw delay before retry `retry` (1-based; 0 is read as 1), saturating at
     /// `u64::MAX` nanoseconds (about 584.5 years). No cap, floor or jitter is
     /// applied here.

@@ -17,16 +17,16 @@ pub struct Success<T> {
     pub value: T,
     /// How many attempts ran, the successful one included.
     pub attempts: u32,
-    /// How long the call ran, to the end of the successful attempt; `None` when
-    /// the call read no clock. A driver reads none when nothing needed time: the
-    /// first attempt succeeded, and neither the policy (no time budget, no
-    /// attempt timeout) nor anything around it (a retry budget, a breaker that
-    /// times calls, a caller who asked for the elapsed time) needed a clock.
-    /// When the driver read no clock before the first attempt, the time is
-    /// counted from its first reading (the first attempt's first wait, for an
-    /// async one, or its failure): it leaves out what that attempt ran before.
-    /// The adapters' docs say when each happens and how to ask for the whole
-    /// time.
+    /// How long the whole call ran, from its start to the end of the
+    /// successful attempt, delays included; `None` when it was not measured
+    /// from the call's start. A driver reads the clock at a call's start only
+    /// when something needs the time (a time budget, an attempt timeout, a
+    /// retry budget, a breaker that times calls, an enabled trace, or a caller
+    /// who asked for the elapsed time): a call that read none then reports
+    /// `None`, even when it read the clock later (after a failure), since that
+    /// time would leave out part of the call (see
+    /// [the rules](crate::behaviour#results)). The adapters' docs say how to ask
+    /// for it.
     pub elapsed: Option<Duration>,
 }
 
@@ -50,10 +50,11 @@ impl<T> Success<T> {
 /// [`last_error_attempt`](RetryError::last_error_attempt) says which attempt
 /// returned it, so a timeout is never paired with an older error unawares.
 ///
-/// It displays as `<code>: gave up after <n> attempt(s) in <elapsed>`, then the
-/// timeout or breaker wait when the reason has one, then `: <last error>`, or
-/// `: attempt <k> failed: <last error>` when the error came from an earlier
-/// attempt than the last:
+/// It displays as `<code>: gave up after <n> attempt(s) in <elapsed>` (without
+/// ` in <elapsed>` when the time was not measured from the call's start: see
+/// [`RetryError::elapsed`]), then the timeout or breaker wait when the reason
+/// has one, then `: <last error>`, or `: attempt <k> failed: <last error>` when
+/// the error came from an earlier attempt than the last:
 ///
 /// ```
 /// use core::time::Duration;
@@ -73,6 +74,11 @@ impl<T> Success<T> {
 ///     err.to_string(),
 ///     "retry.timeout: gave up after 3 attempts in 4s (timeout 1s): attempt 1 failed: refused"
 /// );
+///
+/// // A call whose time was not measured from its start says no time:
+/// let err = RetryError::new(GiveUpReason::Exhausted, 2, None, Some("busy"));
+/// assert_eq!(err.elapsed(), None);
+/// assert_eq!(err.to_string(), "retry.exhausted: gave up after 2 attempts: busy");
 /// ```
 ///
 /// [`core::error::Error::source`] is the last error, when `E` is an error type.
@@ -82,7 +88,8 @@ impl<T> Success<T> {
 /// The error is built on every path that gives up and travels inside every
 /// call's `Result`, so it is kept small: the reason's kind, the kind of the
 /// last failure and whether the attempt of the last error was given are a
-/// byte each, and the elapsed time and the reason's timeout or breaker wait
+/// byte each (whether the elapsed time was measured shares the last one), and
+/// the elapsed time and the reason's timeout or breaker wait
 /// are whole nanoseconds in a `u64` each. A `Result<u64, RetryError<&str>>`
 /// takes 48 bytes on a 64-bit target. The accessors rebuild the
 /// [`GiveUpReason`] and the [`Duration`]s from these.
@@ -96,22 +103,29 @@ impl<T> Success<T> {
 pub struct RetryError<E> {
     #[source]
     last_error: Option<E>,
-    /// The whole call's time in nanoseconds, saturated at `u64::MAX`.
+    /// The whole call's time in nanoseconds, saturated at `u64::MAX`, when
+    /// [`MEASURED`] is marked (0 otherwise).
     elapsed: u64,
     /// The reason's duration in nanoseconds (the timeout, or the breaker's
     /// wait when it is known), saturated at `u64::MAX`; 0 when it has none.
     reason_nanos: u64,
     attempts: u32,
-    /// Which attempt returned the last error, when `has_last_error_attempt`;
-    /// 0 otherwise.
+    /// Which attempt returned the last error, when [`LAST_ERROR_ATTEMPT`] is
+    /// marked; 0 otherwise.
     last_error_attempt: u32,
     /// The last failure's number (status, exit code or signal); 0 for a kind
     /// without one.
     failure_code: i32,
     reason: Reason,
     failure: Failure,
-    has_last_error_attempt: bool,
+    /// [`LAST_ERROR_ATTEMPT`] and [`MEASURED`], or neither.
+    marks: u8,
 }
+
+/// [`RetryError::marks`]: the attempt that returned the last error was given.
+const LAST_ERROR_ATTEMPT: u8 = 1;
+/// [`RetryError::marks`]: the elapsed time was measured from the call's start.
+const MEASURED: u8 = 2;
 
 /// [`GiveUpReason`] without its duration, in a byte.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -216,10 +230,12 @@ impl Failure {
 
 impl<E> RetryError<E> {
     /// An error for a call that gave up for `reason` after `attempts` attempts
-    /// and `elapsed` time, with the operation's last error (taken to come from
-    /// the last attempt unless [`with_last_error_attempt`](Self::with_last_error_attempt)
-    /// says otherwise). The call driver builds these; other drivers (and tests)
-    /// may too. Durations past `u64::MAX` nanoseconds are kept as that (see
+    /// and `elapsed` time (a `Duration`, or `None` when the time was not
+    /// measured from the call's start), with the operation's last error (taken
+    /// to come from the last attempt unless
+    /// [`with_last_error_attempt`](Self::with_last_error_attempt) says
+    /// otherwise). The call driver builds these; other drivers (and tests) may
+    /// too. Durations past `u64::MAX` nanoseconds are kept as that (see
     /// [the size](RetryError#size)).
     #[must_use]
     // Always inlined, even at opt-level "z": a caller that returns the error
@@ -232,20 +248,24 @@ impl<E> RetryError<E> {
     pub fn new(
         reason: GiveUpReason,
         attempts: u32,
-        elapsed: Duration,
+        elapsed: impl Into<Option<Duration>>,
         last_error: Option<E>,
     ) -> RetryError<E> {
         let (reason, reason_nanos) = Reason::of(reason);
+        let (elapsed, marks) = match elapsed.into() {
+            Some(elapsed) => (sat_nanos(elapsed), MEASURED),
+            None => (0, 0),
+        };
         RetryError {
             last_error,
-            elapsed: sat_nanos(elapsed),
+            elapsed,
             reason_nanos,
             attempts,
             last_error_attempt: 0,
             failure_code: 0,
             reason,
             failure: Failure::None,
-            has_last_error_attempt: false,
+            marks,
         }
     }
 
@@ -253,7 +273,10 @@ impl<E> RetryError<E> {
     /// the last attempt, or unknown).
     #[must_use]
     pub fn with_last_error_attempt(mut self, attempt: Option<u32>) -> RetryError<E> {
-        self.has_last_error_attempt = attempt.is_some();
+        self.marks = match attempt {
+            Some(_) => self.marks | LAST_ERROR_ATTEMPT,
+            None => self.marks & !LAST_ERROR_ATTEMPT,
+        };
         self.last_error_attempt = attempt.unwrap_or_default();
         self
     }
@@ -284,14 +307,17 @@ impl<E> RetryError<E> {
         self.attempts
     }
 
-    /// How long the call took, to giving up, delays included: from the call's
-    /// start, or, when the driver read no clock before the first attempt
-    /// (nothing needed time then: see [`Success::elapsed`]), from its first
-    /// reading (the first attempt's first wait, for an async one, or its end),
-    /// leaving out what that attempt ran before.
+    /// How long the whole call took, from its start to giving up, delays
+    /// included; `None` when it was not measured from the call's start (the
+    /// driver read no clock then: see [`Success::elapsed`]). Never a time that
+    /// leaves out part of the call.
     #[must_use]
-    pub const fn elapsed(&self) -> Duration {
-        Duration::from_nanos(self.elapsed)
+    pub const fn elapsed(&self) -> Option<Duration> {
+        if self.marks & MEASURED == 0 {
+            None
+        } else {
+            Some(Duration::from_nanos(self.elapsed))
+        }
     }
 
     /// The kind of the last failure as the machine recorded it (e.g.
@@ -312,7 +338,7 @@ impl<E> RetryError<E> {
     /// timed out, or was cancelled or refused without returning an error).
     #[must_use]
     pub const fn last_error_attempt(&self) -> Option<u32> {
-        match (&self.last_error, self.has_last_error_attempt) {
+        match (&self.last_error, self.marks & LAST_ERROR_ATTEMPT != 0) {
             (None, _) => None,
             (Some(_), true) => Some(self.last_error_attempt),
             (Some(_), false) => Some(self.attempts),
@@ -349,7 +375,7 @@ impl<E> RetryError<E> {
             failure_code: self.failure_code,
             reason: self.reason,
             failure: self.failure,
-            has_last_error_attempt: self.has_last_error_attempt,
+            marks: self.marks,
         }
     }
 }
@@ -361,13 +387,10 @@ impl<E: fmt::Display> fmt::Display for RetryError<E> {
         } else {
             "attempts"
         };
-        write!(
-            f,
-            "{}: gave up after {} {noun} in {:?}",
-            self.code(),
-            self.attempts,
-            self.elapsed()
-        )?;
+        write!(f, "{}: gave up after {} {noun}", self.code(), self.attempts)?;
+        if let Some(elapsed) = self.elapsed() {
+            write!(f, " in {elapsed:?}")?;
+        }
         match self.reason() {
             GiveUpReason::TimedOut { timeout } => write!(f, " (timeout {timeout:?})")?,
             GiveUpReason::CircuitOpen { wait: Some(wait) } => {
@@ -445,7 +468,7 @@ mod tests {
         assert_eq!(LONGEST.as_secs(), 18_446_744_073);
         for (given, kept) in edges() {
             let err = RetryError::new(GiveUpReason::TimedOut { timeout: given }, 2, given, Some(1));
-            assert_eq!(err.elapsed(), kept, "elapsed {given:?}");
+            assert_eq!(err.elapsed(), Some(kept), "elapsed {given:?}");
             assert_eq!(err.reason(), GiveUpReason::TimedOut { timeout: kept });
             let err = RetryError::<()>::new(
                 GiveUpReason::CircuitOpen { wait: Some(given) },
@@ -558,7 +581,7 @@ mod tests {
         assert_eq!(
             format!("{err:?}"),
             "RetryError { code: \"retry.circuit_open\", reason: CircuitOpen { wait: Some(20ms) }, \
-             attempts: 2, elapsed: 350ms, last_failure: Some(Status(503)), \
+             attempts: 2, elapsed: Some(350ms), last_failure: Some(Status(503)), \
              last_error_attempt: Some(1), last_error: Some(\"refused\") }"
         );
         assert_eq!(

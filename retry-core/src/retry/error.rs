@@ -43,6 +43,16 @@ pub enum PolicyError {
         /// The cap.
         max: Duration,
     },
+    /// `max_delay` was below the curve's first delay (a constant curve's
+    /// delay, the initial delay of the others): every delay would be flattened
+    /// to the cap, the curve never showing.
+    #[error("max_delay: {max:?} is below the curve's initial delay {initial:?}")]
+    MaxBelowInitial {
+        /// The cap.
+        max: Duration,
+        /// The curve's first delay.
+        initial: Duration,
+    },
     /// The hint clamp's floor was above its ceiling.
     #[error("retry_after_min: {min:?} is above retry_after_max {max:?}")]
     HintMinAboveMax {
@@ -69,6 +79,7 @@ impl PolicyError {
             PolicyError::InvalidFactor { .. } => "factor",
             PolicyError::InvalidJitterFraction { .. } => "jitter",
             PolicyError::MinAboveMax { .. } => "min_delay",
+            PolicyError::MaxBelowInitial { .. } => "max_delay",
             PolicyError::HintMinAboveMax { .. } => "retry_after_min",
             PolicyError::ZeroDuration { field } => field,
         }
@@ -83,6 +94,7 @@ impl PolicyError {
             PolicyError::InvalidFactor { .. } => "policy.invalid_factor",
             PolicyError::InvalidJitterFraction { .. } => "policy.invalid_jitter_fraction",
             PolicyError::MinAboveMax { .. } => "policy.min_above_max",
+            PolicyError::MaxBelowInitial { .. } => "policy.max_below_initial",
             PolicyError::HintMinAboveMax { .. } => "policy.hint_min_above_max",
             PolicyError::ZeroDuration { .. } => "policy.zero_duration",
         }

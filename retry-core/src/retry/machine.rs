@@ -83,8 +83,11 @@ pub enum Action {
         replays_non_idempotent: bool,
     },
     /// Sleep until `until`, then send [`Event::Woke`] (or [`Event::Cancelled`] at
-    /// once if the caller cancels meanwhile). `until` is always after the `now`
-    /// that produced it. Waking early is harmless: the same sleep is asked again.
+    /// once if the caller cancels meanwhile). `until` is `delay` after the `now`
+    /// that produced it, or [`Instant::MAX`] when that lies past it (see
+    /// [the rule](crate::behaviour#time-budget-and-attempt-timeout)): always
+    /// after `now` but at `Instant::MAX` itself, where time ends. Waking early
+    /// is harmless: the same sleep is asked again.
     Sleep {
         /// When the sleep ends.
         until: Instant,
@@ -561,7 +564,7 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
     /// retry may start at `t`.
     #[cfg_attr(target_pointer_width = "64", inline)]
     #[cfg_attr(not(target_pointer_width = "64"), inline(never))]
-    fn within_budget(&self, t: Instant) -> bool {
+    pub(super) fn within_budget(&self, t: Instant) -> bool {
         self.budget_end_from_start().is_none_or(|end| t < end)
     }
 
@@ -784,13 +787,7 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
 
     #[cfg_attr(target_pointer_width = "64", inline)]
     fn begin_attempt(&mut self, number: u32, now: Instant) -> Action {
-        // A deadline past the last representable instant is no deadline at all.
-        let mut deadline = self.policy.attempt_timeout().and_then(|t| later(now, t));
-        if self.policy.caps_attempt_to_budget() {
-            if let Some(end) = self.budget_end_from_start() {
-                deadline = Some(deadline.map_or(end, |d| d.min(end)));
-            }
-        }
+        let deadline = self.attempt_deadline(now);
         self.last_attempt = number;
         self.state = State::Attempting {
             number,
@@ -798,6 +795,21 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
             deadline,
         };
         self.attempt_action(number, deadline)
+    }
+
+    /// The deadline of an attempt that starts at `now`: the attempt timeout
+    /// from `now`, capped at the budget's end if the policy says so. A
+    /// deadline past the last representable instant is no deadline at all.
+    /// (A restored attempt's deadline must be this one.)
+    #[inline(always)]
+    pub(super) fn attempt_deadline(&self, now: Instant) -> Option<Instant> {
+        let mut deadline = self.policy.attempt_timeout().and_then(|t| later(now, t));
+        if self.policy.caps_attempt_to_budget() {
+            if let Some(end) = self.budget_end_from_start() {
+                deadline = Some(deadline.map_or(end, |d| d.min(end)));
+            }
+        }
+        deadline
     }
 
     #[cfg_attr(target_pointer_width = "64", inline)]
@@ -853,8 +865,7 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
         if self.policy.uses_retry_budget() {
             // A retry the time budget has no room for is not asked of the
             // retry budget (`sleep_or_attempt` checks again once granted).
-            let fits = later(now, delay).is_some_and(|until| self.within_budget(until));
-            if !fits {
+            if !self.within_budget(sleep_end(now, delay)) {
                 return self.give_up(GiveUpReason::Budget);
             }
             let after_timeout = timed_out.is_some();
@@ -885,7 +896,21 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
         reason: SleepReason,
         now: Instant,
     ) -> Action {
-        let fits = later(now, delay).filter(|until| self.within_budget(*until));
+        // A sleep past the last instant ends there (`sleep_end`), which is
+        // within no budget. Two forms of the same answer: on 64-bit targets
+        // the sum that fits (every retry's) is checked as before the rule;
+        // elsewhere, in less code, the end is saturated and then checked
+        // (`within_budget(Instant::MAX)` is "no budget": a unit test holds it).
+        #[cfg(target_pointer_width = "64")]
+        let fits = match later(now, delay) {
+            Some(until) => self.within_budget(until).then_some(until),
+            None => self.policy.budget().is_none().then_some(Instant::MAX),
+        };
+        #[cfg(not(target_pointer_width = "64"))]
+        let fits = {
+            let until = sleep_end(now, delay);
+            self.within_budget(until).then_some(until)
+        };
         let Some(until) = fits else {
             return self.give_up(GiveUpReason::Budget);
         };
@@ -999,6 +1024,17 @@ fn longer_than(d: Duration, n: u64, curve: u64) -> bool {
     n > curve || (curve == u64::MAX && d > NANOS_TOP)
 }
 
+/// When a sleep of `delay` asked at `now` ends: `now + delay`, or the last
+/// representable instant when that lies past it (see
+/// [the rule](crate::behaviour#time-budget-and-attempt-timeout)). Without a
+/// time budget such a sleep goes ahead (a driver sleeps `delay`, as good as
+/// forever); with one it never fits, as no budget ends after that instant.
+/// Either way the answer does not depend on where the instants' origin lies.
+#[inline]
+pub(super) fn sleep_end(now: Instant, delay: Duration) -> Instant {
+    later(now, delay).unwrap_or(Instant::MAX)
+}
+
 /// `now + d`, or `None` past the last representable instant, as
 /// [`Instant::checked_add`] gives it: every sum of an instant and a duration
 /// the machine makes goes through here, out of line on 32-bit targets (where converting a `Duration` to
@@ -1013,6 +1049,27 @@ pub(crate) fn later(now: Instant, d: Duration) -> Option<Instant> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The end of time is within no budget, and within the lack of one:
+    /// the two forms of `sleep_or_attempt` give the same answer.
+    #[test]
+    fn the_last_instant_is_within_a_budget_only_without_one() {
+        for budget in [None, Some(Duration::from_nanos(1)), Some(Duration::MAX)] {
+            let policy = RetryPolicy::builder()
+                .budget(budget)
+                .build()
+                .unwrap_or_default();
+            for start in [Instant::ORIGIN, Instant::from_secs(5), Instant::MAX] {
+                let mut m = RetryMachine::new(&policy, 1);
+                let _ = m.poll(Event::Start, start);
+                assert_eq!(
+                    m.within_budget(Instant::MAX),
+                    budget.is_none(),
+                    "{budget:?} {start}"
+                );
+            }
+        }
+    }
 
     /// The hint path's nanosecond comparison and bounds are the `Duration`
     /// ones: at the top of the range (where saturation ties values) and for

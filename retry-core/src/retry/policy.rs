@@ -292,7 +292,7 @@ impl RetryPolicy {
         if self.max_attempts == 0 {
             return Err(PolicyError::ZeroAttempts);
         }
-        self.backoff.validate()?;
+        self.backoff.validate_under(self.max_delay)?;
         self.jitter.validate()?;
         if self.min_delay > self.max_delay {
             return Err(PolicyError::MinAboveMax {
@@ -371,6 +371,35 @@ impl RetryPolicy {
         let (max, min) = (sat_nanos(self.max_delay), sat_nanos(self.min_delay));
         // `bounded`: floored, then capped.
         self.backoff.capped_nanos(retry, max).max(min).min(max)
+    }
+
+    /// The longest delay the curve can give, for any retry, seed and previous
+    /// delay: the top of the jitter's interval around `max_delay` (above it
+    /// only for additive and spread jitter), or `max_delay`. Every curve delay
+    /// lies in `[min_delay, longest_curve_delay()]` (`min_delay` counted at
+    /// most `u64::MAX` ns). A restored sleep on the curve must too.
+    pub(crate) fn longest_curve_delay(&self) -> Duration {
+        from_nanos(self.longest_delay_from(sat_nanos(self.max_delay)))
+    }
+
+    /// The longest delay a hint honoured in at-least mode with `cap` can
+    /// give: as [`RetryPolicy::longest_curve_delay`], around the longer of
+    /// the cap and `max_delay` (the hint lifts the ceiling up to itself).
+    pub(crate) fn longest_hinted_delay(&self, cap: Duration) -> Duration {
+        let top = sat_nanos(cap).max(sat_nanos(self.max_delay));
+        from_nanos(self.longest_delay_from(top))
+    }
+
+    /// The top of [`RetryPolicy::finish`]'s interval for base delays up to
+    /// `top` capped at `top`, over every draw and previous delay: each kind's
+    /// top grows with the base, decorrelated jitter's is the cap, and
+    /// millisecond rounding stays within the interval or the cap.
+    fn longest_delay_from(&self, top: u64) -> u64 {
+        let initial = sat_nanos(self.backoff.initial());
+        let (_, _, hi) = self
+            .jitter
+            .draw_within_nanos(top, 0, initial, u64::MAX, top);
+        hi.max(top)
     }
 
     /// The delay before retry `retry` (1-based) under `seed`, for every jitter kind
@@ -831,7 +860,27 @@ impl RetryPolicyBuilder {
         self.policy.backoff = backoff;
         self
     }
-    /// The cap on every curve delay.
+    /// The cap on every curve delay. It may not be below the curve's first
+    /// delay (a constant curve's delay, the others' initial delay): such a cap
+    /// would flatten every delay to itself, so
+    /// [`build`](RetryPolicyBuilder::build) refuses it with
+    /// [`PolicyError::MaxBelowInitial`], naming both.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use retry_core::{Backoff, PolicyError, RetryPolicy};
+    ///
+    /// let err = RetryPolicy::builder()
+    ///     .backoff(Backoff::exponential(Duration::from_secs(2), 2.0))
+    ///     .max_delay(Duration::from_secs(1))
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert_eq!(err, PolicyError::MaxBelowInitial {
+    ///     max: Duration::from_secs(1),
+    ///     initial: Duration::from_secs(2),
+    /// });
+    /// assert_eq!(err.to_string(), "max_delay: 1s is below the curve's initial delay 2s");
+    /// ```
     pub fn max_delay(mut self, d: Duration) -> Self {
         self.policy.max_delay = d;
         self
@@ -903,8 +952,9 @@ impl RetryPolicyBuilder {
     ///
     /// # Errors
     /// A [`PolicyError`] naming the first invalid field: zero attempts, both
-    /// attempt counts, a bad factor or jitter fraction, `min_delay > max_delay`, an
-    /// inverted hint clamp, a zero budget or timeout.
+    /// attempt counts, a bad factor or jitter fraction, `min_delay > max_delay`,
+    /// `max_delay` below the curve's first delay, an inverted hint clamp, a zero
+    /// budget or timeout.
     pub fn build(self) -> Result<RetryPolicy, PolicyError> {
         let mut policy = self.policy;
         policy.max_attempts = match (self.attempts, self.retries) {
@@ -938,6 +988,8 @@ impl<'a> arbitrary::Arbitrary<'a> for RetryPolicy {
             other => other,
         };
         let (a, b): (Duration, Duration) = (u.arbitrary()?, u.arbitrary()?);
+        // The cap at least the curve's first delay.
+        let (a, b) = (a, b.max(backoff.initial()));
         let hints = match u.arbitrary()? {
             HintMode::Override { min, max } => HintMode::Override {
                 min: min.min(max),
@@ -1235,7 +1287,8 @@ mod delay_path_tests {
                 .backoff(backoff)
                 .jitter(jitter)
                 .min_delay(a.min(b))
-                .max_delay(a.max(b))
+                // A valid cap is at least the curve's first delay.
+                .max_delay(a.max(b).max(backoff.initial()))
                 .resolution(resolution)
                 .build()
                 .unwrap();
@@ -1338,7 +1391,7 @@ mod delay_path_tests {
                 .backoff(backoff)
                 .jitter(jitter)
                 .min_delay(min)
-                .max_delay(a.max(b))
+                .max_delay(a.max(b).max(backoff.initial()))
                 .resolution(resolution)
                 .build()
                 .unwrap();

@@ -4,7 +4,8 @@
 use core::borrow::Borrow;
 use core::time::Duration;
 
-use super::machine::State;
+use super::machine::{sleep_end, State};
+use super::nanos::{from_nanos, sat_nanos};
 use super::{
     Action, GiveUp, GiveUpReason, HintMode, Resolution, RetryMachine, RetryPolicy, SleepReason,
 };
@@ -256,13 +257,23 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
 impl RetryMachine {
     /// Rebuilds a machine from `snapshot`, after checking it.
     ///
+    /// The snapshot is checked against the policy it carries, as a record of
+    /// a machine following that policy: what the machine waits for must be
+    /// something that policy could have asked for. A record whose policy was
+    /// replaced is judged the same way (see
+    /// [the rule](crate::behaviour#snapshots)).
+    ///
     /// # Errors
     /// A [`SnapshotError`] naming the field: an unknown `version`; a `policy`
     /// that fails validation; `attempts` above the policy's maximum; a phase that
     /// cannot hold with its fields or the counters (an attempt in flight that is
-    /// not the last one started, a sleep not after the latest time seen, a
-    /// withdrawal without a retry budget, a finished call that ran a different
-    /// number of attempts, times before the call started).
+    /// not the last one started, or whose deadline is not the one the policy
+    /// gives an attempt started then; a sleep not after the latest time seen,
+    /// asked before the call started or after the latest time seen, past the
+    /// time budget, or longer or shorter than its reason allows; a withdrawal
+    /// without a retry budget, or whose retry no longer fits the time budget;
+    /// a finished call that ran a different number of attempts, or ended for a
+    /// reason the policy cannot give; times before the call started).
     pub fn restore(snapshot: &RetrySnapshot) -> Result<RetryMachine, SnapshotError> {
         let s = snapshot;
         if s.version != RetrySnapshot::VERSION {
@@ -286,6 +297,17 @@ impl RetryMachine {
             "the curve restarted after the last attempt started",
         )?;
         let fresh = RetryMachine::new(&policy, s.seed);
+        // The machine as restored, but for its phase: its answers to the
+        // checks below (budget, deadlines) are the ones it will give.
+        let machine = RetryMachine {
+            start: s.started_at,
+            last_now: s.latest_now,
+            curve_origin: s.curve_restarted_at,
+            previous_delay: s.previous_delay,
+            last_attempt: s.attempts,
+            last_failure: s.last_failure,
+            ..fresh
+        };
         let state = match s.phase {
             PhaseRecord::Idle => {
                 consistent(
@@ -316,17 +338,20 @@ impl RetryMachine {
                     "phase.number",
                     "the attempt in flight is not the last one started",
                 )?;
+                // Nothing moves the latest time while an attempt runs: every
+                // event that fits ends it. Only the call's first attempt
+                // starts without asking the time budget.
                 consistent(
-                    started >= s.started_at && started <= s.latest_now,
+                    started == s.latest_now
+                        && (started == s.started_at || machine.within_budget(started)),
                     "phase.started",
-                    "the attempt started before the call or after the latest time seen",
+                    "the attempt in flight did not start at the latest time seen, \
+                     or started at or after the end of the time budget",
                 )?;
-                let may_have_deadline = policy.attempt_timeout().is_some()
-                    || (policy.caps_attempt_to_budget() && policy.budget().is_some());
                 consistent(
-                    deadline.is_none_or(|d| may_have_deadline && d >= started),
+                    deadline == machine.attempt_deadline(started),
                     "phase.deadline",
-                    "a deadline the policy does not give, or before the attempt's start",
+                    "not the deadline the policy gives an attempt started then",
                 )?;
                 State::Attempting {
                     number,
@@ -344,28 +369,38 @@ impl RetryMachine {
                     "phase",
                     "a sleep after the last attempt the policy allows",
                 )?;
+                // After the latest time seen; only a sleep asked at the last
+                // instant ends there too.
                 consistent(
-                    !delay.is_zero() && until > s.latest_now,
+                    !delay.is_zero() && (until > s.latest_now || until == Instant::MAX),
                     "phase.until",
                     "a sleep that is over, or of no length, is not pending",
                 )?;
+                // Asked at `until - delay` (or, ending at the last instant,
+                // at any time from which `delay` reaches it): after the call
+                // started, and no later than the latest time seen (waking
+                // early is the only event a sleep takes without ending).
                 consistent(
-                    until.saturating_duration_since(s.started_at) >= delay,
+                    until == Instant::MAX || until.saturating_duration_since(s.started_at) >= delay,
                     "phase.delay",
                     "the sleep began before the call started",
                 )?;
-                if let Some(budget) = policy.budget() {
-                    consistent(
-                        until < s.started_at.saturating_add(budget),
-                        "phase.until",
-                        "the sleep reaches the end of the time budget",
-                    )?;
-                }
+                consistent(
+                    until <= sleep_end(s.latest_now, delay),
+                    "phase.until",
+                    "the sleep ends later than its delay after the latest time seen",
+                )?;
+                consistent(
+                    machine.within_budget(until),
+                    "phase.until",
+                    "the sleep reaches the end of the time budget",
+                )?;
                 consistent(
                     reason == SleepReason::CircuitOpen || s.attempts >= 1,
                     "phase.reason",
                     "a curve or hint sleep before any attempt",
                 )?;
+                pending_delay(&machine, delay, reason)?;
                 State::Sleeping {
                     until,
                     delay,
@@ -393,6 +428,19 @@ impl RetryMachine {
                     "phase.reason",
                     "a circuit-open wait is never paid for from the retry budget",
                 )?;
+                consistent(
+                    !after_timeout || s.last_failure == Some(FailureKind::Timeout),
+                    "phase.after_timeout",
+                    "a retry after a timeout whose last failure is no timeout",
+                )?;
+                // Nothing moves the latest time while the budget is asked:
+                // the retry was asked for then, and only if it fitted.
+                consistent(
+                    machine.within_budget(sleep_end(s.latest_now, delay)),
+                    "phase.delay",
+                    "the retry does not fit the time budget",
+                )?;
+                pending_delay(&machine, delay, reason)?;
                 State::Withdrawing {
                     retry,
                     after_timeout,
@@ -418,10 +466,20 @@ impl RetryMachine {
                     "phase.attempts",
                     "gave up after a different number of attempts than were started",
                 )?;
+                let possible = match reason {
+                    GiveUpReason::NotStarted => false,
+                    GiveUpReason::RetryBudget => policy.uses_retry_budget(),
+                    GiveUpReason::CircuitOpen { .. } => {
+                        policy.circuit_open() == CircuitOpen::GiveUp
+                    }
+                    _ => true,
+                };
                 consistent(
-                    reason != GiveUpReason::NotStarted,
+                    possible,
                     "phase.reason",
-                    "`not started` answers misuse; it never ends a call",
+                    "an end the policy cannot give (`not started` answers misuse and \
+                     ends no call; a retry budget or an open circuit the policy does \
+                     not stop for)",
                 )?;
                 State::Finished(Action::GiveUp(GiveUp {
                     reason,
@@ -430,15 +488,55 @@ impl RetryMachine {
                 }))
             }
         };
-        Ok(RetryMachine {
-            state,
-            start: s.started_at,
-            last_now: s.latest_now,
-            curve_origin: s.curve_restarted_at,
-            previous_delay: s.previous_delay,
-            last_attempt: s.attempts,
-            last_failure: s.last_failure,
-            ..fresh
-        })
+        Ok(RetryMachine { state, ..machine })
     }
+}
+
+/// Checks a pending sleep's `delay` (or a withdrawal's, which may be zero)
+/// against what its reason allows under the machine's
+/// policy: a curve delay within `[min_delay, longest_curve_delay]` and
+/// recorded as the previous delay; a hint within the hint mode's clamp or
+/// cap, unless it was an exact pushback (the curve restarted at the last
+/// attempt, its previous delay the initial one); a circuit-open wait of at
+/// least a millisecond, under a policy that waits for open circuits.
+fn pending_delay(
+    machine: &RetryMachine,
+    delay: Duration,
+    reason: SleepReason,
+) -> Result<(), SnapshotError> {
+    let policy = machine.policy();
+    let floor = from_nanos(sat_nanos(policy.min_delay()));
+    let recorded = machine.previous_delay == delay;
+    let (ok, why) = match (reason, policy.hints()) {
+        (SleepReason::CircuitOpen, _) => (
+            policy.circuit_open() == CircuitOpen::Wait && delay >= Duration::from_millis(1),
+            "a circuit-open wait under a policy that gives up on open circuits, or \
+             shorter than a millisecond",
+        ),
+        (SleepReason::Curve, _) => (
+            recorded && delay >= floor && delay <= policy.longest_curve_delay(),
+            "a curve delay outside [min_delay, max_delay] and its jitter's interval, \
+             or not the previous delay recorded",
+        ),
+        (SleepReason::Hint, HintMode::Ignore) => {
+            (false, "a hinted delay under a policy that ignores hints")
+        }
+        // An exact pushback: the curve restarted at the attempt it followed.
+        (SleepReason::Hint, _)
+            if machine.curve_origin == machine.last_attempt
+                && machine.previous_delay == policy.backoff().initial() =>
+        {
+            (true, "")
+        }
+        (SleepReason::Hint, HintMode::Override { min, max }) => (
+            delay >= min && delay <= max,
+            "a hinted delay outside the hint clamp [retry_after_min, retry_after_max]",
+        ),
+        (SleepReason::Hint, HintMode::AtLeast { cap }) => (
+            recorded && delay >= floor && delay <= policy.longest_hinted_delay(cap),
+            "a hinted delay above the hint cap, max_delay and their jitter, or not the \
+             previous delay recorded",
+        ),
+    };
+    consistent(ok, "phase.delay", why)
 }

@@ -13,7 +13,7 @@
 //! | `initial_delay` | the curve's first delay (constant: the delay); not with `none` | `1s` |
 //! | `factor` | number >= 1; exponential only | 2 |
 //! | `increment` | duration; linear only | `initial_delay` |
-//! | `max_delay`, `min_delay` | durations, `min_delay <= max_delay` | `60s`, `0s` |
+//! | `max_delay`, `min_delay` | durations, `min_delay <= max_delay`, `initial_delay <= max_delay` | `60s`, `0s` |
 //! | `jitter` | `none`, `full`, `equal`, `decorrelated`, `subtract:F`, `add:F`, `spread:F` (F in [0, 1]) | `full` |
 //! | `resolution` | `ms`, `ns` | `ms` |
 //! | `retry_after` | `override`, `at-least`, `ignore` | `override` |

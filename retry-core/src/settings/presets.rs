@@ -170,7 +170,8 @@ impl Preset {
     ///
     /// # Errors
     /// [`PresetError::Jitter`] for another jitter kind; [`PresetError::Policy`] for
-    /// an invalid value (zero attempts, `min > max`, a bad factor).
+    /// an invalid value (zero attempts, `min > max`, a `max` below the
+    /// curve's first delay, a bad factor).
     pub fn ts_package(
         max_attempts: u32,
         backoff: Backoff,

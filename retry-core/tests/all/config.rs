@@ -346,6 +346,46 @@ fn exact_messages() {
         .starts_with("attempt_timeout: must be greater than zero"));
 }
 
+/// A cap below the curve's first delay, in a config or an override over a
+/// base, is refused naming both values (not flattened in silence).
+#[test]
+fn a_cap_below_the_first_delay_is_a_config_error() {
+    let msg = "max_delay: 2s is below the curve's initial delay 3s";
+    assert!(
+        toml_err("initial_delay = \"3s\"\nmax_delay = \"2s\"").starts_with(msg),
+        "{}",
+        toml_err("initial_delay = \"3s\"\nmax_delay = \"2s\"")
+    );
+    assert!(
+        json_err(r#"{"backoff": "constant", "initial_delay": "3s", "max_delay": 2000}"#)
+            .starts_with(msg)
+    );
+    // The default cap, 60 s, under a two-minute constant delay.
+    assert!(
+        json_err(r#"{"backoff": "constant", "initial_delay": "2m"}"#)
+            .starts_with("max_delay: 60s is below the curve's initial delay 120s")
+    );
+    // An override that lowers the cap under the base's first delay.
+    let base = RetryPolicy::builder()
+        .backoff(Backoff::exponential(S(3), 2.0))
+        .build()
+        .unwrap();
+    let err = toml_override("max_delay = \"2s\"")
+        .apply(&base)
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ConfigError::Policy(PolicyError::MaxBelowInitial {
+            max: S(2),
+            initial: S(3)
+        })
+    );
+    assert_eq!(
+        (err.field(), err.code()),
+        ("max_delay", "policy.max_below_initial")
+    );
+}
+
 // ---------- durations ----------
 
 #[test]
@@ -501,7 +541,8 @@ fn any_policy(g: &mut Gen) -> RetryPolicy {
         .jitter(jitter)
         .hints(hints)
         .min_delay(min_delay)
-        .max_delay(max_delay)
+        // A valid cap is at least the curve's first delay.
+        .max_delay(max_delay.max(backoff.initial()))
         .resolution(if bool::arbitrary(g) {
             Resolution::Millis
         } else {

@@ -207,18 +207,94 @@ fn misuse_is_displayed_with_the_event_and_phase() {
     );
 }
 
+/// A sleep that would end past the last representable instant ends there;
+/// without a time budget the call goes on (never a `budget` give-up without
+/// a budget), with one it ends on the budget. No panic either way.
 #[test]
-fn the_end_of_time_is_a_budget_give_up_not_a_panic() {
-    let policy = RetryPolicy::builder()
+fn the_end_of_time_ends_a_sleep_there_and_only_a_budget_gives_up() {
+    let builder = RetryPolicy::builder()
         .max_attempts(3)
         .backoff(Backoff::constant(Duration::from_secs(1)))
-        .jitter(Jitter::None)
-        .build()
-        .unwrap();
+        .jitter(Jitter::None);
+    let policy = builder.build().unwrap();
     let mut m = RetryMachine::new(&policy, 1);
     let _ = m.poll(Event::Start, Instant::MAX);
     let a = m.poll(Event::Failed(Failure::retryable()), Instant::MAX);
+    assert_eq!(
+        a,
+        Action::Sleep {
+            until: Instant::MAX,
+            delay: Duration::from_secs(1),
+            reason: SleepReason::Curve
+        }
+    );
+    // Time cannot pass it: a wake there starts the next attempt.
+    assert!(matches!(
+        m.poll(Event::Woke, Instant::MAX),
+        Action::Attempt { number: 2, .. }
+    ));
+
+    let budgeted = builder.budget(Duration::from_secs(10)).build().unwrap();
+    let mut m = RetryMachine::new(&budgeted, 1);
+    let _ = m.poll(Event::Start, Instant::MAX);
+    let a = m.poll(Event::Failed(Failure::retryable()), Instant::MAX);
     assert!(matches!(a, Action::GiveUp(g) if g.reason == GiveUpReason::Budget));
+}
+
+/// `now + delay` past the instant range without a time budget: the retry
+/// sleeps (to the last instant) whatever the instants' origin, as it does
+/// when the sum fits; the reason `budget` is never given without a budget.
+/// Through the curve, a hint and a retry-budget withdrawal alike.
+#[test]
+fn a_sleep_past_the_instant_range_goes_ahead_without_a_budget() {
+    let top = Duration::from_nanos(u64::MAX);
+    for use_retry_budget in [false, true] {
+        let policy = RetryPolicy::builder()
+            .max_attempts(3)
+            .backoff(Backoff::constant(top))
+            .max_delay(Duration::MAX)
+            .jitter(Jitter::None)
+            .resolution(retry_core::Resolution::Nanos)
+            .use_retry_budget(use_retry_budget)
+            .build()
+            .unwrap();
+        for origin in [0, 1, 5_000_000_000, u64::MAX / 2] {
+            let t0 = Instant::from_nanos(origin);
+            let mut m = RetryMachine::new(&policy, 1);
+            let _ = m.poll(Event::Start, t0);
+            let mut a = m.poll(Event::Failed(Failure::retryable()), t0);
+            if use_retry_budget {
+                assert!(matches!(a, Action::Withdraw { retry: 1, .. }), "{a}");
+                a = m.poll(Event::Granted, t0);
+            }
+            assert_eq!(
+                a,
+                Action::Sleep {
+                    until: t0.saturating_add(top),
+                    delay: top,
+                    reason: SleepReason::Curve
+                },
+                "origin {origin}"
+            );
+        }
+        // An exact pushback hint longer than the instant range.
+        let mut m = RetryMachine::new(&policy, 1);
+        let t0 = Instant::from_secs(1);
+        let _ = m.poll(Event::Start, t0);
+        let hinted = Failure::retryable().with_hint(retry_core::Hint::Pushback(Duration::MAX));
+        let mut a = m.poll(Event::Failed(hinted), t0);
+        if use_retry_budget {
+            a = m.poll(Event::Granted, t0);
+        }
+        assert_eq!(
+            a,
+            Action::Sleep {
+                until: Instant::MAX,
+                delay: Duration::MAX,
+                reason: SleepReason::Hint
+            }
+        );
+    }
 }
 
 #[test]

@@ -436,3 +436,64 @@ fn every_curve_delay_lies_in_its_delay_interval() {
     assert_eq!(of(Jitter::Subtract(0.25)), Some((ms(1500), two)));
     assert_eq!(of(Jitter::Decorrelated), None);
 }
+
+/// A cap below the curve's first delay would flatten every delay to the cap:
+/// the builder refuses it with an error naming both values, for every curve
+/// that has a first delay (decorrelated jitter draws from it too); a cap
+/// equal to it is a valid constant curve, and a curve without delays has
+/// nothing to check.
+#[test]
+fn a_cap_below_the_first_delay_is_refused_naming_both() {
+    let s = Duration::from_secs;
+    for backoff in [
+        Backoff::constant(s(3)),
+        Backoff::linear_by(s(3), s(1)),
+        Backoff::exponential(s(3), 2.0),
+        Backoff::fibonacci(s(3)),
+    ] {
+        for jitter in [Jitter::None, Jitter::Full, Jitter::Decorrelated] {
+            let err = RetryPolicy::builder()
+                .backoff(backoff)
+                .jitter(jitter)
+                .max_delay(s(2))
+                .build()
+                .unwrap_err();
+            assert_eq!(
+                err,
+                PolicyError::MaxBelowInitial {
+                    max: s(2),
+                    initial: s(3)
+                },
+                "{backoff}"
+            );
+            assert_eq!(
+                (err.field(), err.code()),
+                ("max_delay", "policy.max_below_initial")
+            );
+            assert_eq!(
+                err.to_string(),
+                "max_delay: 2s is below the curve's initial delay 3s"
+            );
+            let at_cap = RetryPolicy::builder()
+                .backoff(backoff)
+                .jitter(jitter)
+                .max_delay(s(3))
+                .build()
+                .unwrap();
+            assert_eq!(at_cap.capped_delay(1), s(3));
+        }
+    }
+    // No curve, no first delay: any cap.
+    let none = RetryPolicy::builder()
+        .backoff(Backoff::None)
+        .max_delay(Duration::ZERO)
+        .build()
+        .unwrap();
+    assert_eq!(none.capped_delay(1), Duration::ZERO);
+    // The default cap (60 s) under a longer constant delay is refused too.
+    let err = RetryPolicy::builder()
+        .backoff(Backoff::constant(s(120)))
+        .build()
+        .unwrap_err();
+    assert_eq!(err.field(), "max_delay");
+}

@@ -97,11 +97,13 @@ impl Arbitrary for P {
         };
         let budget = bool::arbitrary(g).then(|| nonzero(duration(g)));
         let timeout = bool::arbitrary(g).then(|| nonzero(duration(g)));
+        let backoff = backoff(g);
         let policy = RetryPolicy::builder()
             .max_attempts(attempts)
-            .backoff(backoff(g))
+            .backoff(backoff)
             .min_delay(min_delay)
-            .max_delay(max_delay)
+            // A valid cap is at least the curve's first delay.
+            .max_delay(max_delay.max(backoff.initial()))
             .jitter(jitter(g))
             .resolution(if bool::arbitrary(g) {
                 Resolution::Millis
@@ -249,7 +251,9 @@ fn violations(policy: &RetryPolicy, steps: &[Step]) -> Result<(), String> {
                 delay,
                 reason,
             } => {
-                if until <= step.at {
+                // After now; only a sleep asked at the last instant (where
+                // time ends) ends there.
+                if until <= step.at && until != Instant::MAX {
                     return Err(format!("sleep until {until} at {}", step.at));
                 }
                 if until != step.at.saturating_add(delay) {
@@ -275,7 +279,15 @@ fn violations(policy: &RetryPolicy, steps: &[Step]) -> Result<(), String> {
                 }
                 withdrawn = false;
             }
-            Action::GiveUp(_) | Action::Done { .. } => terminal_seen = true,
+            Action::GiveUp(g) => {
+                // Time alone ends a call only under a time budget (a sleep
+                // past the last instant ends there instead).
+                if g.reason == GiveUpReason::Budget && policy.budget().is_none() {
+                    return Err(format!("gave up on a time budget the policy lacks: {g}"));
+                }
+                terminal_seen = true;
+            }
+            Action::Done { .. } => terminal_seen = true,
         }
         match step.event {
             Event::Rejected { .. }
@@ -593,7 +605,7 @@ fn random_event_streams_never_break_the_machine() {
                         return Err(format!("{event} after terminal {t} accepted as {action}"));
                     }
                     match action {
-                        Action::Sleep { until, .. } if until <= now => {
+                        Action::Sleep { until, .. } if until <= now && until != Instant::MAX => {
                             return Err(format!("sleep until {until} not after {now}"));
                         }
                         Action::Attempt { number, .. } if number > p.0.max_attempts() => {

@@ -99,14 +99,16 @@ fn policy(g: &mut Gen) -> RetryPolicy {
     let (hint_min, hint_max) = sorted(duration(g), duration(g));
     let positive =
         |g: &mut Gen| bool::arbitrary(g).then(|| duration(g).max(Duration::from_nanos(1)));
+    let backoff = backoff(g);
     RetryPolicy::builder()
         .max_attempts(match below(g, 10) {
             0 => u32::MAX,
             _ => 1 + below(g, 12) as u32,
         })
-        .backoff(backoff(g))
+        .backoff(backoff)
         .min_delay(min_delay)
-        .max_delay(max_delay)
+        // A valid cap is at least the curve's first delay.
+        .max_delay(max_delay.max(backoff.initial()))
         .jitter(jitter(g))
         .resolution(pick(g, &[Resolution::Millis, Resolution::Nanos]))
         .hints(match below(g, 3) {
@@ -245,6 +247,9 @@ fn a_retry_machine_resumes_exactly_through_json_and_postcard() {
                         .map_err(|e| format!("a snapshot of a real machine refused: {e}"))?;
                     if machine.snapshot() != snapshot {
                         return Err("a restored machine snapshots differently".into());
+                    }
+                    if machine != original {
+                        return Err(format!("restored {machine:?} != {original:?}"));
                     }
                     copies.push(machine);
                 }
@@ -478,6 +483,13 @@ fn a_breaker_resumes_exactly_through_json_and_postcard() {
         binary.breaker = Breaker::restore(&b).map_err(|e| format!("refused: {e}"))?;
         if json.breaker.snapshot() != snapshot {
             return Err("a restored breaker snapshots differently".into());
+        }
+        // Equal as the docs promise (a wrapped count window included).
+        if json.breaker != original.breaker || binary.breaker != original.breaker {
+            return Err(format!(
+                "restored {:?} != {:?}",
+                json.breaker, original.breaker
+            ));
         }
         for (i, op) in case.ops[case.cut..].iter().enumerate() {
             let expected = original.step(*op);
@@ -745,7 +757,7 @@ fn corrupt_breaker_snapshots_are_typed_errors_naming_the_field() {
         serde_json::json!({ "half_open": {
             "in_flight": in_flight, "admitted": admitted,
             "reported": { "calls": calls, "failures": failures, "slow": 0, "slow_failures": 0 },
-            "deadline": null } })
+            "deadline": 9_000_000_000u64 } })
     };
     let restore_state = |state: serde_json::Value| {
         let mut j = serde_json::to_value(s).unwrap();
@@ -833,4 +845,380 @@ fn snapshots_are_versioned_and_read_as_documented() {
     // Garbage is a decoding error, never a panic.
     assert!(serde_json::from_str::<RetrySnapshot>("{}").is_err());
     assert!(postcard::from_bytes::<BreakerSnapshot>(&[1, 2, 3]).is_err());
+}
+
+// ---------------------------------------------------------------------------
+// Records a policy could not have produced (issue 28): each refused with the
+// field named, where each was accepted before.
+
+/// A machine whose attempt 1 runs under a 2 s attempt timeout, started at
+/// T = 100 s.
+fn attempting_machine() -> RetryMachine {
+    let policy = RetryPolicy::builder()
+        .max_attempts(3)
+        .attempt_timeout(Duration::from_secs(2))
+        .build()
+        .unwrap();
+    let mut m = RetryMachine::new(&policy, 1);
+    let _ = m.poll(Event::Start, Instant::from_secs(100));
+    m
+}
+
+#[test]
+fn a_restored_attempt_keeps_the_deadline_its_policy_gives() {
+    let s = attempting_machine().snapshot();
+    let restored = RetryMachine::restore(&s).unwrap();
+    assert_eq!(restored.next_deadline(), Some(Instant::from_secs(102)));
+    let err =
+        |edit: fn(&mut serde_json::Value)| RetryMachine::restore(&edited(&s, edit)).unwrap_err();
+    let day = Instant::from_secs(100 + 86_400);
+    // A day instead of 2 s; no deadline at all; a deadline earlier than given.
+    for e in [
+        err(|j| {
+            j["phase"]["attempting"]["deadline"] =
+                serde_json::to_value(Instant::from_secs(100 + 86_400)).unwrap()
+        }),
+        err(|j| j["phase"]["attempting"]["deadline"] = serde_json::Value::Null),
+        err(|j| {
+            j["phase"]["attempting"]["deadline"] =
+                serde_json::to_value(Instant::from_secs(101)).unwrap()
+        }),
+    ] {
+        assert_eq!(
+            (e.field(), e.code()),
+            ("phase.deadline", "snapshot.inconsistent"),
+            "{e}"
+        );
+    }
+    let _ = day;
+    // Under a policy capping attempts at the budget's end, the cap holds.
+    let capped = RetryPolicy::builder()
+        .attempt_timeout(Duration::from_secs(2))
+        .budget(Duration::from_secs(1))
+        .cap_attempt_to_budget(true)
+        .build()
+        .unwrap();
+    let mut m = RetryMachine::new(&capped, 1);
+    let _ = m.poll(Event::Start, Instant::from_secs(100));
+    let s = m.snapshot();
+    assert_eq!(
+        RetryMachine::restore(&s).unwrap().next_deadline(),
+        Some(Instant::from_secs(101))
+    );
+    let e = RetryMachine::restore(&edited(&s, |j| {
+        j["phase"]["attempting"]["deadline"] =
+            serde_json::to_value(Instant::from_secs(102)).unwrap();
+    }))
+    .unwrap_err();
+    assert_eq!(e.field(), "phase.deadline");
+    // An attempt that did not start at the latest time seen.
+    let s = attempting_machine().snapshot();
+    let e = RetryMachine::restore(&edited(&s, |j| {
+        j["latest_now"] = serde_json::to_value(Instant::from_secs(150)).unwrap();
+    }))
+    .unwrap_err();
+    assert_eq!(e.field(), "phase.started");
+}
+
+/// A machine under max_delay 60 s without jitter, sleeping its first 1 s
+/// delay after attempt 1 failed at T = 5 ms.
+fn unjittered_sleeping_machine(use_retry_budget: bool) -> RetryMachine {
+    let policy = RetryPolicy::builder()
+        .max_attempts(3)
+        .jitter(Jitter::None)
+        .use_retry_budget(use_retry_budget)
+        .build()
+        .unwrap();
+    let mut m = RetryMachine::new(&policy, 1);
+    let _ = m.poll(Event::Start, Instant::ORIGIN);
+    let _ = m.poll(Event::Failed(Failure::retryable()), Instant::from_millis(5));
+    m
+}
+
+fn duration_json(d: Duration) -> serde_json::Value {
+    serde_json::to_value(d).unwrap()
+}
+
+#[test]
+fn a_restored_sleep_stays_within_what_its_reason_allows() {
+    let day = Duration::from_secs(86_400);
+    let m = unjittered_sleeping_machine(false);
+    let s = m.snapshot();
+    assert!(RetryMachine::restore(&s).is_ok());
+    // A curve delay of a day under a 60 s cap, everything else consistent
+    // with it (the end, the previous delay recorded).
+    let e = RetryMachine::restore(&edited(&s, |j| {
+        let day = Duration::from_secs(86_400);
+        j["phase"]["sleeping"]["delay"] = duration_json(day);
+        j["phase"]["sleeping"]["until"] =
+            serde_json::to_value(Instant::from_millis(5).saturating_add(day)).unwrap();
+        j["previous_delay"] = duration_json(day);
+    }))
+    .unwrap_err();
+    assert_eq!(
+        (e.field(), e.code()),
+        ("phase.delay", "snapshot.inconsistent"),
+        "{e}"
+    );
+    // A delay of 1 s whose end lies a day past the latest time seen.
+    let e = RetryMachine::restore(&edited(&s, |j| {
+        j["phase"]["sleeping"]["until"] = serde_json::to_value(Instant::from_secs(86_400)).unwrap();
+    }))
+    .unwrap_err();
+    assert_eq!(e.field(), "phase.until", "{e}");
+    // A curve delay that is not the one recorded as the previous delay.
+    let e = RetryMachine::restore(&edited(&s, |j| {
+        j["previous_delay"] = duration_json(Duration::from_secs(2))
+    }))
+    .unwrap_err();
+    assert_eq!(e.field(), "phase.delay", "{e}");
+    // A hinted delay of a day: above the hint clamp's 60 s (and not a pushback).
+    let e = RetryMachine::restore(&edited(&s, |j| {
+        let day = Duration::from_secs(86_400);
+        j["phase"]["sleeping"]["delay"] = duration_json(day);
+        j["phase"]["sleeping"]["reason"] = "hint".into();
+        j["phase"]["sleeping"]["until"] =
+            serde_json::to_value(Instant::from_millis(5).saturating_add(day)).unwrap();
+    }))
+    .unwrap_err();
+    assert_eq!(e.field(), "phase.delay", "{e}");
+    // A circuit-open wait under a policy that gives up on open circuits.
+    let e = RetryMachine::restore(&edited(&s, |j| {
+        j["phase"]["sleeping"]["reason"] = "circuit_open".into()
+    }))
+    .unwrap_err();
+    assert_eq!(e.field(), "phase.delay", "{e}");
+
+    // A withdrawing record whose delay is a day.
+    let w = unjittered_sleeping_machine(true).snapshot();
+    assert!(RetryMachine::restore(&w).is_ok());
+    let e = RetryMachine::restore(&edited(&w, |j| {
+        let day = Duration::from_secs(86_400);
+        j["phase"]["withdrawing"]["delay"] = duration_json(day);
+        j["previous_delay"] = duration_json(day);
+    }))
+    .unwrap_err();
+    assert_eq!(e.field(), "phase.delay", "{e}");
+    let _ = day;
+}
+
+#[test]
+fn an_exact_pushback_and_the_end_of_time_restore() {
+    let policy = RetryPolicy::builder().max_attempts(3).build().unwrap();
+    // A pushback of a day is exact: restored as it was.
+    let mut m = RetryMachine::new(&policy, 1);
+    let _ = m.poll(Event::Start, Instant::ORIGIN);
+    let pushback = Failure::retryable().with_hint(Hint::Pushback(Duration::from_secs(86_400)));
+    let _ = m.poll(Event::Failed(pushback), Instant::from_millis(5));
+    let restored = RetryMachine::restore(&m.snapshot()).unwrap();
+    assert_eq!(restored, m);
+    // A sleep asked at the last instant ends there, and restores.
+    let mut m = RetryMachine::new(&policy, 1);
+    let _ = m.poll(Event::Start, Instant::MAX);
+    let _ = m.poll(Event::Failed(Failure::retryable()), Instant::MAX);
+    assert_eq!(m.next_deadline(), Some(Instant::MAX));
+    assert_eq!(RetryMachine::restore(&m.snapshot()).unwrap(), m);
+}
+
+/// A breaker with a 9 s half-open maximum wait, half-open since T = 1 s.
+fn half_open_breaker(at: Instant) -> CircuitBreaker<1, 0> {
+    let mut b = breaker_with_calls();
+    b.force(ManualState::ForcedOpen, at).unwrap();
+    b.force(ManualState::HalfOpen, at).unwrap();
+    b
+}
+
+#[test]
+fn a_half_open_record_with_a_maximum_wait_carries_its_deadline() {
+    let b = half_open_breaker(Instant::from_secs(1));
+    let s = b.snapshot();
+    let mut restored = CircuitBreaker::<1, 0>::restore(&s).unwrap();
+    assert_eq!(restored.half_open_until(), Some(Instant::from_secs(10)));
+    // Its wait holds: the first request after it ends the period.
+    assert!(matches!(
+        restored.request(Instant::from_secs(10)),
+        Admission::Admitted {
+            transition: Some(_),
+            ..
+        } | Admission::Rejected { .. }
+    ));
+    assert_ne!(restored.state(), retry_core::BreakerState::HalfOpen);
+    let e = CircuitBreaker::<1, 0>::restore(&edited(&s, |j| {
+        j["state"]["half_open"]["deadline"] = serde_json::Value::Null;
+    }))
+    .unwrap_err();
+    assert_eq!(
+        (e.field(), e.code()),
+        ("state.deadline", "snapshot.inconsistent"),
+        "{e}"
+    );
+    // Half-open so late that the wait passes the last instant: the deadline
+    // is that instant, never none.
+    let late = half_open_breaker(Instant::MAX.saturating_sub(Duration::from_secs(1)));
+    assert_eq!(late.half_open_until(), Some(Instant::MAX));
+    assert_eq!(
+        CircuitBreaker::<1, 0>::restore(&late.snapshot()).unwrap(),
+        late
+    );
+}
+
+#[test]
+fn a_breaker_equals_its_restored_snapshot_after_its_window_wraps() {
+    let mut b = breaker_with_calls();
+    // 8-call window: 3 calls so far; 10 more wrap it (none trips it: at
+    // most 3 of 8 fail, under the 50 % rate, never 3 in a row).
+    for i in 0..10u32 {
+        let Admission::Admitted { permit, .. } = b.request(Instant::ORIGIN) else {
+            panic!("closed")
+        };
+        let outcome = CallOutcome {
+            success: i % 3 != 0,
+            duration: Duration::from_millis(1),
+        };
+        let _ = b.record(permit, outcome, Instant::ORIGIN);
+    }
+    let restored = CircuitBreaker::<1, 0>::restore(&b.snapshot()).unwrap();
+    assert_eq!(
+        restored.metrics(Instant::ORIGIN),
+        b.metrics(Instant::ORIGIN)
+    );
+    assert_eq!(restored, b);
+}
+
+/// The rule of `retry_core::behaviour#restoring-under-another-policy`: a
+/// record whose policy or config was replaced is judged as a record of the
+/// new one; accepted, its pending action is kept as it was and later
+/// decisions follow the new policy.
+#[test]
+fn restoring_under_another_policy_follows_the_documented_rule() {
+    let s = unjittered_sleeping_machine(false).snapshot();
+    let restore = |edit: fn(&mut serde_json::Value)| RetryMachine::restore(&edited(&s, edit));
+    // More attempts and another curve: accepted; the pending 1 s sleep as it
+    // was, the next delay from the new curve.
+    let mut m = restore(|j| {
+        j["policy"]["max_attempts"] = 5.into();
+        j["policy"]["backoff"] =
+            serde_json::json!({ "constant": { "delay": { "secs": 1, "nanos": 0 } } });
+    })
+    .unwrap();
+    assert_eq!(m.policy().max_attempts(), 5);
+    let Some(Action::Sleep { until, delay, .. }) = m.pending() else {
+        panic!("sleeping")
+    };
+    assert_eq!(
+        (until, delay),
+        (Instant::from_millis(1_005), Duration::from_secs(1))
+    );
+    let _ = m.poll(Event::Woke, until);
+    let next = m.poll(Event::Failed(Failure::retryable()), until);
+    assert!(matches!(next, Action::Sleep { delay, .. } if delay == Duration::from_secs(1)));
+    // A cap below the pending sleep (the curve's first delay lowered with it).
+    let e = restore(|j| {
+        j["policy"]["max_delay"] = serde_json::json!({ "secs": 0, "nanos": 500_000_000 });
+        j["policy"]["backoff"] = serde_json::json!({ "exponential": {
+            "initial": { "secs": 0, "nanos": 100_000_000 }, "factor": 2.0 } });
+    })
+    .unwrap_err();
+    assert_eq!(e.field(), "phase.delay", "{e}");
+    // No attempt left for the pending sleep.
+    let e = restore(|j| j["policy"]["max_attempts"] = 1.into()).unwrap_err();
+    assert_eq!(e.field(), "phase", "{e}");
+    // A retry budget the record never asked: accepted (the sleep comes after
+    // the grant); waiting for one the new policy does not use: refused.
+    assert!(restore(|j| j["policy"]["use_retry_budget"] = true.into()).is_ok());
+    let w = unjittered_sleeping_machine(true).snapshot();
+    let e = RetryMachine::restore(&edited(&w, |j| {
+        j["policy"]["use_retry_budget"] = false.into()
+    }))
+    .unwrap_err();
+    assert_eq!(e.field(), "phase", "{e}");
+    // An attempt in flight under another timeout: not the deadline it has.
+    let a = attempting_machine().snapshot();
+    let e = RetryMachine::restore(&edited(&a, |j| {
+        j["policy"]["attempt_timeout"] = serde_json::json!({ "secs": 3, "nanos": 0 });
+    }))
+    .unwrap_err();
+    assert_eq!(e.field(), "phase.deadline", "{e}");
+
+    // A breaker: a smaller window that still holds the calls is accepted;
+    // one that does not, refused; a half-open period without the deadline a
+    // new maximum wait calls for, refused.
+    let b = breaker_with_calls().snapshot();
+    let smaller = CircuitBreaker::<1, 0>::restore(&edited(&b, |j| {
+        j["config"]["window"] = serde_json::json!({ "count": { "calls": 4 } });
+        j["config"]["minimum_calls"] = 4.into();
+    }))
+    .unwrap();
+    assert_eq!(smaller.stats(Instant::ORIGIN).calls, 3);
+    let e = CircuitBreaker::<1, 0>::restore(&edited(&b, |j| {
+        j["config"]["window"] = serde_json::json!({ "count": { "calls": 2 } });
+        j["config"]["minimum_calls"] = 2.into();
+    }))
+    .unwrap_err();
+    assert_eq!(e.field(), "window.calls", "{e}");
+    let mut no_wait = breaker_with_calls();
+    no_wait
+        .force(ManualState::ForcedOpen, Instant::ORIGIN)
+        .unwrap();
+    no_wait
+        .force(ManualState::HalfOpen, Instant::ORIGIN)
+        .unwrap();
+    let h = no_wait.snapshot();
+    let e = CircuitBreaker::<1, 0>::restore(&edited(&h, |j| {
+        j["config"]["max_half_open_wait"] = serde_json::Value::Null;
+    }))
+    .unwrap_err();
+    assert_eq!(e.field(), "state.deadline", "{e}");
+
+    // A budget: gRPC tokens under an AWS config pass only as whole tokens,
+    // and never under a Finagle config.
+    let mut grpc = RetryBudget::new(BudgetConfig::grpc(10, 0.1).unwrap());
+    for _ in 0..3 {
+        grpc.on_failure(Instant::ORIGIN);
+    }
+    grpc.on_success(Instant::ORIGIN, AttemptKind::First);
+    let g = grpc.snapshot(); // 7.1 tokens
+    let aws = serde_json::json!({ "aws": {
+        "capacity": 500, "retry_cost": 5, "timeout_cost": 10, "no_retry_increment": 1 } });
+    let e = RetryBudget::restore(&edited(&g, |j| {
+        j["config"] = serde_json::json!({ "aws": {
+            "capacity": 500, "retry_cost": 5, "timeout_cost": 10, "no_retry_increment": 1 } });
+    }))
+    .unwrap_err();
+    assert_eq!(
+        (e.field(), e.code()),
+        ("state.millis", "snapshot.inconsistent"),
+        "{e}"
+    );
+    let mut whole = serde_json::to_value(g).unwrap();
+    whole["config"] = aws;
+    whole["state"]["tokens"]["millis"] = 7_000.into();
+    let restored = RetryBudget::restore(&serde_json::from_value(whole).unwrap()).unwrap();
+    assert_eq!(restored.tokens().as_millis(), 7_000);
+    let e = RetryBudget::restore(&edited(&g, |j| {
+        j["config"] = serde_json::json!({ "finagle": {
+            "window": { "secs": 10, "nanos": 0 }, "min_retries_per_sec": 10,
+            "percent_can_retry_permille": 200 } });
+    }))
+    .unwrap_err();
+    assert_eq!(e.field(), "state", "{e}");
+}
+
+#[test]
+fn budget_tokens_are_amounts_the_arithmetic_gives() {
+    let g = RetryBudget::new(BudgetConfig::grpc(10, 0.25).unwrap()).snapshot();
+    let tokens = |millis: u64| {
+        RetryBudget::restore(&edited(&g, move |j| {
+            j["state"]["tokens"]["millis"] = millis.into();
+        }))
+    };
+    // Whole tokens and quarters (the ratio) are reachable; 0.1 of a token is not.
+    assert!(tokens(9_000).is_ok() && tokens(8_250).is_ok());
+    assert_eq!(tokens(8_100).unwrap_err().field(), "state.millis");
+    let a = RetryBudget::new(BudgetConfig::aws_standard()).snapshot();
+    let e = RetryBudget::restore(&edited(&a, |j| {
+        j["state"]["tokens"]["millis"] = 1_500.into()
+    }))
+    .unwrap_err();
+    assert_eq!(e.field(), "state.millis");
 }

@@ -7,3 +7,4 @@
 
 mod fuzz_corpus;
 mod snapshot_corpus;
+mod snapshot_fields;

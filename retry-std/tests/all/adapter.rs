@@ -58,7 +58,9 @@ fn five_exponential_attempts_exhaust_in_virtual_time() {
     assert_eq!(err.attempts(), 5);
     assert_eq!(calls.load(Ordering::SeqCst), 5);
     assert_eq!(sleeper.sleeps(), secs(&[1, 2, 4, 8]));
-    assert_eq!(err.elapsed(), Duration::from_secs(15));
+    // The clock was first read when attempt 1 failed: the call's time is
+    // not reported (it would leave out attempt 1).
+    assert_eq!(err.elapsed(), None);
     assert_eq!(clock.elapsed(), Duration::from_secs(15));
     assert_eq!(err.last_error(), Some(&Boom::Transient(5)));
     assert_eq!(err.last_failure(), Some(FailureKind::Error));
@@ -68,6 +70,7 @@ fn five_exponential_attempts_exhaust_in_virtual_time() {
 fn success_on_the_third_attempt() {
     let (retry, _clock, sleeper) = virtual_retry(exponential(5));
     let done = retry
+        .measure_elapsed()
         .call(|ctx| {
             if ctx.attempt() < 3 {
                 Err(Boom::Transient(ctx.attempt()))
@@ -187,6 +190,7 @@ fn a_retry_after_hint_from_the_classifier_is_honoured() {
     let reasons = Arc::new(Mutex::new(Vec::new()));
     let r = Arc::clone(&reasons);
     let done = retry
+        .measure_elapsed()
         .classify(|e| match e {
             Boom::Throttled => Failure::retry_after(Duration::from_secs(7)),
             _ => Failure::retryable(),
@@ -491,10 +495,7 @@ fn no_attempt_starts_after_cancel() {
     assert_eq!(err.last_error(), None);
     assert_eq!(calls, 0);
     assert!(sleeper.sleeps().is_empty());
-    assert_eq!(
-        err.to_string(),
-        "retry.cancelled: gave up after 0 attempts in 0ns"
-    );
+    assert_eq!(err.to_string(), "retry.cancelled: gave up after 0 attempts");
 
     // Cancelled by the operation itself during attempt 2: no attempt 3, no sleep
     // after it.
@@ -521,6 +522,7 @@ fn no_attempt_starts_after_cancel() {
 fn codes_display_and_source() {
     let (retry, _clock, _sleeper) = virtual_retry(exponential(5));
     let err = retry
+        .measure_elapsed()
         .call(|ctx| Err::<(), _>(Boom::Transient(ctx.attempt())))
         .unwrap_err();
     assert_eq!(
@@ -613,11 +615,13 @@ fn a_retrier_is_send_and_sync_and_reusable() {
 }
 
 /// When the clock is read (see `retry_shared::Driver`): a blocking call that
-/// needs no time reads none until an attempt fails, so a first-attempt success
-/// measures nothing and a first attempt's own run time is left out of what a
-/// failed call reports; `measure_elapsed` reads it from the start.
+/// needs no time reads none until an attempt fails, so the time it could count
+/// from then would leave out the first attempt's run: it reports none, in its
+/// success, its error and the error's message (before, it reported the time
+/// from attempt 1's failure: 7 s for a call of 9 s).
+/// `measure_elapsed` reads the clock from the start and reports it whole.
 #[test]
-fn elapsed_without_and_with_measure_elapsed() {
+fn elapsed_is_whole_or_not_reported() {
     let (retry, clock, _) = virtual_retry(exponential(3));
     let slow_first = |clock: &ManualClock, ctx: &retry_std::AttemptContext| {
         clock.advance(Duration::from_secs(2));
@@ -629,18 +633,28 @@ fn elapsed_without_and_with_measure_elapsed() {
     };
     let done = retry.call(|_| Ok::<_, Boom>(1)).unwrap();
     assert_eq!(done.elapsed, None);
-    // Attempts of 2 s each and delays of 1 and 2 s: attempt 1's 2 s are left out.
+    // Attempts of 2 s each and delays of 1 and 2 s: 9 s, not measured whole.
+    let before = clock.elapsed();
     let done = retry.call(|ctx| slow_first(&clock, ctx)).unwrap();
-    assert_eq!(done.elapsed, Some(Duration::from_secs(1 + 2 + 2 + 2)));
+    assert_eq!(
+        clock.elapsed() - before,
+        Duration::from_secs(2 + 1 + 2 + 2 + 2)
+    );
+    assert_eq!(done.elapsed, None);
     let err = retry
         .call(|_| {
             clock.advance(Duration::from_secs(2));
             Err::<(), _>(Boom::Fatal)
         })
         .unwrap_err();
-    // Every error is retryable here: three attempts, attempt 1's 2 s left out.
+    // Every error is retryable here: three attempts, the time not reported.
     assert_eq!(err.attempts(), 3);
-    assert_eq!(err.elapsed(), Duration::from_secs(1 + 2 + 2 + 2));
+    assert_eq!(err.elapsed(), None);
+    assert!(
+        err.to_string()
+            .starts_with("retry.exhausted: gave up after 3 attempts: "),
+        "{err}"
+    );
 
     let (retry, clock, _) = virtual_retry(exponential(3));
     let retry = retry.measure_elapsed();
@@ -654,5 +668,54 @@ fn elapsed_without_and_with_measure_elapsed() {
             Err::<(), _>(Boom::Fatal)
         })
         .unwrap_err();
-    assert_eq!(err.elapsed(), Duration::from_secs(2 + 1 + 2 + 2 + 2));
+    assert_eq!(err.elapsed(), Some(Duration::from_secs(2 + 1 + 2 + 2 + 2)));
+    assert!(
+        err.to_string()
+            .starts_with("retry.exhausted: gave up after 3 attempts in 9s: "),
+        "{err}"
+    );
+}
+
+/// The case on the real clock: a first attempt that runs 215 ms and
+/// fails, then a quick success: the call's reported time is never shorter than
+/// what it ran (none is reported by default; the whole of it when asked).
+#[test]
+fn a_blocking_call_never_under_reports_its_time() {
+    let policy = retry_core::RetryPolicy::builder()
+        .max_attempts(3)
+        .backoff(retry_core::Backoff::constant(Duration::from_millis(5)))
+        .jitter(retry_core::Jitter::None)
+        .build()
+        .unwrap();
+    let op = |ctx: &retry_std::AttemptContext| {
+        if ctx.attempt() == 1 {
+            std::thread::sleep(Duration::from_millis(215));
+            Err(Boom::Transient(1))
+        } else {
+            Ok(ctx.attempt())
+        }
+    };
+    for measured in [false, true] {
+        let mut retry = Retry::<Boom>::new(policy);
+        if measured {
+            retry = retry.measure_elapsed();
+        }
+        let started = std::time::Instant::now();
+        let done = retry.call(op).unwrap();
+        let ran = started.elapsed();
+        match done.elapsed {
+            Some(elapsed) => {
+                assert!(
+                    measured,
+                    "reported {elapsed:?} without measuring from the start"
+                );
+                assert!(
+                    elapsed >= Duration::from_millis(220),
+                    "{elapsed:?} of {ran:?}"
+                );
+                assert!(elapsed <= ran, "{elapsed:?} of {ran:?}");
+            }
+            None => assert!(!measured, "measured from the start, yet not reported"),
+        }
+    }
 }

@@ -194,7 +194,7 @@ fn through_the_adapter(
         let ending = match result {
             // A retry budget makes the call read the clock from its start.
             Ok(done) => (done.attempts, done.elapsed.unwrap(), "done"),
-            Err(err) => (err.attempts(), err.elapsed(), err.code()),
+            Err(err) => (err.attempts(), err.elapsed().unwrap(), err.code()),
         };
         let steps = recorder.steps.lock().unwrap().clone();
         (steps, ending)

@@ -61,6 +61,7 @@ async fn one_line_classifier_honours_retry_after() {
     let calls = AtomicU32::new(0);
     let done = Retry::new(policy)
         .classify(response_failure)
+        .measure_elapsed()
         .call(|_ctx| {
             let n = calls.fetch_add(1, Ordering::SeqCst);
             async move {

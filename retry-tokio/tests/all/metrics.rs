@@ -213,20 +213,38 @@ fn every_metric_has_a_description_and_a_unit() {
     }
 }
 
+/// A call that sleeps for each reason: attempt 1 fails with a 1 s
+/// Retry-After (a hint), attempt 2 with a plain failure (the curve, 200 ms)
+/// that opens `breaker` (two failures in a row, open 3 s); attempt 3 waits
+/// for it (circuit open), then succeeds.
+async fn sleep_for_every_reason(
+    breaker: SharedBreaker,
+) -> Result<retry_core::Success<()>, retry_core::RetryError<retry_core::Failure>> {
+    let policy = RetryPolicy::builder()
+        .max_attempts(3)
+        .backoff(Backoff::constant(Duration::from_millis(200)))
+        .jitter(Jitter::None)
+        .on_circuit_open(retry_core::CircuitOpen::Wait)
+        .build()
+        .unwrap();
+    Retry::<retry_core::Failure>::new(policy)
+        .classify(|f| *f)
+        .breaker(breaker)
+        .call(|ctx| async move {
+            match ctx.attempt() {
+                1 => Err(retry_core::Failure::retry_after(Duration::from_secs(1))),
+                2 => Err(retry_core::Failure::retryable()),
+                _ => Ok(()),
+            }
+        })
+        .await
+}
+
 #[test]
 fn delays_are_labelled_with_their_reason() {
     let recorder = Memory::default();
     let log = Arc::clone(&recorder.log);
     with_recorder(&recorder, async {
-        let policy = RetryPolicy::builder()
-            .max_attempts(3)
-            .backoff(Backoff::constant(Duration::from_millis(200)))
-            .jitter(Jitter::None)
-            .on_circuit_open(retry_core::CircuitOpen::Wait)
-            .build()
-            .unwrap();
-        // Attempt 1: a 1 s Retry-After. Attempt 2: a plain failure (the curve)
-        // that opens the breaker for 3 s; attempt 3 waits for it, then succeeds.
         let breaker: SharedBreaker = SharedBreaker::new(
             BreakerConfig::basic(BasicRule {
                 failure_threshold: 2,
@@ -236,18 +254,7 @@ fn delays_are_labelled_with_their_reason() {
             .unwrap(),
         )
         .unwrap();
-        let done = Retry::<retry_core::Failure>::new(policy)
-            .classify(|f| *f)
-            .breaker(breaker)
-            .call(|ctx| async move {
-                match ctx.attempt() {
-                    1 => Err(retry_core::Failure::retry_after(Duration::from_secs(1))),
-                    2 => Err(retry_core::Failure::retryable()),
-                    _ => Ok(()),
-                }
-            })
-            .await
-            .unwrap();
+        let done = sleep_for_every_reason(breaker).await.unwrap();
         assert_eq!(done.attempts, 3);
     });
     let delays: Vec<(Vec<(String, String)>, f64)> = log
@@ -414,4 +421,90 @@ fn rejected_calls_are_counted_by_reason() {
     };
     assert_eq!(count("breaker.open"), 3);
     assert_eq!(count("breaker.forced_open"), 1);
+}
+
+/// The labels `retry_core::behaviour` gives each metric: the backticked
+/// names in the `(labels …)` after the metric's name, or none for `(no
+/// labels)`. `None` when the page does not name the metric that way.
+fn documented_labels(page: &str, metric: &str) -> Option<Vec<String>> {
+    let after = page.split(&format!("`{metric}` (")).nth(1)?;
+    let inside = after.split(')').next()?;
+    if inside == "no labels" {
+        return Some(Vec::new());
+    }
+    let list = inside.strip_prefix("labels ")?;
+    let mut labels: Vec<String> = list
+        .split(", ")
+        .map(|l| l.trim_matches('`').to_owned())
+        .collect();
+    labels.sort();
+    Some(labels)
+}
+
+/// The behaviour page and the adapters agree on every metric's labels: each
+/// metric the adapters record (all five, from calls that retry on the curve
+/// and on a hint, wait out an open breaker, and are turned away by one) is
+/// named on the page with exactly the label keys it is recorded with.
+#[test]
+fn the_behaviour_page_names_every_metric_with_its_labels() {
+    let page = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../retry-core/src/behaviour.rs"
+    ))
+    .unwrap();
+    // The page's prose, without the comment markers.
+    let page: String = page
+        .lines()
+        .map(|l| l.trim_start_matches("//!").trim())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let recorder = Memory::default();
+    let log = Arc::clone(&recorder.log);
+    with_recorder(&recorder, async {
+        let breaker: SharedBreaker = SharedBreaker::new(
+            BreakerConfig::basic(BasicRule {
+                failure_threshold: 2,
+                open_duration: Duration::from_secs(3),
+                success_threshold: 1,
+            })
+            .unwrap(),
+        )
+        .unwrap();
+        let _ = sleep_for_every_reason(breaker.clone()).await;
+        let now = tokio::time::Instant::now().into_std();
+        breaker
+            .force_at(retry_core::ManualState::ForcedOpen, now)
+            .unwrap();
+        let once = RetryPolicy::builder().max_attempts(1).build().unwrap();
+        let _ = Retry::<retry_core::Failure>::new(once)
+            .breaker(breaker)
+            .call(|_| async { Ok::<_, retry_core::Failure>(()) })
+            .await;
+    });
+    let mut recorded: Vec<(String, Vec<String>)> = log
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(name, labels, _)| {
+            let keys = labels.iter().map(|(k, _)| k.clone()).collect();
+            (name.clone(), keys)
+        })
+        .collect();
+    recorded.sort();
+    recorded.dedup();
+    let names: Vec<&str> = recorded.iter().map(|(n, _)| n.as_str()).collect();
+    let all: Vec<&str> = retry_tokio::retry_shared::METRICS
+        .iter()
+        .map(|m| m.0)
+        .collect();
+    for name in &all {
+        assert!(names.contains(name), "{name} was not recorded: {names:?}");
+    }
+    for (name, keys) in &recorded {
+        assert_eq!(
+            documented_labels(&page, name).as_ref(),
+            Some(keys),
+            "the behaviour page's labels for {name}"
+        );
+    }
 }

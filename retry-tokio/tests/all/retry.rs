@@ -32,7 +32,8 @@ async fn five_attempts_exhaust_in_virtual_time() {
     assert_eq!(err.reason(), GiveUpReason::Exhausted);
     assert_eq!(err.code(), "retry.exhausted");
     assert_eq!(err.attempts(), 5);
-    assert_eq!(err.elapsed(), Duration::from_secs(15));
+    // No clock read at the call's start: its time is not reported.
+    assert_eq!(err.elapsed(), None);
     assert_eq!(started.elapsed(), Duration::from_secs(15));
     assert_eq!(err.last_error(), Some(&"down"));
     assert_eq!(calls.load(Ordering::SeqCst), 5);
@@ -52,6 +53,20 @@ async fn success_reports_value_attempts_and_elapsed() {
     .unwrap();
     assert_eq!(done.value, 2);
     assert_eq!(done.attempts, 3);
+    // Not measured from the call's start: not reported.
+    assert_eq!(done.elapsed, None);
+    let done = Retry::new(exponential(5))
+        .measure_elapsed()
+        .call(|ctx| async move {
+            if ctx.attempt() < 3 {
+                Err("not yet")
+            } else {
+                Ok(ctx.retries())
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!((done.value, done.attempts), (2, 3));
     assert_eq!(done.elapsed, Some(Duration::from_secs(3)));
 }
 
@@ -70,7 +85,7 @@ async fn permanent_failure_stops_at_once() {
         .unwrap_err();
     assert_eq!(err.code(), "retry.permanent");
     assert_eq!(err.attempts(), 1);
-    assert_eq!(err.elapsed(), Duration::ZERO);
+    assert_eq!(err.elapsed(), None);
     assert_eq!(err.into_last_error(), Some(404));
 }
 
@@ -98,7 +113,8 @@ async fn cancelling_during_a_sleep_ends_the_call_at_once() {
     assert_eq!(err.attempts(), 2);
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     assert_eq!(Instant::now(), cancelled_at, "no virtual time passed");
-    assert_eq!(err.elapsed(), Duration::from_millis(1500));
+    // The clock was first read when attempt 1 failed: not the call's time.
+    assert_eq!(err.elapsed(), None);
 }
 
 #[tokio::test(start_paused = true)]
@@ -136,7 +152,8 @@ async fn cancelling_during_an_attempt_drops_it() {
     let err = call.await.unwrap().unwrap_err();
     assert!(err.is_cancelled());
     assert_eq!(err.attempts(), 1);
-    assert_eq!(err.elapsed(), Duration::from_secs(10));
+    // The clock was first read at the cancellation: not the call's time.
+    assert_eq!(err.elapsed(), None);
 }
 
 #[tokio::test(start_paused = true)]
@@ -184,8 +201,9 @@ async fn per_attempt_timeout_is_reported_as_timed_out() {
     assert_eq!(err.attempts(), 3);
     assert_eq!(err.last_failure(), Some(FailureKind::Timeout));
     assert!(err.last_error().is_none());
-    // 3 timeouts of 100 ms and sleeps of 1 s and 2 s.
-    assert_eq!(err.elapsed(), Duration::from_millis(3300));
+    // 3 timeouts of 100 ms and sleeps of 1 s and 2 s, from the call's start
+    // (an attempt timeout reads the clock there).
+    assert_eq!(err.elapsed(), Some(Duration::from_millis(3300)));
     assert_eq!(*deadlines.lock().unwrap(), [true, true, true]);
 }
 
@@ -245,10 +263,12 @@ async fn a_fixed_seed_gives_the_same_delays() {
     let run = |seed| async move {
         Retry::new(policy)
             .seed(seed)
+            .measure_elapsed()
             .call(|_ctx| async { Err::<(), ()>(()) })
             .await
             .unwrap_err()
             .elapsed()
+            .unwrap()
     };
     let a = run(42).await;
     let b = run(42).await;
@@ -315,57 +335,120 @@ async fn error_displays_code_and_last_error() {
     let err = retry(exponential(2), |_ctx| async { Err::<(), _>("refused") })
         .await
         .unwrap_err();
+    // No time: it was not measured from the call's start.
+    assert_eq!(
+        err.to_string(),
+        "retry.exhausted: gave up after 2 attempts: refused"
+    );
+    let err = Retry::new(exponential(2))
+        .measure_elapsed()
+        .call(|_ctx| async { Err::<(), _>("refused") })
+        .await
+        .unwrap_err();
     assert_eq!(
         err.to_string(),
         "retry.exhausted: gave up after 2 attempts in 1s: refused"
     );
 }
 
-/// When the clock is read (see `retry_shared::Driver`): a first attempt that
-/// succeeds at once, in a call that needs no time, measures nothing; one that
-/// waits starts the call's clock when it first waits, so its time counts.
+/// When the clock is read (see `retry_shared::Driver`): a call that needs no
+/// time reads no clock at its start, so it reports no time, whether its first
+/// attempt succeeds at once, waits, or fails and is retried (a time counted
+/// from a later reading would leave out part of the call: before, an attempt
+/// that waited was timed from its first wait, leaving out its first poll).
+/// With `measure_elapsed` every call reports its whole time.
 #[tokio::test(start_paused = true)]
-async fn elapsed_is_unmeasured_only_for_a_first_attempt_that_succeeds_at_once() {
-    let retrier = Retry::<&str>::new(exponential(3));
-    let at_once = retrier.call(|_ctx| async { Ok(1) }).await.unwrap();
-    assert_eq!((at_once.attempts, at_once.elapsed), (1, None));
+async fn elapsed_is_whole_or_not_reported() {
+    for measured in [false, true] {
+        let mut retrier = Retry::<&str>::new(exponential(3));
+        if measured {
+            retrier = retrier.measure_elapsed();
+        }
+        let whole = |d: u64| measured.then(|| Duration::from_secs(d));
+        let at_once = retrier.call(|_ctx| async { Ok(1) }).await.unwrap();
+        assert_eq!((at_once.attempts, at_once.elapsed), (1, whole(0)));
 
-    let waited = retrier
-        .call(|_ctx| async {
-            tokio::time::sleep(Duration::from_secs(2)).await;
-            Ok(2)
-        })
-        .await
-        .unwrap();
-    assert_eq!(waited.elapsed, Some(Duration::from_secs(2)));
-
-    // A first attempt that waits 2 s, then fails: its 2 s count, then the 1 s
-    // delay, then attempt 2 succeeds at once.
-    let retried = retrier
-        .call(|ctx| async move {
-            if ctx.is_first() {
+        let waited = retrier
+            .call(|_ctx| async {
                 tokio::time::sleep(Duration::from_secs(2)).await;
-                Err("busy")
-            } else {
-                Ok(3)
-            }
-        })
-        .await
-        .unwrap();
-    assert_eq!(
-        (retried.attempts, retried.elapsed),
-        (2, Some(Duration::from_secs(3)))
-    );
+                Ok(2)
+            })
+            .await
+            .unwrap();
+        assert_eq!(waited.elapsed, whole(2));
 
-    let failed = retrier
-        .call(|_ctx| async {
-            tokio::time::sleep(Duration::from_secs(2)).await;
-            Err::<(), _>("down")
-        })
-        .await
-        .unwrap_err();
-    // 2 + 1 + 2 + 2 + 2: every attempt's wait and both delays.
-    assert_eq!(failed.elapsed(), Duration::from_secs(9));
+        // A first attempt that waits 2 s, then fails; the 1 s delay; attempt
+        // 2 succeeds at once.
+        let retried = retrier
+            .call(|ctx| async move {
+                if ctx.is_first() {
+                    tokio::time::sleep(Duration::from_secs(2)).await;
+                    Err("busy")
+                } else {
+                    Ok(3)
+                }
+            })
+            .await
+            .unwrap();
+        assert_eq!((retried.attempts, retried.elapsed), (2, whole(3)));
+
+        let failed = retrier
+            .call(|_ctx| async {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                Err::<(), _>("down")
+            })
+            .await
+            .unwrap_err();
+        // 2 + 1 + 2 + 2 + 2: every attempt's wait and both delays.
+        assert_eq!(failed.elapsed(), whole(9));
+    }
+}
+
+/// The case on the real clock: a first attempt that computes for
+/// 215 ms before its first wait and then fails must not make the call report
+/// less than it ran (the first poll used to be left out).
+#[tokio::test(flavor = "current_thread")]
+async fn an_async_call_never_under_reports_its_time() {
+    let policy = RetryPolicy::builder()
+        .max_attempts(2)
+        .backoff(Backoff::constant(Duration::from_millis(5)))
+        .jitter(Jitter::None)
+        .build()
+        .unwrap();
+    for measured in [false, true] {
+        let mut retrier = Retry::<&str>::new(policy);
+        if measured {
+            retrier = retrier.measure_elapsed();
+        }
+        let started = std::time::Instant::now();
+        let err = retrier
+            .call(|_ctx| async {
+                // Busy before its first wait, as a CPU-bound first poll is.
+                std::thread::sleep(Duration::from_millis(215));
+                tokio::task::yield_now().await;
+                Err::<(), _>("down")
+            })
+            .await
+            .unwrap_err();
+        let ran = started.elapsed();
+        match err.elapsed() {
+            Some(elapsed) => {
+                assert!(
+                    measured,
+                    "reported {elapsed:?} without measuring from the start"
+                );
+                assert!(
+                    elapsed >= Duration::from_millis(430),
+                    "{elapsed:?} of {ran:?}"
+                );
+                assert!(elapsed <= ran, "{elapsed:?} of {ran:?}");
+            }
+            None => {
+                assert!(!measured, "measured from the start, yet not reported");
+                assert!(!err.to_string().contains(" in "), "{err}");
+            }
+        }
+    }
 }
 
 #[tokio::test(start_paused = true)]

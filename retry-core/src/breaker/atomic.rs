@@ -33,8 +33,9 @@
 //!   the fold lock and has the window judged as after a success, so that a
 //!   trip it calls for is not lost.
 //! - **The window and streak** (the tail's cache line, and the window's rings),
-//!   changed only under the *fold lock*, a bit in the tail's lock word taken
-//!   with one compare-and-swap: every other outcome (a failure, a slow or late
+//!   changed only under the *fold lock*: a bit of a lock word on a cache line
+//!   of its own (a recorder waiting for it reads that line, not the one the
+//!   holder writes), taken with one compare-and-swap. Every other outcome (a failure, a slow or late
 //!   call, any outcome while the window fills or while the striped bit is
 //!   clear) takes it, first counts in the successes the stripes gathered since
 //!   the last time (the sum of the stripes, less the sum already counted:
@@ -199,6 +200,11 @@ pub struct ClosedPath<const WORDS: usize> {
     /// Read by every call: the gate (epoch, generation, striped and open bits)
     /// and the config.
     head: Line<Head>,
+    /// `generation << 1 | LOCKED`: the fold lock, and the generation of the
+    /// gate it may be taken under (a recorder that read a gate since taken
+    /// back cannot take it). On a line of its own: a recorder waiting for it
+    /// reads this line, not the one the holder is writing.
+    lock: Line<AtomicU32>,
     /// Written by every outcome that takes the fold lock.
     tail: Line<Tail<WORDS>>,
     /// Written by quiet successes, each by the callers that name it.
@@ -239,10 +245,6 @@ struct Head {
 /// holds).
 #[derive(Debug)]
 struct Tail<const WORDS: usize> {
-    /// `generation << 1 | LOCKED`: the fold lock, and the generation of the
-    /// gate it may be taken under (a recorder that read a gate since taken
-    /// back cannot take it).
-    lock: AtomicU32,
     /// Consecutive failures, as of the last outcome counted in.
     streak: AtomicU32,
     /// The window's cursor, fill and failure count (see [`Cursor`]).
@@ -461,8 +463,8 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
                 full_trip: full_trip(config, size),
                 slow_after: config.slow_call_duration(),
             }),
+            lock: Line(AtomicU32::new(0)),
             tail: Line(Tail {
-                lock: AtomicU32::new(0),
                 streak: AtomicU32::new(0),
                 cursor: AtomicU64::new(0),
                 folded: AtomicU64::new(0),
@@ -606,15 +608,15 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
     /// handed out (then the lock is not held).
     fn lock(&self) -> Option<u64> {
         let head = &self.head.0;
-        let tail = &self.tail.0;
         let mut gate = head.gate.load(SeqCst);
         loop {
             if gate & OPEN_GATE == 0 {
                 return None;
             }
             let free = free_lock(gate);
-            match tail
+            match self
                 .lock
+                .0
                 .compare_exchange(free, free | LOCKED, SeqCst, SeqCst)
             {
                 Ok(_) => {
@@ -624,7 +626,7 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
                     }
                     // Taken back since it was read: the lock side waits for
                     // this lock to be free; the outcome goes to the machine.
-                    tail.lock.store(free, Release);
+                    self.lock.0.store(free, Release);
                     return None;
                 }
                 // Held by another recorder of this generation: wait for it,
@@ -632,7 +634,7 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
                 // place) rather than trying to take it again.
                 Err(word) if word >> 1 == generation_of(gate) => {
                     spin_loop();
-                    while tail.lock.load(SeqCst) == word | LOCKED {
+                    while self.lock.0.load(SeqCst) == word | LOCKED {
                         spin_loop();
                     }
                 }
@@ -644,7 +646,7 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
 
     /// Frees the fold lock taken under `gate`.
     fn unlock(&self, gate: u64) {
-        self.tail.0.lock.store(free_lock(gate), Release);
+        self.lock.0.store(free_lock(gate), Release);
     }
 
     /// Counts in the successes the stripes gathered since the last time: that
@@ -894,9 +896,9 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         // the lock word to the shut gate's generation: a recorder that read the
         // gate before it shut cannot take the lock any more (it reads the gate
         // again and comes to the machine).
-        let tail = &path.tail.0;
-        while tail
+        while path
             .lock
+            .0
             .compare_exchange(free_lock(gate), free_lock(shut), SeqCst, SeqCst)
             .is_err()
         {
@@ -943,7 +945,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             .iter()
             .fold(0u64, |sum, count| sum.wrapping_add(count.0.load(SeqCst)));
         tail.folded.store(total, SeqCst);
-        tail.lock.store(free_lock(open), SeqCst);
+        path.lock.0.store(free_lock(open), SeqCst);
         let striped = if path.stripes_apply(cursor) {
             STRIPED
         } else {

@@ -26,6 +26,7 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use core::hint::black_box;
+use core::sync::atomic::{AtomicU64, Ordering};
 use core::time::Duration;
 use std::time::Instant;
 
@@ -212,6 +213,33 @@ fn long_lived_time(threads: u64, iters: u64, call: impl Fn(u64) + Sync) -> Durat
     total.mul_f64(iters as f64 / (runs * per_run) as f64)
 }
 
+/// Calls a breaker refused in a long-lived group, by row: every call of
+/// these groups should be admitted (a fifth failing never trips any of the
+/// three), so a count here means that row measured rejections, not calls.
+#[derive(Default)]
+struct Refused([AtomicU64; 4]);
+
+impl Refused {
+    const ROWS: [&'static str; 4] = ["retry_std", "shared_breaker", "recloser", "failsafe"];
+
+    fn count(&self, row: usize, refused: bool) {
+        if refused {
+            if let Some(n) = self.0.get(row) {
+                n.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn report(&self, group: &str) {
+        for (row, n) in Self::ROWS.iter().zip(&self.0) {
+            let n = n.load(Ordering::Relaxed);
+            if n > 0 {
+                eprintln!("WARNING: {group}/{row}: the breaker refused {n} calls");
+            }
+        }
+    }
+}
+
 fn long_lived(c: &mut Criterion, threads: u64) {
     let name = if threads == 1 {
         "long_lived_one_thread"
@@ -219,6 +247,7 @@ fn long_lived(c: &mut Criterion, threads: u64) {
         "long_lived_two_threads"
     };
     let fails = |i: u64| i % 5 == 4;
+    let refused = Refused::default();
     let mut g = c.benchmark_group(name);
     g.sample_size(10);
     let b = shared();
@@ -226,7 +255,8 @@ fn long_lived(c: &mut Criterion, threads: u64) {
     g.bench_function("retry_std", |bench| {
         bench.iter_custom(|iters| {
             long_lived_time(threads, iters, |i| {
-                let _ = black_box(r.call(|_| if fails(i) { Err(()) } else { Ok(i) }));
+                let result = black_box(r.call(|_| if fails(i) { Err(()) } else { Ok(i) }));
+                refused.count(0, result.is_err_and(|e| e.is_circuit_open()));
             })
         })
     });
@@ -234,7 +264,8 @@ fn long_lived(c: &mut Criterion, threads: u64) {
     g.bench_function("shared_breaker", |bench| {
         bench.iter_custom(|iters| {
             long_lived_time(threads, iters, |i| {
-                black_box(shared_call(&b, fails(i)));
+                let fail = fails(i);
+                refused.count(1, black_box(shared_call(&b, fail)) == fail);
             })
         })
     });
@@ -242,7 +273,8 @@ fn long_lived(c: &mut Criterion, threads: u64) {
     g.bench_function("recloser", |bench| {
         bench.iter_custom(|iters| {
             long_lived_time(threads, iters, |i| {
-                let _ = black_box(rc.call(|| if fails(i) { Err(()) } else { Ok(i) }));
+                let result = black_box(rc.call(|| if fails(i) { Err(()) } else { Ok(i) }));
+                refused.count(2, matches!(result, Err(recloser::Error::Rejected)));
             })
         })
     });
@@ -250,11 +282,13 @@ fn long_lived(c: &mut Criterion, threads: u64) {
     g.bench_function("failsafe", |bench| {
         bench.iter_custom(|iters| {
             long_lived_time(threads, iters, |i| {
-                let _ = black_box(fs.call(|| if fails(i) { Err(()) } else { Ok(i) }));
+                let result = black_box(fs.call(|| if fails(i) { Err(()) } else { Ok(i) }));
+                refused.count(3, matches!(result, Err(failsafe::Error::Rejected)));
             })
         })
     });
     g.finish();
+    refused.report(name);
 }
 
 fn long_lived_groups(c: &mut Criterion) {

@@ -19,6 +19,7 @@
 //! call fail instead, `0` none).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 use core::hint::black_box;
+use core::sync::atomic::{AtomicU64, Ordering};
 use core::time::Duration;
 use std::time::Instant;
 
@@ -77,11 +78,20 @@ fn main() {
             permit.finish(event, None);
         }
     };
+    // Calls the peers refused (none, unless one tripped: then its row timed
+    // rejections, not calls).
+    let refused = [AtomicU64::new(0), AtomicU64::new(0)];
     let recloser = |i: u64| {
-        let _ = black_box(rc.call(|| if fails(i) { Err(()) } else { Ok(i) }));
+        let result = black_box(rc.call(|| if fails(i) { Err(()) } else { Ok(i) }));
+        if matches!(result, Err(recloser::Error::Rejected)) {
+            refused[0].fetch_add(1, Ordering::Relaxed);
+        }
     };
     let failsafe = |i: u64| {
-        let _ = black_box(fs.call(|| if fails(i) { Err(()) } else { Ok(i) }));
+        let result = black_box(fs.call(|| if fails(i) { Err(()) } else { Ok(i) }));
+        if matches!(result, Err(failsafe::Error::Rejected)) {
+            refused[1].fetch_add(1, Ordering::Relaxed);
+        }
     };
     let paths: [(&str, &(dyn Fn(u64) + Sync)); 4] = [
         ("retry_std", &retry_std),
@@ -118,5 +128,11 @@ fn main() {
             ns / peer
         );
     }
-    println!("breaker state: {:?} / {:?}", breaker.state(), alone.state());
+    println!(
+        "breaker state: {:?} / {:?}; calls refused by recloser {}, by failsafe {}",
+        breaker.state(),
+        alone.state(),
+        refused[0].load(Ordering::Relaxed),
+        refused[1].load(Ordering::Relaxed)
+    );
 }

@@ -197,19 +197,25 @@ impl Backoff {
             }
             Backoff::Exponential { factor, .. } => exponential(base, factor, steps).min(max),
             Backoff::Fibonacci { .. } if cfg!(target_pointer_width = "64") => {
-                // initial · F(r), saturating: one lookup and one multiply, the
-                // same for every retry number (past F(93) the product
-                // saturates for any initial delay of at least 1 ns).
-                let f = usize::try_from(retry.max(1))
-                    .ok()
-                    .and_then(|r| FIBONACCI.get(r))
-                    .copied()
-                    .unwrap_or(u64::MAX);
-                base.saturating_mul(f).min(max)
+                fibonacci_nanos(base, retry, max)
             }
             Backoff::Fibonacci { .. } => fibonacci_added(base, retry, max),
         }
     }
+}
+
+/// `base · F(retry)` (retry 0 read as 1), saturating, capped at `max`: one
+/// lookup and one multiply, the same for every retry number (past F(93) the
+/// product saturates for any `base` of at least 1 ns). The 64-bit targets'
+/// form of the Fibonacci curve.
+#[inline(always)]
+pub(crate) fn fibonacci_nanos(base: u64, retry: u32, max: u64) -> u64 {
+    let f = usize::try_from(retry.max(1))
+        .ok()
+        .and_then(|r| FIBONACCI.get(r))
+        .copied()
+        .unwrap_or(u64::MAX);
+    base.saturating_mul(f).min(max)
 }
 
 /// `base · F(retry)` (retry 0 read as 1) capped at `max`, by adding the two

@@ -4,7 +4,7 @@
 use core::fmt;
 use core::time::Duration;
 
-use super::backoff::Backoff;
+use super::backoff::{fibonacci_nanos, Backoff};
 use super::error::PolicyError;
 use super::jitter::{jitter_draw_nanos, scaled_pick, Jitter};
 use super::nanos::{from_nanos, millis_rem, sat_nanos};
@@ -437,7 +437,9 @@ impl RetryPolicy {
     ///   the floor, the cap and the curve's own durations are (a curve of
     ///   sums and doublings of whole milliseconds, saturating only past the
     ///   cap; an exponential factor other than 2 rounds its product to the
-    ///   nanosecond, and is left out);
+    ///   nanosecond, and is left out). The floor must be at most the curve's
+    ///   first value, so that it moves no early value (the curve only grows
+    ///   before it settles);
     /// - with full jitter the interval is `[0, n]` for the curve value `n`
     ///   (at most the cap): its ends are the short form's when there is no
     ///   floor, and under millisecond resolution `0` is a whole millisecond and
@@ -458,7 +460,7 @@ impl RetryPolicy {
                     }
                     Backoff::Fibonacci { initial } => whole(sat_nanos(initial)),
                 };
-                curve && whole(max) && whole(min)
+                curve && whole(max) && whole(min) && self.backoff.capped_nanos(1, max) >= min
             }
             Jitter::Full => {
                 min == 0 && (self.resolution == Resolution::Nanos || max <= u64::MAX - MS)
@@ -479,11 +481,33 @@ impl RetryPolicy {
         if !PLAN || self.plan & EARLY_READY == 0 || step >= self.steady_step {
             return None;
         }
-        let n = self.capped_nanos(step);
-        Some(match self.jitter {
+        // The Fibonacci curve's closed form here, with no call (so that its
+        // path saves no registers); the other curves through the curve's own
+        // computation, out of line.
+        let Backoff::Fibonacci { initial } = self.backoff else {
+            return Some(self.early_other(retry, step, seed));
+        };
+        // The floor is at most the curve's first value (see `early_is_exact`):
+        // it never moves an early value.
+        let max = sat_nanos(self.max_delay);
+        let n = fibonacci_nanos(sat_nanos(initial), step, max);
+        Some(self.early_jittered(n, retry, seed))
+    }
+
+    /// [`RetryPolicy::early_nanos`] for the curves other than Fibonacci.
+    #[inline(never)]
+    fn early_other(&self, retry: u32, step: u32, seed: u64) -> u64 {
+        self.early_jittered(self.capped_nanos(step), retry, seed)
+    }
+
+    /// The early short form on the capped curve value `n`: `n` itself
+    /// unjittered; with full jitter (the only other kind marked),
+    /// [`RetryPolicy::short_jittered`] for the interval `[0, n]`, without
+    /// going through the kinds.
+    #[inline(always)]
+    fn early_jittered(&self, n: u64, retry: u32, seed: u64) -> u64 {
+        match self.jitter {
             Jitter::None => n,
-            // Full jitter (the only other kind marked): `short_jittered`
-            // for the interval `[0, n]`, without going through the kinds.
             _ => {
                 let v = scaled_pick(jitter_draw_nanos(seed, retry, n), n.wrapping_add(1));
                 match self.resolution {
@@ -493,7 +517,7 @@ impl RetryPolicy {
                         .min(floor_millis(n)),
                 }
             }
-        })
+        }
     }
 
     /// Marks a jittered policy whose settled delay takes the short form of
@@ -1362,7 +1386,7 @@ mod delay_path_tests {
     fn the_early_short_form_is_the_full_computation() {
         let mut g = Gen(41);
         let (mut marked, mut compared) = (0u32, 0u32);
-        for _ in 0..40_000 {
+        for _ in 0..50_000 {
             let d = |g: &mut Gen| match g.below(4) {
                 0 => Duration::from_millis(1 + g.below(10_000)),
                 1 => Duration::from_secs(1 + g.below(100)),

@@ -35,14 +35,14 @@
 //! - **The window and streak** (the tail's cache line, and the window's rings),
 //!   changed only under the *fold lock*: a bit of a lock word on a cache line
 //!   of its own (a recorder waiting for it reads that line, not the one the
-//!   holder writes), taken with one compare-and-swap. Every other outcome (a failure, a slow or late
-//!   call, any outcome while the window fills or while the striped bit is
-//!   clear) takes it, first counts in the successes the stripes gathered since
-//!   the last time (the sum of the stripes, less the sum already counted:
-//!   that many successes, cleared into the window's next slots, and the
-//!   streak cleared), then records itself and judges the rules as the
-//!   machine does, and sets or clears the striped bit for what the window
-//!   now holds. The lock side ([`CircuitBreaker::suspend`],
+//!   holder writes), taken with one compare-and-swap. Every other outcome (a
+//!   failure, a slow or late call, any outcome while the window fills or
+//!   while the striped bit is clear) takes it, first counts in the successes
+//!   the stripes gathered since the last time (the sum of the stripes, less
+//!   the sum already counted: that many successes, cleared into the window's
+//!   next slots, and the streak cleared), then records itself and judges the
+//!   rules as the machine does, and sets or clears the striped bit for what
+//!   the window now holds. The lock side ([`CircuitBreaker::suspend`],
 //!   [`CircuitBreaker::view`]) counts the stripes in the same way before it
 //!   reads the window.
 //!
@@ -89,6 +89,20 @@
 //! clearing at most the window's words, recording one outcome, judging it)
 //! and never while waiting for anything else; a recorder that finds it taken
 //! spins until it is free.
+//!
+//! # For changes to the breaker's counts
+//! While the closed state is handed out, the machine's own window and
+//! consecutive-failure count are stale: the live ones are the tail's plus
+//! what the stripes gathered. [`CircuitBreaker::suspend`] (and
+//! [`CircuitBreaker::view`], on a copy) brings them into the machine, and
+//! [`CircuitBreaker::resume`] hands them out again, taking the stripes as
+//! they stand as counted (so a reset or any other change made between the
+//! two starts from the machine's values). Nothing else about the breaker
+//! lives here: calls refused, probes, epochs, open periods and transitions
+//! are the machine's, changed only under the caller's lock (a refusal never
+//! comes through the closed path: it is handed out only while closed). A
+//! count added to the closed state must be counted in on the same fold as
+//! the window, or kept by the machine.
 
 use core::time::Duration;
 

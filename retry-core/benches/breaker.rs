@@ -71,6 +71,18 @@ fn closed_path(c: &mut Criterion) {
             black_box(core_call(&mut thousand, now, false))
         })
     });
+    // The same breaker through its lock-free closed path (as a thread-shared
+    // breaker calls it): no clock, no lock.
+    let path_machine = core_breaker();
+    let path = path_machine.closed_path();
+    g.bench_function("retry_core_closed_path", |bench| {
+        bench.iter(|| {
+            let admitted = black_box(&path).request();
+            if let Some(permit) = admitted {
+                black_box(path.record_quiet(permit, CallOutcome::success(Duration::ZERO)));
+            }
+        })
+    });
     let fs = failsafe::Config::new().build();
     g.bench_function("failsafe", |bench| {
         bench.iter(|| black_box(fs.call(|| Ok::<(), ()>(())).is_ok()))

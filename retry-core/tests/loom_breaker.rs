@@ -16,7 +16,12 @@
 //!   effect (late), and admission after the trip goes to the machine;
 //! - an operator's reset racing with recorders leaves a window whose counts
 //!   agree with its calls (never more failures than calls, never more calls
-//!   than the window holds), and a closed state handed out again.
+//!   than the window holds), and a closed state handed out again;
+//! - successes counted on stripes (a full window far from tripping) are
+//!   counted in before a failure that follows them and after one they race,
+//!   never twice and never lost, also when an operator's reset races them;
+//! - a quiet success racing a late failure that leaves a rule standing is
+//!   judged: the trip it calls for is not lost.
 #![cfg(retry_loom)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -27,7 +32,7 @@ use loom::sync::{Arc, Mutex};
 use loom::thread;
 use retry_core::{
     BasicRule, BreakerConfig, BreakerState, CallOutcome, CircuitBreaker, ClosedPath, Instant,
-    Permit, Rate, Untimed,
+    ManualState, Permit, Rate, Untimed,
 };
 
 /// A breaker shared as `SharedBreaker` shares it: the closed path, the machine
@@ -63,11 +68,16 @@ impl Shared {
     }
 
     fn record(&self, permit: Permit, success: bool) {
+        self.record_on(0, permit, success);
+    }
+
+    /// Records with quiet successes counted on stripe `stripe`.
+    fn record_on(&self, stripe: usize, permit: Permit, success: bool) {
         let outcome = CallOutcome {
             success,
             duration: Duration::ZERO,
         };
-        let transition = match self.path.record(permit, outcome) {
+        let transition = match self.path.record_on(stripe, permit, outcome) {
             Untimed::Recorded(_) => None,
             Untimed::Trip(trip) => {
                 let mut m = self.machine.lock().unwrap();
@@ -208,5 +218,184 @@ fn a_reset_racing_with_recorders_leaves_a_consistent_window() {
         assert_eq!(view.state(), BreakerState::Closed);
         assert!(shared.path.is_handed_out());
         assert_eq!(shared.transitions.load(Ordering::SeqCst), 0);
+    });
+}
+
+/// Two successes through a window of two calls, one at a time: the window is
+/// full and holds no failure, so quiet successes go to the stripes from here.
+fn filled(config: BreakerConfig) -> Arc<Shared> {
+    let shared = Shared::new(config);
+    for _ in 0..2 {
+        let permit = shared.request().unwrap();
+        shared.record(permit, true);
+    }
+    shared
+}
+
+#[test]
+fn a_success_on_another_stripe_clears_the_streak_before_a_later_failure() {
+    loom::model(|| {
+        // No window: every success goes to a stripe.
+        let shared = Shared::new(consecutive(2));
+        let permit = shared.request().unwrap();
+        shared.record(permit, false);
+        let other = {
+            let shared = Arc::clone(&shared);
+            thread::spawn(move || {
+                let permit = shared.request().unwrap();
+                shared.record_on(1, permit, true);
+            })
+        };
+        other.join().unwrap();
+        // After the success (joined): a failure is the first of a new streak.
+        let permit = shared.request().unwrap();
+        shared.record_on(0, permit, false);
+        let view = shared.view();
+        assert_eq!(
+            view.state(),
+            BreakerState::Closed,
+            "the success was not counted in first"
+        );
+        assert_eq!(view.consecutive_failures(), 1);
+        assert_eq!(shared.transitions.load(Ordering::SeqCst), 0);
+    });
+}
+
+#[test]
+fn a_success_on_a_stripe_racing_a_failure_is_counted_once_in_either_order() {
+    loom::model(|| {
+        // One failure before: the streak trips at two unless the success
+        // comes between.
+        let shared = Shared::new(consecutive(2));
+        let permit = shared.request().unwrap();
+        shared.record(permit, false);
+        let succeeding = {
+            let shared = Arc::clone(&shared);
+            thread::spawn(move || {
+                if let Some(permit) = shared.request() {
+                    shared.record_on(1, permit, true);
+                }
+            })
+        };
+        if let Some(permit) = shared.request() {
+            shared.record_on(0, permit, false);
+        }
+        succeeding.join().unwrap();
+        let view = shared.view();
+        let transitions = shared.transitions.load(Ordering::SeqCst);
+        match view.state() {
+            // The success came first: the failure starts a new streak.
+            BreakerState::Closed => {
+                assert_eq!(view.consecutive_failures(), 1);
+                assert_eq!(transitions, 0);
+            }
+            // The failure came first: it tripped, once.
+            BreakerState::Open => {
+                assert_eq!(view.reopens(), 1);
+                assert_eq!(transitions, 1);
+            }
+            other => panic!("{other:?}"),
+        }
+    });
+}
+
+#[test]
+fn striped_successes_racing_a_failure_keep_the_window_whole() {
+    loom::model(|| {
+        // 100 % of two calls: a full window with one failure is far from it.
+        let config = BreakerConfig::failure_rate_over(Rate::from_percent(100), 2).unwrap();
+        let shared = filled(config);
+        let succeeding = {
+            let shared = Arc::clone(&shared);
+            thread::spawn(move || {
+                for _ in 0..2 {
+                    let permit = shared.request().unwrap();
+                    shared.record_on(1, permit, true);
+                }
+            })
+        };
+        let permit = shared.request().unwrap();
+        shared.record_on(0, permit, false);
+        succeeding.join().unwrap();
+        let view = shared.view();
+        assert_eq!(view.state(), BreakerState::Closed);
+        let stats = view.stats(Instant::ORIGIN);
+        assert_eq!(stats.calls, 2, "{stats}");
+        // The failure is held unless both successes were counted in after
+        // it, and ends a streak only if it came last.
+        assert!(stats.failures <= 1, "{stats}");
+        assert!(view.consecutive_failures() <= stats.failures, "{stats}");
+        assert_eq!(shared.transitions.load(Ordering::SeqCst), 0);
+    });
+}
+
+#[test]
+fn striped_successes_racing_a_reset_leave_a_consistent_window() {
+    loom::model(|| {
+        let shared = filled(rate(2));
+        let succeeding = {
+            let shared = Arc::clone(&shared);
+            thread::spawn(move || {
+                for _ in 0..2 {
+                    if let Some(permit) = shared.request() {
+                        shared.record_on(1, permit, true);
+                    }
+                }
+            })
+        };
+        {
+            let mut m = shared.machine.lock().unwrap();
+            m.suspend(&shared.path);
+            let _ = m.reset(Instant::ORIGIN);
+            m.resume(&shared.path);
+        }
+        succeeding.join().unwrap();
+        let view = shared.view();
+        let stats = view.stats(Instant::ORIGIN);
+        assert!(stats.calls <= 2, "{stats}");
+        assert_eq!(stats.failures, 0, "{stats}");
+        assert_eq!(view.state(), BreakerState::Closed);
+        assert!(shared.path.is_handed_out());
+        assert_eq!(shared.transitions.load(Ordering::SeqCst), 0);
+    });
+}
+
+#[test]
+fn a_quiet_success_racing_a_late_failure_is_judged() {
+    loom::model(|| {
+        // 50 % of two calls: one failure in a full window stands.
+        let shared = Shared::new(rate(2));
+        // A permit of the first closed period, late once the breaker has
+        // been opened and closed again by an operator.
+        let late = shared.request().unwrap();
+        {
+            let mut m = shared.machine.lock().unwrap();
+            m.suspend(&shared.path);
+            let open = ManualState::OpenFor(Duration::from_secs(1));
+            m.force(open, Instant::ORIGIN).unwrap();
+            m.force(ManualState::Closed, Instant::ORIGIN).unwrap();
+            m.resume(&shared.path);
+        }
+        for _ in 0..2 {
+            let permit = shared.request().unwrap();
+            shared.record(permit, true);
+        }
+        let failing = {
+            let shared = Arc::clone(&shared);
+            thread::spawn(move || shared.record_on(0, late, false))
+        };
+        let permit = shared.request().unwrap();
+        shared.record_on(1, permit, true);
+        failing.join().unwrap();
+        // The success after the late failure trips (one failure of two); the
+        // success before it leaves the failure last, and then one more
+        // success trips.
+        if shared.view().state() == BreakerState::Closed {
+            let permit = shared.request().unwrap();
+            shared.record(permit, true);
+        }
+        let view = shared.view();
+        assert_eq!(view.state(), BreakerState::Open, "the trip was lost");
+        assert_eq!(shared.transitions.load(Ordering::SeqCst), 1);
     });
 }

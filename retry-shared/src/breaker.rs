@@ -58,9 +58,12 @@ pub trait Breaker: Send + Sync + fmt::Debug {
 }
 
 impl<B: Breaker + ?Sized> Breaker for &B {
+    #[inline]
     fn request(&self, clock: &dyn Clock) -> Gate {
         (**self).request(clock)
     }
+    // Inlined wherever the breaker's own is (a shared breaker's closed path).
+    #[inline(always)]
     fn record(&self, permit: Permit, outcome: CallOutcome, clock: &dyn Clock) {
         (**self).record(permit, outcome, clock);
     }
@@ -76,9 +79,12 @@ impl<B: Breaker + ?Sized> Breaker for &B {
 }
 
 impl<B: Breaker + ?Sized> Breaker for Arc<B> {
+    #[inline]
     fn request(&self, clock: &dyn Clock) -> Gate {
         (**self).request(clock)
     }
+    // Inlined wherever the breaker's own is (a shared breaker's closed path).
+    #[inline(always)]
     fn record(&self, permit: Permit, outcome: CallOutcome, clock: &dyn Clock) {
         (**self).record(permit, outcome, clock);
     }
@@ -143,7 +149,10 @@ type TransitionHook = dyn Fn(&Transition) + Send + Sync;
 /// without a lock and without reading the clock: the closed state lives in
 /// atomics ([`retry_core::ClosedPath`]), and decides exactly as the sequential
 /// machine when calls do not overlap (see its notes for what overlapping calls
-/// may reorder). Everything else (open, half-open, time windows, slow-call
+/// may reorder). Each thread counts its successes on a stripe of its own
+/// while the window is full and far from tripping, so threads sharing a
+/// busy breaker write no cache line in common on a success; failures take
+/// the closed path's short fold lock. Everything else (open, half-open, time windows, slow-call
 /// rules, the trip itself, operators' moves) goes to the
 /// [`CircuitBreaker`] behind a `std::sync::Mutex`, held only for the core call,
 /// never across an `.await` or while an operation runs; it is the one source of
@@ -590,6 +599,32 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
     }
 }
 
+/// The calling thread's stripe of every [`ClosedPath`]: its quiet successes
+/// are counted there, so that threads sharing a breaker do not write a cache
+/// line in common when their calls succeed. Threads take numbers in the order
+/// they first record (the path folds them onto its
+/// [`STRIPES`](ClosedPath::STRIPES)), so the first that many threads each have
+/// a stripe of their own.
+#[inline]
+fn stripe() -> usize {
+    use core::cell::Cell;
+    use core::sync::atomic::{AtomicUsize, Ordering};
+    static THREADS: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static STRIPE: Cell<Option<usize>> = const { Cell::new(None) };
+    }
+    STRIPE
+        .try_with(|stripe| {
+            stripe.get().unwrap_or_else(|| {
+                let taken = THREADS.fetch_add(1, Ordering::Relaxed);
+                stripe.set(Some(taken));
+                taken
+            })
+        })
+        // A thread whose locals are being destroyed counts on the first one.
+        .unwrap_or(0)
+}
+
 /// Whether `config` names a slow-call duration of its own (one other than the
 /// default 60 s, and short of `Duration::MAX`, which no call exceeds): its user
 /// asked for calls to be judged by how long they run, so the attempts are
@@ -610,7 +645,7 @@ impl<const WORDS: usize, const BUCKETS: usize> Breaker for SharedBreaker<WORDS, 
 
     #[inline(always)]
     fn record(&self, permit: Permit, outcome: CallOutcome, clock: &dyn Clock) {
-        match self.inner.path.record_quiet(permit, outcome) {
+        match self.inner.path.record_quiet_on(stripe(), permit, outcome) {
             None => {
                 observe::breaker_call(outcome.duration);
                 if observe::ENABLED {

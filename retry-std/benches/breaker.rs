@@ -11,7 +11,14 @@
 //!   the same with a slow-call duration of `Duration::MAX` (no clock read
 //!   either); the peers' `call`.
 //! - `two_threads_mix`: 200,000 calls, every 5th failing, split over two threads
-//!   sharing one breaker; the time is per call.
+//!   sharing one breaker; the time is per call. Each run of 200,000 calls
+//!   builds its breakers afresh.
+//! - `long_lived_two_threads` and `long_lived_one_thread`: the breakers (and
+//!   the `Retry`) built once and kept for every run of every criterion
+//!   iteration, as a service holds them; a run is 100,000 calls on each of
+//!   two threads (or on one), every 5th failing; the time is per call. The
+//!   two-thread rows against the one-thread rows are the scaling of the
+//!   shared breaker.
 //!
 //! Our breaker judges the failure rate (50 %) over the last 100 calls once it
 //! holds 100, recloser's default rule; failsafe keeps its default.
@@ -19,6 +26,7 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use core::hint::black_box;
+use core::sync::atomic::{AtomicU64, Ordering};
 use core::time::Duration;
 use std::time::Instant;
 
@@ -190,5 +198,103 @@ fn mixes(c: &mut Criterion) {
     mix(c, 2);
 }
 
-criterion_group!(benches, guarded_call, mixes);
+/// Calls per thread in a run of the long-lived groups.
+const LONG_LIVED_CALLS: u64 = 100_000;
+
+/// Per call: runs of `LONG_LIVED_CALLS` calls on each of `threads` threads,
+/// as many as `iters` asks for, on the breaker `call` holds (built once).
+fn long_lived_time(threads: u64, iters: u64, call: impl Fn(u64) + Sync) -> Duration {
+    let per_run = threads * LONG_LIVED_CALLS;
+    let runs = iters.div_ceil(per_run).max(1);
+    let mut total = Duration::ZERO;
+    for _ in 0..runs {
+        total += spread(threads, per_run, &call);
+    }
+    total.mul_f64(iters as f64 / (runs * per_run) as f64)
+}
+
+/// Calls a breaker refused in a long-lived group, by row: every call of
+/// these groups should be admitted (a fifth failing never trips any of the
+/// three), so a count here means that row measured rejections, not calls.
+#[derive(Default)]
+struct Refused([AtomicU64; 4]);
+
+impl Refused {
+    const ROWS: [&'static str; 4] = ["retry_std", "shared_breaker", "recloser", "failsafe"];
+
+    fn count(&self, row: usize, refused: bool) {
+        if refused {
+            if let Some(n) = self.0.get(row) {
+                n.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn report(&self, group: &str) {
+        for (row, n) in Self::ROWS.iter().zip(&self.0) {
+            let n = n.load(Ordering::Relaxed);
+            if n > 0 {
+                eprintln!("WARNING: {group}/{row}: the breaker refused {n} calls");
+            }
+        }
+    }
+}
+
+fn long_lived(c: &mut Criterion, threads: u64) {
+    let name = if threads == 1 {
+        "long_lived_one_thread"
+    } else {
+        "long_lived_two_threads"
+    };
+    let fails = |i: u64| i % 5 == 4;
+    let refused = Refused::default();
+    let mut g = c.benchmark_group(name);
+    g.sample_size(10);
+    let b = shared();
+    let r = retrier(&b);
+    g.bench_function("retry_std", |bench| {
+        bench.iter_custom(|iters| {
+            long_lived_time(threads, iters, |i| {
+                let result = black_box(r.call(|_| if fails(i) { Err(()) } else { Ok(i) }));
+                refused.count(0, result.is_err_and(|e| e.is_circuit_open()));
+            })
+        })
+    });
+    let b = shared();
+    g.bench_function("shared_breaker", |bench| {
+        bench.iter_custom(|iters| {
+            long_lived_time(threads, iters, |i| {
+                let fail = fails(i);
+                refused.count(1, black_box(shared_call(&b, fail)) == fail);
+            })
+        })
+    });
+    let rc = recloser::Recloser::default();
+    g.bench_function("recloser", |bench| {
+        bench.iter_custom(|iters| {
+            long_lived_time(threads, iters, |i| {
+                let result = black_box(rc.call(|| if fails(i) { Err(()) } else { Ok(i) }));
+                refused.count(2, matches!(result, Err(recloser::Error::Rejected)));
+            })
+        })
+    });
+    let fs = failsafe::Config::new().build();
+    g.bench_function("failsafe", |bench| {
+        bench.iter_custom(|iters| {
+            long_lived_time(threads, iters, |i| {
+                let result = black_box(fs.call(|| if fails(i) { Err(()) } else { Ok(i) }));
+                refused.count(3, matches!(result, Err(failsafe::Error::Rejected)));
+            })
+        })
+    });
+    g.finish();
+    refused.report(name);
+}
+
+fn long_lived_groups(c: &mut Criterion) {
+    long_lived(c, 2);
+    long_lived(c, 1);
+}
+
+criterion_group!(benches, guarded_call, mixes, long_lived_groups);
 criterion_main!(benches);

@@ -214,27 +214,63 @@ impl Backoff {
                 mul_add(sat_nanos(increment), steps, base).min(max)
             }
             Backoff::Exponential { factor, .. } => exponential(base, factor, steps).min(max),
-            Backoff::Fibonacci { .. } => {
-                if base == 0 {
-                    return 0;
-                }
-                // initial · F(r) as the sum of the two before it, saturating:
-                // exact while it fits, and it stops at the cap (at most 92
-                // additions, as F(94) · 1 ns is past u64::MAX).
-                let (mut a, mut b) = (0u64, base);
-                for _ in 1..retry {
-                    if b >= max {
-                        break;
-                    }
-                    let next = a.saturating_add(b);
-                    a = b;
-                    b = next;
-                }
-                b.min(max)
+            Backoff::Fibonacci { .. } if cfg!(target_pointer_width = "64") => {
+                fibonacci_nanos(base, retry, max)
             }
+            Backoff::Fibonacci { .. } => fibonacci_added(base, retry, max),
         }
     }
 }
+
+/// `base · F(retry)` (retry 0 read as 1), saturating, capped at `max`: one
+/// lookup and one multiply, the same for every retry number (past F(93) the
+/// product saturates for any `base` of at least 1 ns). The 64-bit targets'
+/// form of the Fibonacci curve.
+#[inline(always)]
+pub(crate) fn fibonacci_nanos(base: u64, retry: u32, max: u64) -> u64 {
+    let f = usize::try_from(retry.max(1))
+        .ok()
+        .and_then(|r| FIBONACCI.get(r))
+        .copied()
+        .unwrap_or(u64::MAX);
+    base.saturating_mul(f).min(max)
+}
+
+/// `base · F(retry)` (retry 0 read as 1) capped at `max`, by adding the two
+/// before it up to the cap: exact while it fits, at most 92 additions (F(94)
+/// · 1 ns is past `u64::MAX`). The form of targets without the table.
+#[inline]
+fn fibonacci_added(base: u64, retry: u32, max: u64) -> u64 {
+    if base == 0 {
+        return 0;
+    }
+    let (mut a, mut b) = (0u64, base);
+    for _ in 1..retry {
+        if b >= max {
+            break;
+        }
+        let next = a.saturating_add(b);
+        a = b;
+        b = next;
+    }
+    b.min(max)
+}
+
+/// The Fibonacci numbers F(0) = 0, F(1) = F(2) = 1, … up to F(93), the last
+/// that fits a `u64`, for the 64-bit targets' closed form of the curve (the
+/// others add up to the cap, which takes no table and no 64-bit multiply).
+// Worked out while compiling: an index out of range would fail the build.
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+const FIBONACCI: [u64; 94] = {
+    let mut table = [0u64; 94];
+    table[1] = 1;
+    let mut r = 2;
+    while r < table.len() {
+        table[r] = table[r - 1].wrapping_add(table[r - 2]);
+        r += 1;
+    }
+    table
+};
 
 /// `a · k + b`, saturating at `u64::MAX`, in 32-bit halves (a 64-bit
 /// overflow check is a library call on 32-bit targets).
@@ -329,6 +365,46 @@ pub(crate) fn powi(mut x: f64, mut n: u32) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The table's closed form (64-bit targets) and the additions up to the
+    /// cap (the others) give the same curve: every retry number up to past
+    /// the table's end, initial delays and caps from 1 ns to `u64::MAX`.
+    #[test]
+    fn the_fibonacci_table_is_the_sum_up_to_the_cap() {
+        let values = [
+            0,
+            1,
+            2,
+            7,
+            999_999,
+            1_000_000,
+            1_000_000_000,
+            60_000_000_000,
+            1 << 40,
+            u64::MAX / 3,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        let mut checked = 0u32;
+        for base in values {
+            for max in values {
+                for retry in 0..=200u32 {
+                    let table = Backoff::Fibonacci {
+                        initial: Duration::from_nanos(base),
+                    }
+                    .capped_nanos(retry, max);
+                    assert_eq!(
+                        table,
+                        fibonacci_added(base, retry, max),
+                        "{base} {retry} {max}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 25_000);
+        assert_eq!(FIBONACCI[93], fibonacci(93));
+    }
 
     /// The r-th Fibonacci number with F(1) = F(2) = 1, saturating at
     /// `u64::MAX` (F(93) is the last that fits): the reference.

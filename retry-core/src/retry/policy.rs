@@ -4,7 +4,7 @@
 use core::fmt;
 use core::time::Duration;
 
-use super::backoff::Backoff;
+use super::backoff::{fibonacci_nanos, Backoff};
 use super::error::PolicyError;
 use super::jitter::{jitter_draw_nanos, scaled_pick, Jitter};
 use super::nanos::{from_nanos, millis_rem, sat_nanos};
@@ -150,6 +150,11 @@ const STEADY_READY: u8 = 64;
 /// The curve settles, the policy is jittered, and a settled delay takes the
 /// short form ([`RetryPolicy::settled_jittered`]).
 const JITTER_READY: u8 = 8;
+/// The curve settles after its first step, and every delay before it takes a
+/// short form on the step's capped curve value ([`RetryPolicy::early_answer`]):
+/// unjittered, that value itself; with full jitter, the settled short form's
+/// draw on it.
+const EARLY_READY: u8 = 16;
 
 impl Default for RetryPolicy {
     fn default() -> Self {
@@ -485,7 +490,101 @@ impl RetryPolicy {
         } else {
             self.plan_settled_jitter(steady);
         }
+        if step > 1 && self.early_is_exact() {
+            self.plan |= EARLY_READY;
+        }
         self
+    }
+
+    /// Whether every delay before the curve settles is its short form (see
+    /// [`EARLY_READY`]), from the policy's fields alone (whatever the step):
+    /// - unjittered, the full computation bounds the capped curve value and
+    ///   rounds it to the policy's resolution; the value is already bounded,
+    ///   and under millisecond resolution it is a whole millisecond whenever
+    ///   the floor, the cap and the curve's own durations are (a curve of
+    ///   sums and doublings of whole milliseconds, saturating only past the
+    ///   cap; an exponential factor other than 2 rounds its product to the
+    ///   nanosecond, and is left out). The floor must be at most the curve's
+    ///   first value, so that it moves no early value (the curve only grows
+    ///   before it settles);
+    /// - with full jitter the interval is `[0, n]` for the curve value `n`
+    ///   (at most the cap): its ends are the short form's when there is no
+    ///   floor, and under millisecond resolution `0` is a whole millisecond and
+    ///   the top stays a millisecond below `u64::MAX` ns when the cap does.
+    fn early_is_exact(&self) -> bool {
+        let whole = |n: u64| self.resolution == Resolution::Nanos || millis_rem(n) == 0;
+        let (max, min) = (sat_nanos(self.max_delay), sat_nanos(self.min_delay));
+        match self.jitter {
+            Jitter::None => {
+                let curve = match self.backoff {
+                    Backoff::None => true,
+                    Backoff::Constant { delay } => whole(sat_nanos(delay)),
+                    Backoff::Linear { initial, increment } => {
+                        whole(sat_nanos(initial)) && whole(sat_nanos(increment))
+                    }
+                    Backoff::Exponential { initial, factor } => {
+                        factor.to_bits() == super::binary64::TWO_BITS && whole(sat_nanos(initial))
+                    }
+                    Backoff::Fibonacci { initial } => whole(sat_nanos(initial)),
+                };
+                curve && whole(max) && whole(min) && self.backoff.capped_nanos(1, max) >= min
+            }
+            Jitter::Full => {
+                min == 0 && (self.resolution == Resolution::Nanos || max <= u64::MAX - MS)
+            }
+            _ => false,
+        }
+    }
+
+    /// The delay in nanoseconds at `step` before the curve settles, for a
+    /// policy marked [`EARLY_READY`]: the capped curve value at `step` (one
+    /// lookup or a shift for the integer curves), below the cap there, as it
+    /// is or jittered in the settled short form. `None` from the settling
+    /// step on, for a policy not marked, and without the plan. Taken first by
+    /// [`RetryPolicy::delay_nanos`], out of line with it, so that the
+    /// settled answers stay the short code they are where they are inlined.
+    #[inline(always)]
+    fn early_nanos(&self, retry: u32, step: u32, seed: u64) -> Option<u64> {
+        if !PLAN || self.plan & EARLY_READY == 0 || step >= self.steady_step {
+            return None;
+        }
+        // The Fibonacci curve's closed form here, with no call (so that its
+        // path saves no registers); the other curves through the curve's own
+        // computation, out of line.
+        let Backoff::Fibonacci { initial } = self.backoff else {
+            return Some(self.early_other(retry, step, seed));
+        };
+        // The floor is at most the curve's first value (see `early_is_exact`):
+        // it never moves an early value.
+        let max = sat_nanos(self.max_delay);
+        let n = fibonacci_nanos(sat_nanos(initial), step, max);
+        Some(self.early_jittered(n, retry, seed))
+    }
+
+    /// [`RetryPolicy::early_nanos`] for the curves other than Fibonacci.
+    #[inline(never)]
+    fn early_other(&self, retry: u32, step: u32, seed: u64) -> u64 {
+        self.early_jittered(self.capped_nanos(step), retry, seed)
+    }
+
+    /// The early short form on the capped curve value `n`: `n` itself
+    /// unjittered; with full jitter (the only other kind marked),
+    /// [`RetryPolicy::short_jittered`] for the interval `[0, n]`, without
+    /// going through the kinds.
+    #[inline(always)]
+    fn early_jittered(&self, n: u64, retry: u32, seed: u64) -> u64 {
+        match self.jitter {
+            Jitter::None => n,
+            _ => {
+                let v = scaled_pick(jitter_draw_nanos(seed, retry, n), n.wrapping_add(1));
+                match self.resolution {
+                    Resolution::Nanos => v,
+                    Resolution::Millis => (v.wrapping_add(MS / 2) / MS)
+                        .wrapping_mul(MS)
+                        .min(floor_millis(n)),
+                }
+            }
+        }
     }
 
     /// Marks a jittered policy whose settled delay takes the short form of
@@ -531,7 +630,15 @@ impl RetryPolicy {
             .as_secs()
             .wrapping_mul(1_000_000_000)
             .wrapping_add(u64::from(self.steady.subsec_nanos()));
-        // The same interval as when the mark was made (the same `n`): exact.
+        self.short_jittered(n, retry, seed)
+    }
+
+    /// The short form of [`RetryPolicy::finish`] for the curve value `n`,
+    /// where the plan found it exact: the settled value of a policy marked
+    /// [`JITTER_READY`], or any step's value of one marked [`EARLY_READY`].
+    #[inline(always)]
+    fn short_jittered(&self, n: u64, retry: u32, seed: u64) -> u64 {
+        // The interval the plan checked for this `n`: exact.
         let (base, width, _) = self.jitter.affine_interval(n);
         let draw = jitter_draw_nanos(seed, retry, n);
         // `width < u64::MAX` and `base + width` does not wrap.
@@ -572,7 +679,10 @@ impl RetryPolicy {
         if let Some(d) = self.settled_answer(retry, step, seed) {
             return d;
         }
-        from_nanos(self.delay_nanos(retry, step, seed, previous))
+        if let Some(n) = self.early_nanos(retry, step, seed) {
+            return from_nanos(n);
+        }
+        from_nanos(self.full_nanos(retry, step, seed, previous))
     }
 
     /// The delay at `step` when the curve has settled there and the plan
@@ -600,6 +710,16 @@ impl RetryPolicy {
     /// wherever they are inlined.
     #[inline(never)]
     fn delay_nanos(&self, retry: u32, step: u32, seed: u64, previous: Duration) -> u64 {
+        match self.early_nanos(retry, step, seed) {
+            Some(n) => n,
+            None => self.full_nanos(retry, step, seed, previous),
+        }
+    }
+
+    /// [`RetryPolicy::delay_nanos`] in full, apart from the early short form
+    /// (so that one does not pay for this one's registers).
+    #[inline(never)]
+    fn full_nanos(&self, retry: u32, step: u32, seed: u64, previous: Duration) -> u64 {
         let (max, min) = (sat_nanos(self.max_delay), sat_nanos(self.min_delay));
         let n = if self.settled(step) {
             // Stored from a u64 of nanoseconds: it converts back without a
@@ -1346,6 +1466,101 @@ mod delay_path_tests {
             );
         }
         assert!(compared > 60_000, "compared {compared} times");
+    }
+
+    /// Every delay before the curve settles, in its short form (the policies
+    /// the plan marks [`EARLY_READY`]), is the full computation's delay: the
+    /// integer curves and others, whole and odd milliseconds, floors, caps,
+    /// both resolutions, every step before the settling one, any retry and
+    /// seed. Only unjittered and fully jittered policies are marked.
+    #[test]
+    fn the_early_short_form_is_the_full_computation() {
+        let mut g = Gen(41);
+        let (mut marked, mut compared) = (0u32, 0u32);
+        for _ in 0..50_000 {
+            let d = |g: &mut Gen| match g.below(4) {
+                0 => Duration::from_millis(1 + g.below(10_000)),
+                1 => Duration::from_secs(1 + g.below(100)),
+                2 => Duration::from_nanos(1 + g.below(1 << 40)),
+                _ => g.duration(),
+            };
+            let backoff = match g.below(5) {
+                0 => Backoff::constant(d(&mut g)),
+                1 => Backoff::exponential(d(&mut g), [2.0, 1.5, 3.0][g.below(3) as usize]),
+                2 => Backoff::linear_by(d(&mut g), d(&mut g)),
+                _ => Backoff::fibonacci(d(&mut g)),
+            };
+            let jitter = match g.below(6) {
+                0 | 1 => Jitter::None,
+                2 | 3 => Jitter::Full,
+                4 => Jitter::Equal,
+                _ => Jitter::Add(g.fraction()),
+            };
+            let (a, b) = (d(&mut g), d(&mut g));
+            let min = if g.below(2) == 0 {
+                Duration::ZERO
+            } else {
+                a.min(b)
+            };
+            let resolution = if g.below(3) == 0 {
+                Resolution::Nanos
+            } else {
+                Resolution::Millis
+            };
+            let build = |max: Duration| {
+                RetryPolicy::builder()
+                    .backoff(backoff)
+                    .jitter(jitter)
+                    .min_delay(min)
+                    .max_delay(max)
+                    .resolution(resolution)
+                    .build()
+            };
+            // A cap below the curve's first delay is refused: cap at the
+            // first delay itself then (a curve flat from its start).
+            let policy = match build(a.max(b)) {
+                Err(PolicyError::MaxBelowInitial { initial, .. }) => build(initial.max(min)),
+                built => built,
+            }
+            .unwrap();
+            if policy.plan & EARLY_READY == 0 {
+                continue;
+            }
+            marked += 1;
+            assert!(matches!(jitter, Jitter::None | Jitter::Full), "{policy}");
+            assert!(policy.steady_step > 1, "{policy}");
+            let unplanned = RetryPolicy {
+                plan: 0,
+                steady_step: u32::MAX,
+                steady: Duration::ZERO,
+                ..policy
+            };
+            let last = policy.steady_step.saturating_add(2);
+            let steps = (0..last.min(120)).chain([last.saturating_sub(3), last, u32::MAX]);
+            for step in steps {
+                let (retry, seed) = (g.next() as u32, g.next());
+                let early = policy.early_nanos(retry, step, seed).map(from_nanos);
+                assert_eq!(
+                    early.is_some(),
+                    step < policy.steady_step,
+                    "{policy} step {step}"
+                );
+                let full = unplanned.curve_delay(retry, step, seed, Duration::ZERO);
+                assert_eq!(
+                    policy.curve_delay(retry, step, seed, Duration::ZERO),
+                    full,
+                    "{policy} retry {retry} step {step} seed {seed}"
+                );
+                if let Some(short) = early {
+                    assert_eq!(
+                        short, full,
+                        "{policy} retry {retry} step {step} seed {seed}"
+                    );
+                    compared += 1;
+                }
+            }
+        }
+        assert!(marked > 5_000 && compared > 50_000, "{marked} {compared}");
     }
 
     /// A settled jittered delay in its short form (the policies the plan

@@ -20,6 +20,8 @@ struct Split<const W: usize, const B: usize> {
     machine: CircuitBreaker<W, B>,
     path: ClosedPath<W>,
     untimed_steps: u32,
+    /// The stripe quiet successes are counted on (a caller's thread).
+    stripe: usize,
 }
 
 impl<const W: usize, const B: usize> Split<W, B> {
@@ -29,6 +31,7 @@ impl<const W: usize, const B: usize> Split<W, B> {
             machine,
             path,
             untimed_steps: 0,
+            stripe: 0,
         }
     }
 
@@ -53,7 +56,7 @@ impl<const W: usize, const B: usize> Split<W, B> {
     }
 
     fn record(&mut self, permit: Permit, outcome: CallOutcome, now: Instant) -> Recorded {
-        match self.path.record(permit, outcome) {
+        match self.path.record_on(self.stripe, permit, outcome) {
             Untimed::Recorded(exceeded) => {
                 self.untimed_steps += 1;
                 Recorded {
@@ -157,6 +160,19 @@ fn check<const W: usize, const B: usize>(
     config: BreakerConfig,
     steps: usize,
 ) -> (u32, u32) {
+    check_striped::<W, B>(seed, config, steps, false)
+}
+
+/// [`check`], and with `striped` each outcome recorded from a random stripe
+/// (as from one of several threads taking turns) and the split breaker read
+/// (its view compared) only every few steps, so that successes gather on the
+/// stripes between two outcomes counted in.
+fn check_striped<const W: usize, const B: usize>(
+    seed: u64,
+    config: BreakerConfig,
+    steps: usize,
+    striped: bool,
+) -> (u32, u32) {
     let mut rng = Rng(seed | 1);
     let mut reference = CircuitBreaker::<W, B>::new(config).unwrap();
     let mut split = Split::new(reference.clone());
@@ -192,6 +208,9 @@ fn check<const W: usize, const B: usize>(
                 success: !rng.chance(35),
                 duration,
             };
+            if striped {
+                split.stripe = rng.below(40) as usize;
+            }
             let a = reference.record(p, outcome, now);
             let b = split.record(q, outcome, now);
             assert_eq!(a, b, "seed {seed} step {step}: record {outcome:?}");
@@ -222,6 +241,9 @@ fn check<const W: usize, const B: usize>(
                 let b = split.locked(|m| m.force(target, now));
                 assert_eq!(a, b, "seed {seed} step {step}: force {target}");
             }
+        }
+        if striped && !rng.chance(10) {
+            continue;
         }
         let view = split.machine.view(&split.path);
         assert_eq!(view.state(), reference.state(), "seed {seed} step {step}");
@@ -258,6 +280,24 @@ fn the_split_breaker_decides_as_the_sequential_machine() {
     }
     // The scripts reach trips, and most steps went the lock-free way (the
     // comparison is neither of quiet runs only nor of the machine with itself).
+    assert!(trips > 150, "only {trips} trips");
+    assert!(
+        untimed > 20_000,
+        "only {untimed} steps decided without the machine"
+    );
+}
+
+#[test]
+fn successes_gathered_on_stripes_decide_as_the_sequential_machine() {
+    let mut rng = Rng(0x57_21_9E);
+    let (mut trips, mut untimed) = (0, 0);
+    for _ in 0..400 {
+        let config = configs(&mut rng);
+        let seed = rng.next();
+        let (t, u) = check_striped::<3, 0>(seed, config, 600, true);
+        trips += t;
+        untimed += u;
+    }
     assert!(trips > 150, "only {trips} trips");
     assert!(
         untimed > 20_000,

@@ -209,7 +209,8 @@ pub enum TransitionCause {
     FailureRate,
     /// The slow-call-rate rule tripped (over the window, or over the probes).
     SlowCallRate,
-    /// The open duration passed and a request arrived.
+    /// The open duration passed: noticed by the first request after it, or
+    /// applied at its end by the driver's timer ([`CircuitBreaker::wake`]).
     OpenElapsed,
     /// The probes passed: enough consecutive good ones, or rates below their
     /// thresholds under [`HalfOpenVerdict::Rates`].
@@ -514,7 +515,12 @@ pub(crate) enum Mode {
 /// growth of the open duration. Outcomes are judged only when recorded: a trip
 /// happens in [`record`](CircuitBreaker::record), never as time passes, and the
 /// timed moves (open to half-open, the half-open maximum wait) happen on the
-/// first request that finds their time passed.
+/// first request that finds their time passed, or earlier, at the instant
+/// itself, when the driver keeps a timer: it reads
+/// [`next_deadline`](CircuitBreaker::next_deadline) and calls
+/// [`wake`](CircuitBreaker::wake) then (the adapters do, when asked to:
+/// Resilience4j's automatic transition from open to half-open, and its
+/// scheduled half-open timeout).
 ///
 /// # Late outcomes
 /// A permit issued before the breaker last opened (its epoch is older) is late.
@@ -708,8 +714,9 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     }
 
     /// The current state. An open breaker whose open duration has passed still
-    /// says `Open` until the next [`request`](CircuitBreaker::request); so does a
-    /// half-open one whose maximum wait has passed say `HalfOpen`.
+    /// says `Open` until the next [`request`](CircuitBreaker::request) or
+    /// [`wake`](CircuitBreaker::wake); so does a half-open one whose maximum
+    /// wait has passed say `HalfOpen`.
     #[must_use]
     pub const fn state(&self) -> BreakerState {
         match self.mode {
@@ -736,6 +743,46 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     #[must_use]
     pub const fn half_open_until(&self) -> Option<Instant> {
         match self.mode {
+            Mode::HalfOpen(p) => p.deadline(),
+            _ => None,
+        }
+    }
+
+    /// The next instant at which the breaker changes state on its own, with no
+    /// request: the end of the open period (open → half-open), or the end of
+    /// the half-open maximum wait (half-open → open or closed, as
+    /// [`HalfOpenTimeout`] says). `None` in every other state, and half-open
+    /// without a maximum wait: then only an input moves it. As
+    /// [`RetryMachine::next_deadline`](crate::RetryMachine::next_deadline) is
+    /// for a call, this is when a driver that wants the breaker's state to
+    /// follow the time (a dashboard that must not read "open" all night, the
+    /// state-change event emitted when the open period ends) sets its timer;
+    /// when it fires, it calls [`wake`](Self::wake) with the time it reads
+    /// then. The answer changes only with the state: read it again after
+    /// every input that reports a transition.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use retry_core::{BreakerConfig, BreakerState, CircuitBreaker, Instant, ManualState, TransitionCause};
+    ///
+    /// let config = BreakerConfig::builder()
+    ///     .open_duration(Duration::from_secs(30))
+    ///     .max_half_open_wait(Duration::from_secs(10))
+    ///     .build()?;
+    /// let t0 = Instant::from_secs(100);
+    /// let mut breaker = CircuitBreaker::<0, 0>::starting_in(config, ManualState::OpenFor(Duration::from_secs(30)), t0)?;
+    /// assert_eq!(breaker.next_deadline(), Some(Instant::from_secs(130)));
+    /// // The driver's timer fires at 130 s; no call came meanwhile.
+    /// let moved = breaker.wake(Instant::from_secs(130)).expect("the open period is over");
+    /// assert_eq!((moved.from, moved.to, moved.cause), (BreakerState::Open, BreakerState::HalfOpen, TransitionCause::OpenElapsed));
+    /// // Now the half-open maximum wait is the next moment it moves.
+    /// assert_eq!(breaker.next_deadline(), Some(Instant::from_secs(140)));
+    /// # Ok::<(), retry_core::BreakerError>(())
+    /// ```
+    #[must_use]
+    pub const fn next_deadline(&self) -> Option<Instant> {
+        match self.mode {
+            Mode::Open { until } => Some(until),
             Mode::HalfOpen(p) => p.deadline(),
             _ => None,
         }
@@ -912,16 +959,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// breaker is in after it.
     #[inline(never)]
     fn request_other(&mut self, now: Instant) -> Admission {
-        let transition = match self.mode {
-            Mode::Open { until } if now >= until => {
-                Some(self.half_open(now, TransitionCause::OpenElapsed))
-            }
-            Mode::HalfOpen(p) if p.timed && now >= p.deadline_at => {
-                let reopen = self.config.half_open_timeout() == HalfOpenTimeout::Reopen;
-                Some(self.settle(reopen, now, TransitionCause::HalfOpenTimeout))
-            }
-            _ => None,
-        };
+        let transition = self.due(now);
         let mut probe = false;
         let (until, reason) = match self.mode {
             Mode::Closed | Mode::Disabled | Mode::MetricsOnly => (None, None),
@@ -1042,6 +1080,26 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 ..p
             });
         }
+    }
+
+    /// Applies the passage of time at `now`, with no request: the move the
+    /// breaker makes on its own once [`next_deadline`](Self::next_deadline)
+    /// has passed, exactly as the first request at `now` would make it before
+    /// answering (open → half-open with the cause
+    /// [`TransitionCause::OpenElapsed`]; at the end of the half-open maximum
+    /// wait, re-opened or closed with [`TransitionCause::HalfOpenTimeout`]),
+    /// and reported the same way, stamped `now`. Nothing else changes: no
+    /// probe is admitted, no call counted, and the half-open maximum wait (if
+    /// any) starts at `now`, as it would at that request.
+    ///
+    /// A wake before the deadline, in any other state, or after an operator
+    /// or an outcome moved the breaker on (a timer armed for an open period
+    /// that was replaced) does nothing and answers `None`: an early or stale
+    /// timer is harmless. One wake makes at most one move (a re-opening whose
+    /// jittered open period came out empty is due again at once: the next
+    /// wake takes it to half-open).
+    pub fn wake(&mut self, now: Instant) -> Option<Transition> {
+        self.due(now)
     }
 
     /// An operator moves the breaker to `target` at `now`, even if it is there
@@ -1184,6 +1242,25 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     }
 
     // ----- internals -----
+
+    /// The timed move due at `now`, made: open to half-open once the open
+    /// period is over, the half-open maximum wait's decision once it has
+    /// passed. Written once for [`request`](Self::request) and
+    /// [`wake`](Self::wake), and inlined into each, so that the request path
+    /// is the code it was.
+    #[inline(always)]
+    fn due(&mut self, now: Instant) -> Option<Transition> {
+        match self.mode {
+            Mode::Open { until } if now >= until => {
+                Some(self.half_open(now, TransitionCause::OpenElapsed))
+            }
+            Mode::HalfOpen(p) if p.timed && now >= p.deadline_at => {
+                let reopen = self.config.half_open_timeout() == HalfOpenTimeout::Reopen;
+                Some(self.settle(reopen, now, TransitionCause::HalfOpenTimeout))
+            }
+            _ => None,
+        }
+    }
 
     fn permit(&self, probe: bool) -> Permit {
         Permit {

@@ -7,6 +7,7 @@
 
 mod breaker;
 mod breaker_props;
+mod breaker_timer;
 mod budget;
 mod closed_path;
 mod compose;

@@ -6,6 +6,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod breaker;
+mod breaker_metrics;
 mod breaker_props;
 mod breaker_timer;
 mod budget;

@@ -17,6 +17,10 @@
 //!   attempts, the elapsed time and the operation's last error.
 //! - [`ManualClock`] and [`FakeSleeper`] run any schedule in no wall time, for
 //!   tests.
+//! - [`automatic_transitions`] (off by default) hands a [`SharedBreaker`] to
+//!   one timer thread shared by every breaker that asks, which moves it at its
+//!   deadlines with no call: open to half-open when the open period ends, the
+//!   half-open maximum wait's decision when it ends.
 //!
 //! The `retry` command-line program lives in a crate of its own, `retry-cli`
 //! (`cargo install --path retry-cli`): a library user of this crate compiles
@@ -80,10 +84,12 @@
 mod cancel;
 mod clock;
 mod retry;
+mod timer;
 
 pub use cancel::{CancelToken, Waited};
 pub use clock::{Clock, FakeSleeper, ManualClock, Sleeper, Slept, SystemClock, ThreadSleeper};
 pub use retry::{retry, AttemptContext, Retry};
+pub use timer::{automatic_transitions, timed_breakers, TimerError};
 pub use retry_core;
 pub use retry_shared;
 pub use retry_shared::Saved;

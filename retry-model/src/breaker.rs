@@ -1113,7 +1113,10 @@ pub fn check(data: &[u8]) -> Result<(), Violation> {
             105..=109 => {
                 // The driver's timer: mostly at the deadline it was armed
                 // for, sometimes early, late or stale.
-                let at = match (u.int_in_range(0..=3u8).unwrap_or(0), breaker.next_deadline()) {
+                let at = match (
+                    u.int_in_range(0..=3u8).unwrap_or(0),
+                    breaker.next_deadline(),
+                ) {
                     (0 | 1, Some(due)) => now.max(due),
                     _ => now,
                 };

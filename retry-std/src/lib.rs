@@ -89,7 +89,6 @@ mod timer;
 pub use cancel::{CancelToken, Waited};
 pub use clock::{Clock, FakeSleeper, ManualClock, Sleeper, Slept, SystemClock, ThreadSleeper};
 pub use retry::{retry, AttemptContext, Retry};
-pub use timer::{automatic_transitions, timed_breakers, TimerError};
 pub use retry_core;
 pub use retry_shared;
 pub use retry_shared::Saved;
@@ -97,6 +96,7 @@ pub use retry_shared::{
     describe_metrics, Breaker, Budget, PermitGuard, RetryNotice, SharedBreaker, SharedBudget,
     METRICS,
 };
+pub use timer::{automatic_transitions, timed_breakers, TimerError};
 
 // What writing a call needs, so that `retry-std` alone in Cargo.toml is
 // enough: the policy and its parts, presets, the classifier's verdict, the

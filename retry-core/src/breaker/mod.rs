@@ -1134,9 +1134,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     ) -> Recorded {
         let late = permit.epoch != self.epoch;
         let (verdict, exceeded) = match self.mode {
-            Mode::Closed | Mode::MetricsOnly => {
-                self.record_closed(late, (failed, slow), took, now)
-            }
+            Mode::Closed | Mode::MetricsOnly => self.record_closed(late, (failed, slow), took, now),
             Mode::HalfOpen(_) if !late && permit.probe => self.judge_probe(failed, slow),
             mode => {
                 let ignored = match mode {

@@ -363,8 +363,8 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// of them in the state than in all).
     pub fn restore(snapshot: &BreakerSnapshot<WORDS, BUCKETS>) -> Result<Self, SnapshotError> {
         let s = snapshot;
-        let versions =
-            BreakerSnapshot::<WORDS, BUCKETS>::OLDEST_VERSION..=BreakerSnapshot::<WORDS, BUCKETS>::VERSION;
+        let versions = BreakerSnapshot::<WORDS, BUCKETS>::OLDEST_VERSION
+            ..=BreakerSnapshot::<WORDS, BUCKETS>::VERSION;
         if !versions.contains(&s.version) {
             return Err(SnapshotError::UnsupportedVersion {
                 found: s.version,
@@ -588,7 +588,7 @@ mod read {
 
     use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-    use super::{BreakerSnapshot, Bounded, ConfigRecord, StateRecord, WindowRecord};
+    use super::{Bounded, BreakerSnapshot, ConfigRecord, StateRecord, WindowRecord};
 
     const FIELDS: &[&str] = &[
         "version",
@@ -728,7 +728,11 @@ mod read {
         for BreakerSnapshot<WORDS, BUCKETS>
     {
         fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            d.deserialize_struct("BreakerSnapshot", FIELDS, Fields::<WORDS, BUCKETS>(PhantomData))
+            d.deserialize_struct(
+                "BreakerSnapshot",
+                FIELDS,
+                Fields::<WORDS, BUCKETS>(PhantomData),
+            )
         }
     }
 }

@@ -433,7 +433,13 @@ mod tests {
         assert_eq!(ring.stats(Instant::from_millis(3999), sec, 4).calls, 3);
         assert_eq!(ring.nanos(Instant::from_millis(4000), sec, 4), Some(9));
         // A sum that would pass 64 bits is not known either.
-        ring.push(Instant::from_millis(2500), sec, 4, (false, false), u64::MAX - 5);
+        ring.push(
+            Instant::from_millis(2500),
+            sec,
+            4,
+            (false, false),
+            u64::MAX - 5,
+        );
         assert_eq!(ring.nanos(Instant::from_millis(4000), sec, 4), None);
     }
 

@@ -61,7 +61,11 @@ fn resilience4j_automatic_transition_from_open_to_half_open() {
     for success in [true, false, true, false] {
         assert_eq!(call(&mut b, t0, success), None);
     }
-    assert_eq!(b.next_deadline(), None, "closed: nothing happens on its own");
+    assert_eq!(
+        b.next_deadline(),
+        None,
+        "closed: nothing happens on its own"
+    );
     published.extend(call(&mut b, t0, false));
     assert_eq!(b.state(), BreakerState::Open);
     // The timer is set for the end of the open period: 2 s from the trip.
@@ -130,7 +134,8 @@ fn a_timer_armed_before_an_operator_moved_the_breaker_does_nothing() {
     assert_eq!(b, before);
     assert_eq!(b.state(), BreakerState::ForcedOpen);
     // Re-opened for longer: the old instant is not the deadline any more.
-    b.force(ManualState::OpenFor(secs(10)), t0 + secs(1)).unwrap();
+    b.force(ManualState::OpenFor(secs(10)), t0 + secs(1))
+        .unwrap();
     assert_eq!(b.wake(armed), None);
     assert_eq!(b.state(), BreakerState::Open);
     assert_eq!(b.next_deadline(), Some(t0 + secs(11)));
@@ -275,7 +280,7 @@ fn timer_applies_the_half_open_wait_closing() {
 fn early_and_stale_wakes_change_nothing() {
     let script = [
         req(ms(0)),
-        fail(ms(0), 1), // open until 5 s
+        fail(ms(0), 1),               // open until 5 s
         BreakerStep::woke(ms(4_999)), // a tick early
         BreakerStep::forced(ms(4_999), ManualState::OpenFor(secs(60))),
         BreakerStep::woke(secs(5)), // armed for the old period
@@ -285,9 +290,11 @@ fn early_and_stale_wakes_change_nothing() {
         BreakerStep::woke(secs(67)), // due: half-open, deciding by 87 s
         BreakerStep::woke(secs(67)), // nothing left
     ];
-    insta::assert_snapshot!(
-        BreakerTimeline::<0, 0>::new(&wedgeable(HalfOpenTimeout::Reopen), &script).to_string()
-    );
+    insta::assert_snapshot!(BreakerTimeline::<0, 0>::new(
+        &wedgeable(HalfOpenTimeout::Reopen),
+        &script
+    )
+    .to_string());
 }
 
 /// A run with the timer answers every request, outcome and operator move as

@@ -823,7 +823,10 @@ fn a_version_2_snapshot_keeps_the_counts_in_the_state_and_the_durations() {
     let now = Instant::from_secs(3);
     let m = b.metrics(now);
     assert_eq!((m.rejected, m.rejected_in_state), (2, 2));
-    assert_eq!(m.call_duration_total, Some(Duration::from_millis(5 + 15 + 16)));
+    assert_eq!(
+        m.call_duration_total,
+        Some(Duration::from_millis(5 + 15 + 16))
+    );
     assert_eq!(m.call_duration_mean, Some(Duration::from_millis(12)));
     let s = b.snapshot();
     let text = serde_json::to_string(&s).unwrap();

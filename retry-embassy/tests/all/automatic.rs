@@ -55,7 +55,10 @@ fn resilience4j_automatic_transition_from_open_to_half_open() {
     assert_eq!(breaker.state(), BreakerState::Open);
     let due = breaker.next_deadline().unwrap();
     assert_eq!(due.as_millis(), 2_010);
-    assert!(seen.borrow().is_empty(), "the trip is a call's, not the timer's");
+    assert!(
+        seen.borrow().is_empty(),
+        "the trip is a call's, not the timer's"
+    );
     // No call: let the time pass a millisecond at a time.
     tasks.run_for(Ticks::from_millis(1), Ticks::from_millis(1_999));
     assert_eq!(breaker.state(), BreakerState::Open);

@@ -51,7 +51,13 @@ async fn call(breaker: &SharedBreaker, fail: bool) {
     let _ = Retry::<&str>::new(policy)
         .breaker(breaker.clone())
         .classify(|_| Failure::retryable())
-        .call(|_| async move { if fail { Err("down") } else { Ok(()) } })
+        .call(|_| async move {
+            if fail {
+                Err("down")
+            } else {
+                Ok(())
+            }
+        })
         .await;
 }
 
@@ -91,7 +97,10 @@ async fn resilience4j_automatic_transition_from_open_to_half_open() {
         )
     );
     // Stamped at the end of the open period, 2 s after the trip.
-    assert_eq!(seen[1].at.saturating_duration_since(seen[0].at), Duration::from_secs(2));
+    assert_eq!(
+        seen[1].at.saturating_duration_since(seen[0].at),
+        Duration::from_secs(2)
+    );
     // Nothing was admitted or counted by the timer.
     let m = breaker.metrics_at(Instant::now().into_std());
     assert_eq!((m.probes_in_flight, m.rejected), (0, 0));
@@ -126,7 +135,7 @@ async fn the_half_open_wait_is_applied_at_its_end() {
     let (breaker, seen) = watched(config);
     let start = Instant::now();
     call(&breaker, true).await; // open until 5 s
-    // A probe at 5 s that hangs, holding the only probe place.
+                                // A probe at 5 s that hangs, holding the only probe place.
     let hung = {
         let breaker = breaker.clone();
         tokio::spawn(async move {
@@ -140,10 +149,7 @@ async fn the_half_open_wait_is_applied_at_its_end() {
     };
     tokio::time::sleep(Duration::from_secs(31)).await;
     let seen = seen.lock().unwrap().clone();
-    let moves: Vec<_> = seen
-        .iter()
-        .map(|t| (t.from, t.to, t.cause, t.at))
-        .collect();
+    let moves: Vec<_> = seen.iter().map(|t| (t.from, t.to, t.cause, t.at)).collect();
     let at = |s: u64| {
         let opened = seen[0].at;
         opened.saturating_add(Duration::from_secs(s))
@@ -217,10 +223,7 @@ async fn the_timer_follows_an_operators_moves() {
 #[test]
 fn asking_twice_or_outside_a_runtime_is_a_typed_error() {
     let breaker = SharedBreaker::new(resilience4j()).unwrap();
-    assert_eq!(
-        automatic_transitions(&breaker),
-        Err(TimerError::NoRuntime)
-    );
+    assert_eq!(automatic_transitions(&breaker), Err(TimerError::NoRuntime));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
@@ -241,17 +244,28 @@ async fn the_task_ends_with_the_breaker() {
         let breaker = SharedBreaker::new(resilience4j()).unwrap();
         if open {
             breaker
-                .force_at(ManualState::OpenFor(Duration::from_secs(3600)), Instant::now().into_std())
+                .force_at(
+                    ManualState::OpenFor(Duration::from_secs(3600)),
+                    Instant::now().into_std(),
+                )
                 .unwrap();
         }
         automatic_transitions(&breaker).unwrap();
-        let tasks = || tokio::runtime::Handle::current().metrics().num_alive_tasks();
+        let tasks = || {
+            tokio::runtime::Handle::current()
+                .metrics()
+                .num_alive_tasks()
+        };
         tokio::task::yield_now().await;
         assert_eq!(tasks(), 1);
         drop(breaker);
         for _ in 0..3 {
             tokio::task::yield_now().await;
         }
-        assert_eq!(tasks(), 0, "the timer task outlived its breaker (open: {open})");
+        assert_eq!(
+            tasks(),
+            0,
+            "the timer task outlived its breaker (open: {open})"
+        );
     }
 }

@@ -736,7 +736,7 @@ impl fmt::Display for AlreadyTimed {
     }
 }
 
-impl std::error::Error for AlreadyTimed {}
+impl core::error::Error for AlreadyTimed {}
 
 /// What a timer waits for, for one breaker ([`BreakerAlarm::next`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

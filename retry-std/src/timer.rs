@@ -44,8 +44,8 @@ impl fmt::Display for TimerError {
     }
 }
 
-impl std::error::Error for TimerError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+impl core::error::Error for TimerError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
         match self {
             TimerError::Thread(e) => Some(e),
             TimerError::AlreadyOn => None,

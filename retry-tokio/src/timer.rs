@@ -41,7 +41,7 @@ impl fmt::Display for TimerError {
     }
 }
 
-impl std::error::Error for TimerError {}
+impl core::error::Error for TimerError {}
 
 impl From<AlreadyTimed> for TimerError {
     fn from(_: AlreadyTimed) -> Self {

@@ -143,7 +143,7 @@ async fn the_half_open_wait_is_applied_at_its_end() {
             let policy = RetryPolicy::builder().max_attempts(1).build().unwrap();
             let _ = Retry::<&str>::new(policy)
                 .breaker(breaker)
-                .call(|_| async { std::future::pending::<Result<(), &str>>().await })
+                .call(|_| async { core::future::pending::<Result<(), &str>>().await })
                 .await;
         })
     };

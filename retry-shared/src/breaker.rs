@@ -172,6 +172,17 @@ type TransitionHook = dyn Fn(&Transition) + Send + Sync;
 /// of `Duration::MAX` (an explicit 60 s cannot be told from the default). A
 /// breaker that does not time calls lets a call through without a clock read.
 ///
+/// # Automatic transitions
+/// Off by default, as in Resilience4j: the breaker moves on its own (open to
+/// half-open, the half-open maximum wait's decision) when the first call finds
+/// the time passed, so a quiet service's dashboard reads "open" until its
+/// next call. `retry_tokio::automatic_transitions(&breaker)` (a task) and
+/// `retry_std::automatic_transitions(&breaker)` (one timer thread shared by
+/// every breaker that asks) move it at the instant itself, with no call, and
+/// report the move like any other; [`SharedBreaker::alarm`] hands the
+/// breaker to any other timer. Either way the calls' path is unchanged: the
+/// timer is told only of state changes.
+///
 /// # Abandoned attempts
 /// An attempt whose driver stops waiting for it (the operation panicked, the
 /// attempt's future was dropped by an outer timeout, a `select!` or a task abort,

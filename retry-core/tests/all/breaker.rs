@@ -10,23 +10,23 @@ use retry_core::{
     BreakerTimeline, CallOutcome, CircuitBreaker, Instant, ManualState, Rate,
 };
 
-fn ms(n: u64) -> Duration {
+pub(crate) fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-fn secs(n: u64) -> Duration {
+pub(crate) fn secs(n: u64) -> Duration {
     Duration::from_secs(n)
 }
 
-fn req(at: Duration) -> BreakerStep {
+pub(crate) fn req(at: Duration) -> BreakerStep {
     BreakerStep::request(at)
 }
 
-fn ok(at: Duration, call: u32) -> BreakerStep {
+pub(crate) fn ok(at: Duration, call: u32) -> BreakerStep {
     BreakerStep::succeeded(at, call, ms(10))
 }
 
-fn fail(at: Duration, call: u32) -> BreakerStep {
+pub(crate) fn fail(at: Duration, call: u32) -> BreakerStep {
     BreakerStep::failed(at, call, ms(10))
 }
 
@@ -498,7 +498,7 @@ fn dashboard<const W: usize, const B: usize>(
     out
 }
 
-fn wedgeable(timeout: HalfOpenTimeout) -> BreakerConfig {
+pub(crate) fn wedgeable(timeout: HalfOpenTimeout) -> BreakerConfig {
     BreakerConfig::builder()
         .failure_threshold(1)
         .open_duration(secs(5))

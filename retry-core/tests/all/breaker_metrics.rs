@@ -9,22 +9,11 @@
 use core::fmt::Write as _;
 use core::time::Duration;
 
+use crate::breaker::{ms, req, secs};
 use retry_core::{
     BreakerConfig, BreakerMetrics, BreakerSimulation, BreakerStep, CircuitBreaker, HalfOpenVerdict,
     Instant, ManualState, Rate, RateReading,
 };
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-fn secs(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
-
-fn req(at: Duration) -> BreakerStep {
-    BreakerStep::request(at)
-}
 
 fn ok(at: Duration, call: u32, took: Duration) -> BreakerStep {
     BreakerStep::succeeded(at, call, took)

@@ -9,19 +9,12 @@
 
 use core::time::Duration;
 
+use crate::breaker::{fail, ms, ok, req, secs, wedgeable};
 use retry_core::{
     Admission, BreakerConfig, BreakerOutput, BreakerSimulation, BreakerState, BreakerStep,
     BreakerTimeline, CallOutcome, CircuitBreaker, HalfOpenTimeout, Instant, ManualState, Rate,
     Transition, TransitionCause,
 };
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-fn secs(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
 
 /// Resilience4j's test config for its automatic transition: a failure rate of
 /// 50 % over the last 5 calls, judged from 5, 3 calls in half-open, 2 s open.
@@ -183,29 +176,6 @@ fn a_wake_reports_what_a_request_at_that_instant_would() {
             }
         }
     }
-}
-
-fn wedgeable(timeout: HalfOpenTimeout) -> BreakerConfig {
-    BreakerConfig::builder()
-        .failure_threshold(1)
-        .open_duration(secs(5))
-        .half_open_permits(1)
-        .max_half_open_wait(secs(20))
-        .on_half_open_timeout(timeout)
-        .build()
-        .unwrap()
-}
-
-fn req(at: Duration) -> BreakerStep {
-    BreakerStep::request(at)
-}
-
-fn fail(at: Duration, call: u32) -> BreakerStep {
-    BreakerStep::failed(at, call, ms(10))
-}
-
-fn ok(at: Duration, call: u32) -> BreakerStep {
-    BreakerStep::succeeded(at, call, ms(10))
 }
 
 /// Resilience4j's scenario as a timeline: the timer moves the breaker to

@@ -545,6 +545,9 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
     /// `automaticTransitionFromOpenToHalfOpenEnabled`: without it the breaker
     /// moves on its own only when a call finds the time passed.
     ///
+    /// The alarm holds this handle's hook: a hook that holds a clone of the
+    /// breaker keeps the breaker alive as long as the timer runs.
+    ///
     /// # Errors
     /// [`AlreadyTimed`] if automatic transitions are on already for this
     /// breaker (through any clone): one timer is enough.

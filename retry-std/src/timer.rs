@@ -2,6 +2,7 @@
 //! every [`SharedBreaker`] that asks, wakes each at its next deadline.
 
 use core::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
@@ -210,8 +211,17 @@ impl Timer {
             let read: Vec<(u64, u64, Alarm)> = work
                 .into_iter()
                 .map(|(id, told, alarm, due)| {
-                    let next = if due { alarm.ring(now) } else { alarm.next() };
-                    (id, told, next)
+                    // A hook that panics must not stop the timer of every
+                    // other breaker: the move it reports was made already,
+                    // and the breaker is read again.
+                    let rung = catch_unwind(AssertUnwindSafe(|| {
+                        if due {
+                            alarm.ring(now)
+                        } else {
+                            alarm.next()
+                        }
+                    }));
+                    (id, told, rung.unwrap_or_else(|_| alarm.next()))
                 })
                 .collect();
             let mut queue = self.lock();

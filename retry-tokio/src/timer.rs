@@ -2,6 +2,7 @@
 //! next deadline, so that its state follows the time with no call.
 
 use core::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use retry_shared::{Alarm, AlreadyTimed, BreakerAlarm, SharedBreaker};
@@ -135,7 +136,11 @@ async fn run(alarm: BreakerAlarm, notify: Arc<Notify>) {
             Alarm::At(at) => {
                 tokio::select! {
                     () = tokio::time::sleep_until(Instant::from_std(at)) => {
-                        alarm.ring(Instant::now().into_std())
+                        // A hook that panics must not end the timer: the move
+                        // it reports was made already; read the breaker again.
+                        let now = Instant::now().into_std();
+                        catch_unwind(AssertUnwindSafe(|| alarm.ring(now)))
+                            .unwrap_or_else(|_| alarm.next())
                     }
                     () = notify.notified() => alarm.next(),
                 }

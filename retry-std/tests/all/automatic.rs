@@ -165,3 +165,32 @@ fn a_dropped_breaker_leaves_and_asking_twice_is_refused() {
     drop(breaker);
     eventually(|| timed_breakers() < with);
 }
+
+/// A hook that panics when the timer reports a move does not stop the shared
+/// thread: the move was made, and the other breakers are still woken.
+#[test]
+fn a_panicking_hook_does_not_stop_the_timer() {
+    let config = || {
+        BreakerConfig::builder()
+            .failure_threshold(1)
+            .open_duration(Duration::from_millis(20))
+            .build()
+            .unwrap()
+    };
+    let loud = SharedBreaker::new(config()).unwrap().on_transition(|t| {
+        assert!(
+            t.cause != TransitionCause::OpenElapsed,
+            "a hook that panics"
+        );
+    });
+    automatic_transitions(&loud).unwrap();
+    loud.force(ManualState::OpenFor(Duration::from_millis(20)))
+        .unwrap();
+    eventually(|| loud.state() == BreakerState::HalfOpen);
+    let (quiet, seen) = watched(config());
+    quiet
+        .force(ManualState::OpenFor(Duration::from_millis(20)))
+        .unwrap();
+    eventually(|| quiet.state() == BreakerState::HalfOpen);
+    assert_eq!(seen.lock().unwrap().len(), 2);
+}

@@ -269,3 +269,33 @@ async fn the_task_ends_with_the_breaker() {
         );
     }
 }
+
+/// A hook that panics when the timer reports a move does not end the timer:
+/// the move was made, and the next deadline is still kept.
+#[tokio::test(start_paused = true)]
+async fn a_panicking_hook_does_not_end_the_timer() {
+    let config = BreakerConfig::builder()
+        .failure_threshold(1)
+        .open_duration(Duration::from_secs(5))
+        .max_half_open_wait(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    let breaker = SharedBreaker::new(config).unwrap().on_transition(|t| {
+        assert!(
+            t.cause != TransitionCause::OpenElapsed,
+            "a hook that panics"
+        );
+    });
+    automatic_transitions(&breaker).unwrap();
+    breaker
+        .force_at(
+            ManualState::OpenFor(Duration::from_secs(5)),
+            Instant::now().into_std(),
+        )
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(5) + ms(1)).await;
+    assert_eq!(breaker.state(), BreakerState::HalfOpen);
+    // The half-open wait still ends on time: the timer lives on.
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    assert_eq!(breaker.state(), BreakerState::Open);
+}

@@ -2,7 +2,8 @@
 //! every [`SharedBreaker`] that asks, wakes each at its next deadline.
 
 use core::fmt;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use core::panic::AssertUnwindSafe;
+use std::panic::catch_unwind;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 

@@ -2,7 +2,8 @@
 //! next deadline, so that its state follows the time with no call.
 
 use core::fmt;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use core::panic::AssertUnwindSafe;
+use std::panic::catch_unwind;
 use std::sync::Arc;
 
 use retry_shared::{Alarm, AlreadyTimed, BreakerAlarm, SharedBreaker};

@@ -374,8 +374,9 @@ pub enum Admission {
     /// other input (a probe's outcome or release, or an operator's
     /// [`CircuitBreaker::force`]). `until` is always after the `now` of the
     /// request. A rejection changes nothing but the counts of rejected calls
-    /// (in all and in the state), unless it reports a `transition`: a half-open breaker whose maximum wait
-    /// has passed re-opens on the request that finds it so (report it).
+    /// (in all and in the state), unless it reports a `transition`: a
+    /// half-open breaker whose maximum wait has passed re-opens on the request
+    /// that finds it so (report it).
     Rejected {
         /// When the breaker will next admit, or decide, if that is known.
         until: Option<Instant>,
@@ -554,9 +555,10 @@ pub(crate) enum Mode {
 /// and a [`Jitter`](crate::Jitter) and takes 152 bytes on 64-bit targets), a
 /// breaker with a 100-call count window (`CircuitBreaker<2, 0>`) is 104 bytes:
 /// 40 for the two bit rings, their cursors and the running counts of failed
-/// and slow calls, 40 for the state (a half-open period keeps its probe counts
-/// and its deadline), 12 for the epoch and the counters, 8 for the count of
-/// rejected calls, 4 for the window's size and how many outcomes may still be
+/// and slow calls, 40 for the state (a half-open period keeps its probe counts,
+/// its deadline and the count of rejected calls it began at), 12 for the epoch
+/// and the counters, 8 for the count of rejected calls, 4 for the window's
+/// size and how many outcomes may still be
 /// recorded before a rate rule must be checked. Each further 64 calls of
 /// capacity add 16 bytes (`CircuitBreaker<16, 0>`, 1,024 calls, holds the
 /// 1,000-call windows Resilience4j users configure). Capacity costs no time:

@@ -48,8 +48,9 @@ fn size_of_a_breaker() {
         core::mem::size_of::<retry_core::Permit>()
     );
     // 40 bytes of bit rings, cursors and the running counts of failed and
-    // slow calls, 40 of state (a half-open period keeps its probe counts and
-    // deadline), 12 of epoch and counters, 8 of rejected calls, 4 of padding.
+    // slow calls, 40 of state (a half-open period keeps its probe counts, its
+    // deadline and the count of rejected calls it began at), 12 of epoch and
+    // counters, 8 of rejected calls, 4 of padding.
     assert!(
         count_100 - config <= 104,
         "state beside the config must fit 104 bytes"

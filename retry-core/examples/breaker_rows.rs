@@ -5,7 +5,8 @@
 //! 100-call window, `c16-1000` the same with a 1,000-call window, `mix` the
 //! failure mix (every 5th call fails) in a `CircuitBreaker<2, 0>`; each with the
 //! failure-rate rule of `benches/breaker.rs` (50 % over the window, judged once
-//! it is full).
+//! it is full). `t8` is the closed path of a time window (the last 4 s in 8
+//! buckets, the same rule) in a `CircuitBreaker<0, 8>`.
 //!
 //! ```text
 //! cargo build --release -p retry-core --example breaker_rows
@@ -23,7 +24,11 @@ fn config(window: u16) -> BreakerConfig {
     BreakerConfig::failure_rate_over(Rate::from_percent(50), window).unwrap()
 }
 
-fn call<const W: usize>(b: &mut CircuitBreaker<W, 0>, now: Instant, fail: bool) -> bool {
+fn call<const W: usize, const B: usize>(
+    b: &mut CircuitBreaker<W, B>,
+    now: Instant,
+    fail: bool,
+) -> bool {
     match b.request(now) {
         Admission::Admitted { permit, .. } => {
             let outcome = CallOutcome {
@@ -57,6 +62,19 @@ fn main() {
         }
         "c16-1000" => {
             let mut b = CircuitBreaker::<16, 0>::new(config(1000)).unwrap();
+            for i in 0..n {
+                sum += u32::from(call(black_box(&mut b), Instant::from_micros(i), false));
+            }
+        }
+        "t8" => {
+            // A time window: the last 4 s in 8 buckets (one call a microsecond).
+            let config = BreakerConfig::builder()
+                .failure_threshold(None)
+                .failure_rate(Rate::from_percent(50))
+                .time_window(Duration::from_secs(4), 8)
+                .build()
+                .unwrap();
+            let mut b = CircuitBreaker::<0, 8>::new(config).unwrap();
             for i in 0..n {
                 sum += u32::from(call(black_box(&mut b), Instant::from_micros(i), false));
             }

@@ -11,9 +11,11 @@ use core::cell::RefCell;
 use core::fmt;
 use core::time::Duration;
 
+use embassy_futures::select::{select, Either};
 use embassy_sync::blocking_mutex::raw::RawMutex;
 use embassy_sync::blocking_mutex::Mutex;
-use embassy_time::Instant as Tick;
+use embassy_sync::signal::Signal;
+use embassy_time::{Instant as Tick, Timer};
 use retry_core::{
     breaker_outcome, feed_budget, Action, Admission, BreakerConfig, BreakerError, BreakerState,
     BudgetConfig, CallOutcome, CircuitBreaker, Event, ManualState, Permit, RetryBudget,
@@ -59,8 +61,20 @@ fn with<M: RawMutex, T, U>(mutex: &Mutex<M, RefCell<T>>, f: impl FnOnce(&mut T) 
 /// `static_cell::StaticCell`, say, filled once in `main`, or
 /// [`SharedBreaker::from_breaker`], which is `const`, in a `static` built from a
 /// breaker made at compile time.
+///
+/// # Automatic transitions
+/// Off by default (as Resilience4j's
+/// `automaticTransitionFromOpenToHalfOpenEnabled`): the breaker moves on its
+/// own only when a call finds the time passed. A task that awaits
+/// [`SharedBreaker::automatic_transitions`] turns them on: it sleeps on an
+/// embassy-time timer until the breaker's next deadline (the end of its open
+/// period, or of its half-open maximum wait) and moves it then, with no call,
+/// telling its callback of each move within one tick of the instant.
 pub struct SharedBreaker<M: RawMutex, const WORDS: usize = 2, const BUCKETS: usize = 0> {
     inner: Mutex<M, RefCell<CircuitBreaker<WORDS, BUCKETS>>>,
+    /// Signalled after every transition, so that a task running
+    /// [`SharedBreaker::automatic_transitions`] reads the next deadline again.
+    changed: Signal<M, ()>,
 }
 
 impl<M: RawMutex, const WORDS: usize, const BUCKETS: usize> SharedBreaker<M, WORDS, BUCKETS> {
@@ -79,6 +93,7 @@ impl<M: RawMutex, const WORDS: usize, const BUCKETS: usize> SharedBreaker<M, WOR
     pub const fn from_breaker(breaker: CircuitBreaker<WORDS, BUCKETS>) -> Self {
         SharedBreaker {
             inner: Mutex::new(RefCell::new(breaker)),
+            changed: Signal::new(),
         }
     }
 
@@ -114,10 +129,83 @@ impl<M: RawMutex, const WORDS: usize, const BUCKETS: usize> SharedBreaker<M, WOR
             let (_, now) = boot_now();
             b.force(target, now)
         });
-        forced.unwrap_or(Err(BreakerError::IllegalTransition {
+        let forced = forced.unwrap_or(Err(BreakerError::IllegalTransition {
             from: BreakerState::Closed,
             to: target.state(),
-        }))
+        }));
+        self.moved(forced.ok());
+        forced
+    }
+
+    /// The next instant at which the breaker changes state on its own, with no
+    /// call: the end of its open period, or of its half-open maximum wait
+    /// ([`CircuitBreaker::next_deadline`]), on the boot clock. `None` in the
+    /// other states.
+    #[must_use]
+    pub fn next_deadline(&self) -> Option<Tick> {
+        with(&self.inner, |b| b.next_deadline())
+            .flatten()
+            .map(|at| tick_at(Tick::from_ticks(0), at))
+    }
+
+    /// Applies the passage of time now, with no call: the move the breaker
+    /// makes on its own once its [`next_deadline`](Self::next_deadline) has
+    /// passed (open to half-open; the half-open maximum wait's decision), as
+    /// the first call now would make it ([`CircuitBreaker::wake`]). Before
+    /// then, or in any other state, nothing (`None`).
+    pub fn wake(&self) -> Option<Transition> {
+        let moved = with(&self.inner, |b| {
+            let (_, now) = boot_now();
+            b.wake(now)
+        })
+        .flatten();
+        self.moved(moved);
+        moved
+    }
+
+    /// Runs the breaker's automatic transitions, for ever: sleeps on an
+    /// embassy-time timer until the breaker's
+    /// [`next_deadline`](Self::next_deadline), or until a call or an operator
+    /// changes the state (and with it the deadline); at the deadline,
+    /// [`wake`](Self::wake)s the breaker and tells `on_transition` of the move
+    /// (log it, count it). The move happens on the first tick at or after the
+    /// instant, whether or not a call comes. The future never completes: await
+    /// it in a task of its own (one per breaker), or select it against the
+    /// task's other work.
+    ///
+    /// ```ignore
+    /// #[embassy_executor::task]
+    /// async fn breaker_timer(breaker: &'static SharedBreaker<CriticalSectionRawMutex>) {
+    ///     breaker
+    ///         .automatic_transitions(|t| defmt::info!("breaker: {}", t.to.name()))
+    ///         .await
+    /// }
+    /// ```
+    ///
+    /// Only one task may run it for a breaker (the change signal has one
+    /// waiter); a second one would take turns with the first to notice
+    /// changes, and the breaker would still move only once at each deadline.
+    pub async fn automatic_transitions(&self, mut on_transition: impl FnMut(&Transition)) {
+        loop {
+            match self.next_deadline() {
+                None => self.changed.wait().await,
+                Some(at) => match select(Timer::at(at), self.changed.wait()).await {
+                    Either::First(()) => {
+                        if let Some(t) = self.wake() {
+                            on_transition(&t);
+                        }
+                    }
+                    Either::Second(()) => {}
+                },
+            }
+        }
+    }
+
+    /// After an input: a transition moves the next deadline.
+    fn moved(&self, transition: Option<Transition>) {
+        if transition.is_some() {
+            self.changed.signal(());
+        }
     }
 }
 
@@ -155,20 +243,30 @@ impl<M: RawMutex, const WORDS: usize, const BUCKETS: usize> Breaker
             // the order of their times.
             let (tick, now) = boot_now();
             match b.request(now) {
-                Admission::Admitted { permit, .. } => Gate::Admitted(permit, tick),
-                Admission::Rejected { until, .. } => Gate::Rejected {
-                    until: until.map(|u| tick_at(Tick::from_ticks(0), u)),
-                },
+                Admission::Admitted { permit, transition } => {
+                    (Gate::Admitted(permit, tick), transition)
+                }
+                Admission::Rejected {
+                    until, transition, ..
+                } => (
+                    Gate::Rejected {
+                        until: until.map(|u| tick_at(Tick::from_ticks(0), u)),
+                    },
+                    transition,
+                ),
             }
         });
-        answer.unwrap_or(Gate::Rejected { until: None })
+        let (gate, transition) = answer.unwrap_or((Gate::Rejected { until: None }, None));
+        self.moved(transition);
+        gate
     }
 
     fn record(&self, permit: Permit, outcome: CallOutcome) {
-        let _ = with(&self.inner, |b| {
+        let recorded = with(&self.inner, |b| {
             let (_, now) = boot_now();
             b.record(permit, outcome, now)
         });
+        self.moved(recorded.and_then(|r| r.transition));
     }
 
     fn release(&self, permit: Permit) {

@@ -7,11 +7,14 @@
 //! its own count and time windows, applies the threshold and rate rules (and
 //! reports the rates an outcome pushes over their thresholds), the half-open
 //! probes under both verdicts (consecutive, and rates over a number of probes)
-//! and the half-open maximum wait, the operator's actions and the count of
-//! rejected calls, computes each open duration from the curve and the jitter
-//! formulas itself, and holds every transition to the transition table written
-//! out here. It reads the config only through its getters; the breaker's window,
-//! curve and table code is never called.
+//! and the half-open maximum wait, the driver's timer (when the breaker moves
+//! on its own, and the move a wake makes then), the operator's actions and the
+//! counts of rejected calls (in all since the last reset, and in the state),
+//! the dashboard's readings per state (half-open reads the probes) and a time
+//! window's call durations, computes each open duration from the curve and the
+//! jitter formulas itself, and holds every transition to the transition table
+//! written out here. It reads the config only through its getters; the
+//! breaker's window, curve and table code is never called.
 
 use core::time::Duration;
 
@@ -143,6 +146,8 @@ struct Call {
     at: u64,
     failed: bool,
     slow: bool,
+    /// How long it took, in nanoseconds.
+    took: u128,
 }
 
 /// What one operation produced, comparable between breaker and model.
@@ -160,6 +165,7 @@ enum Seen {
     },
     Recorded(Recorded),
     Changed(Option<Transition>),
+    Woke(Option<Transition>),
     Refused,
 }
 
@@ -184,6 +190,7 @@ struct BreakerModel {
     reopens: u32,
     epoch: u32,
     rejected: u64,
+    rejected_in_state: u64,
     history: [Call; BREAKER_STEPS],
     recorded: usize,
 }
@@ -208,6 +215,7 @@ impl BreakerModel {
             reopens: 0,
             epoch: 0,
             rejected: 0,
+            rejected_in_state: 0,
             history: [Call::default(); BREAKER_STEPS],
             recorded: 0,
         }
@@ -221,14 +229,31 @@ impl BreakerModel {
     /// bucket already written.
     fn window(&self, now: Instant) -> WindowStats {
         let mut stats = WindowStats::default();
-        let mut count = |c: &Call| {
+        self.in_window(now, |c| {
             stats.calls = stats.calls.saturating_add(1);
             stats.failures = stats.failures.saturating_add(u32::from(c.failed));
             stats.slow = stats.slow.saturating_add(u32::from(c.slow));
             stats.slow_failures = stats
                 .slow_failures
                 .saturating_add(u32::from(c.slow && c.failed));
-        };
+        });
+        stats
+    }
+
+    /// How long the calls a time window holds at `now` took, added up in
+    /// nanoseconds; `None` for any other window (they keep no durations), or
+    /// past what 64 bits hold.
+    fn window_nanos(&self, now: Instant) -> Option<u64> {
+        if !matches!(self.config.window(), Some(Window::Time { .. })) {
+            return None;
+        }
+        let mut total = 0u128;
+        self.in_window(now, |c| total = total.saturating_add(c.took));
+        u64::try_from(total).ok().filter(|n| *n != u64::MAX)
+    }
+
+    /// Calls `count` with each call the window holds at `now`.
+    fn in_window(&self, now: Instant, mut count: impl FnMut(&Call)) {
         match self.config.window() {
             None => {}
             Some(Window::Count { calls }) => {
@@ -253,7 +278,39 @@ impl BreakerModel {
                     .for_each(&mut count);
             }
         }
-        stats
+    }
+
+    /// What the dashboard shows at `now`, for the state: half-open, the
+    /// probes' counts, judged once the verdict has as many as it needs
+    /// (`success_threshold`, or the rates verdict's probes); otherwise the
+    /// window's. Returns the counts, the failure and slow-call readings, and
+    /// the durations' total (time windows, outside half-open).
+    fn readings(&self, now: Instant) -> (WindowStats, RateReading, RateReading, Option<u64>) {
+        if self.state == BreakerState::HalfOpen {
+            let needed = match self.config.half_open_verdict() {
+                HalfOpenVerdict::Consecutive => self.config.success_threshold(),
+                HalfOpenVerdict::Rates { probes } => probes,
+            };
+            let p = self.probes.reported;
+            let read = |count: u32| {
+                if p.calls == 0 || p.calls < needed {
+                    RateReading::NotEnoughCalls {
+                        calls: p.calls,
+                        minimum: needed,
+                    }
+                } else {
+                    RateReading::Measured(Rate::from_basis_points(basis_points(count, p.calls)))
+                }
+            };
+            return (p, read(p.failures), read(p.slow), None);
+        }
+        let w = self.window(now);
+        (
+            w,
+            self.reading(w.failures, &w),
+            self.reading(w.slow, &w),
+            self.window_nanos(now),
+        )
     }
 
     fn reached(rate: Rate, count: u32, calls: u32) -> bool {
@@ -286,6 +343,7 @@ impl BreakerModel {
     fn go(&mut self, to: BreakerState, at: Instant, cause: TransitionCause) -> Transition {
         let from = self.state;
         self.state = to;
+        self.rejected_in_state = 0;
         Transition {
             from,
             to,
@@ -326,6 +384,7 @@ impl BreakerModel {
         transition: Option<Transition>,
     ) -> Seen {
         self.rejected = self.rejected.saturating_add(1);
+        self.rejected_in_state = self.rejected_in_state.saturating_add(1);
         Seen::Rejected {
             until,
             reason,
@@ -391,6 +450,37 @@ impl BreakerModel {
         }
     }
 
+    /// When the breaker moves on its own: the end of the open period, or the
+    /// half-open deadline.
+    fn next_deadline(&self) -> Option<Instant> {
+        match self.state {
+            BreakerState::Open => Some(self.open_until),
+            BreakerState::HalfOpen => self.probes.deadline,
+            _ => None,
+        }
+    }
+
+    /// The driver's timer at `now`: the move a request at `now` would make
+    /// first, with nothing admitted or counted; nothing before its time.
+    fn wake(&mut self, now: Instant) -> Option<Transition> {
+        match self.state {
+            BreakerState::Open if now >= self.open_until => {
+                Some(self.half_open(now, TransitionCause::OpenElapsed))
+            }
+            BreakerState::HalfOpen => match self.probes.deadline {
+                Some(d) if now >= d => Some(match self.config.half_open_timeout() {
+                    HalfOpenTimeout::Reopen => self.open(now, TransitionCause::HalfOpenTimeout),
+                    HalfOpenTimeout::Close => {
+                        self.clean();
+                        self.go(BreakerState::Closed, now, TransitionCause::HalfOpenTimeout)
+                    }
+                }),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     fn record(&mut self, ticket: Ticket, outcome: CallOutcome, now: Instant) -> Recorded {
         let late = ticket.epoch != self.epoch;
         let failed = !outcome.success;
@@ -419,6 +509,7 @@ impl BreakerModel {
                             at: now.as_nanos().max(newest),
                             failed,
                             slow,
+                            took: outcome.duration.as_nanos(),
                         };
                         self.recorded = self.recorded.saturating_add(1);
                     }
@@ -584,6 +675,7 @@ impl BreakerModel {
 
     fn reset(&mut self, now: Instant) -> Seen {
         self.clean();
+        self.rejected = 0;
         Seen::Changed(Some(self.go(
             BreakerState::Closed,
             now,
@@ -868,15 +960,18 @@ fn manual_target(u: &mut Unstructured<'_>, now: Instant) -> ManualState {
 }
 
 /// Drives a [`CircuitBreaker`] with an arbitrary config and an arbitrary list
-/// of requests, outcomes, releases, operator actions and clock moves, against
-/// the reference model. Checks: no panic; every answer (admissions, rejections
-/// with their times and transitions, what each outcome did, operator answers),
-/// state, epoch, window count, count of rejected calls and dashboard reading
-/// equals the model's; never more probes in flight than permits (nor, under the
-/// rates verdict, more probes admitted than it judges); a rejection changes only
-/// the count of rejected calls unless it reports a transition, and names a
-/// future time; a refused operator request changes nothing; every transition is
-/// in the table and stamped with now.
+/// of requests, outcomes, releases, operator actions, timer wakes (at the
+/// breaker's next deadline, early or stale) and clock moves, against the
+/// reference model. Checks: no panic; every answer (admissions, rejections
+/// with their times and transitions, what each outcome did, operator answers,
+/// the move a wake made), state, epoch, next deadline, window count, counts
+/// of rejected calls (in all and in the state) and dashboard reading (per
+/// state, durations included) equals the model's; never more probes in flight
+/// than permits (nor, under the rates verdict, more probes admitted than it
+/// judges); a rejection changes only the counts of rejected calls unless it
+/// reports a transition, and names a future time; a refused operator request,
+/// and a wake with nothing due, change nothing; every transition is in the
+/// table and stamped with now.
 ///
 /// # Errors
 /// The first [`Violation`].
@@ -911,7 +1006,7 @@ pub fn check(data: &[u8]) -> Result<(), Violation> {
         if u.is_empty() {
             break;
         }
-        let Ok(op) = u.int_in_range(0..=104u8) else {
+        let Ok(op) = u.int_in_range(0..=109u8) else {
             break;
         };
         let slot: usize = u
@@ -960,6 +1055,8 @@ pub fn check(data: &[u8]) -> Result<(), Violation> {
                             ensure(
                                 breaker.rejected_calls()
                                     == before.rejected_calls().saturating_add(1)
+                                    && breaker.rejected_calls_in_state()
+                                        == before.rejected_calls_in_state().saturating_add(1)
                                     && breaker.state() == before.state()
                                     && breaker.epoch() == before.epoch()
                                     && breaker.stats(now) == before.stats(now)
@@ -1015,6 +1112,29 @@ pub fn check(data: &[u8]) -> Result<(), Violation> {
                 breaker.release(permit, now);
                 (Seen::Nothing, Seen::Nothing)
             }
+            105..=109 => {
+                // The driver's timer: mostly at the deadline it was armed
+                // for, sometimes early, late or stale.
+                let at = match (
+                    u.int_in_range(0..=3u8).unwrap_or(0),
+                    breaker.next_deadline(),
+                ) {
+                    (0 | 1, Some(due)) => now.max(due),
+                    _ => now,
+                };
+                now = at;
+                let expected = Seen::Woke(model.wake(now));
+                let seen = Seen::Woke(breaker.wake(now));
+                if seen == Seen::Woke(None) {
+                    ensure(
+                        breaker == before,
+                        TARGET,
+                        step,
+                        "a wake with nothing due changed the breaker",
+                    )?;
+                }
+                (seen, expected)
+            }
             _ => {
                 let target = manual_target(&mut u, now);
                 let (expected, result) = match op {
@@ -1057,7 +1177,8 @@ pub fn check(data: &[u8]) -> Result<(), Violation> {
         let transition = match seen {
             Seen::Admitted { transition, .. }
             | Seen::Rejected { transition, .. }
-            | Seen::Changed(transition) => transition,
+            | Seen::Changed(transition)
+            | Seen::Woke(transition) => transition,
             Seen::Recorded(r) => r.transition,
             Seen::Nothing | Seen::Refused => None,
         };
@@ -1094,10 +1215,17 @@ pub fn check(data: &[u8]) -> Result<(), Violation> {
             "reopens differ from the model",
         )?;
         ensure(
-            breaker.rejected_calls() == model.rejected,
+            breaker.rejected_calls() == model.rejected
+                && breaker.rejected_calls_in_state() == model.rejected_in_state,
             TARGET,
             step,
             "rejected calls differ from the model",
+        )?;
+        ensure(
+            breaker.next_deadline() == model.next_deadline(),
+            TARGET,
+            step,
+            "the next deadline differs from the model",
         )?;
         let window = model.window(now);
         ensure(
@@ -1107,12 +1235,18 @@ pub fn check(data: &[u8]) -> Result<(), Violation> {
             "window differs from the model",
         )?;
         let metrics = breaker.metrics(now);
+        let (counts, failure_rate, slow_call_rate, nanos) = model.readings(now);
+        let mean = nanos.and_then(|n| n.checked_div(u64::from(counts.calls)));
         ensure(
-            metrics.failure_rate == model.reading(window.failures, &window)
-                && metrics.slow_call_rate == model.reading(window.slow, &window)
+            metrics.window == counts
+                && metrics.failure_rate == failure_rate
+                && metrics.slow_call_rate == slow_call_rate
                 && metrics.window.slow_successes()
-                    == window.slow.saturating_sub(window.slow_failures)
+                    == counts.slow.saturating_sub(counts.slow_failures)
                 && metrics.rejected == model.rejected
+                && metrics.rejected_in_state == model.rejected_in_state
+                && metrics.call_duration_total.map(|d| d.as_nanos()) == nanos.map(u128::from)
+                && metrics.call_duration_mean.map(|d| d.as_nanos()) == mean.map(u128::from)
                 && metrics.state == model.state,
             TARGET,
             step,

@@ -17,6 +17,7 @@ use retry_shared::{Breaker, Clock as AdapterClock, Gate};
 
 use crate::error::{LogOnce, SetupError, StoreError};
 use crate::io::Conn;
+use crate::timer::{self, Rearm};
 use crate::{check_duration, check_name, observe, text, Fleet, FORMAT};
 
 static SYNC: std::sync::LazyLock<redis::Script> =
@@ -52,6 +53,7 @@ pub struct FleetBreakerBuilder {
     config: BreakerConfig,
     fleet_config: FleetConfig,
     on_transition: Option<Arc<TransitionHook>>,
+    automatic: bool,
 }
 
 impl fmt::Debug for FleetBreakerBuilder {
@@ -77,7 +79,23 @@ impl FleetBreakerBuilder {
             config,
             fleet_config,
             on_transition: None,
+            automatic: false,
         }
+    }
+
+    /// Turns on automatic transitions: a task on the connection's runtime
+    /// wakes this member's breaker at its next deadline (the end of its open
+    /// period, or of its half-open maximum wait), so that it turns half-open
+    /// when its open period ends even if no call comes, and the move is
+    /// reported (to the [`on_transition`](Self::on_transition) hook and, with
+    /// the `tracing` feature, as an event) within one tick of tokio's timer
+    /// (1 ms) of the instant. Off by default, as Resilience4j's
+    /// `automaticTransitionFromOpenToHalfOpenEnabled`. The fleet's decisions
+    /// still arrive with the syncs; the half-open probes are still claimed
+    /// fleet-wide.
+    pub fn automatic_transitions(mut self) -> Self {
+        self.automatic = true;
+        self
     }
 
     /// Calls `hook` with every state change of this member's breaker: those
@@ -114,6 +132,13 @@ impl FleetBreakerBuilder {
         let breaker =
             CircuitBreaker::<WORDS, BUCKETS>::new(self.config).map_err(SetupError::Breaker)?;
         let prefix = format!("{}:breaker:{{{}}}", self.fleet.namespace, self.name);
+        let (rearm, changed) = match self.automatic {
+            true => {
+                let (rearm, changed) = Rearm::new();
+                (Some(rearm), Some(changed))
+            }
+            false => (None, None),
+        };
         let inner = Arc::new(Inner {
             cell: Mutex::new(Cell {
                 breaker,
@@ -132,7 +157,12 @@ impl FleetBreakerBuilder {
             last: Mutex::new(None),
             clock: Mutex::new(None),
             log: LogOnce::default(),
+            timer: rearm,
         });
+        if let Some(changed) = changed {
+            let weak = Arc::downgrade(&inner);
+            self.fleet.io.spawn(move |_| timer::run(weak, changed));
+        }
         let weak = Arc::downgrade(&inner);
         self.fleet
             .io
@@ -206,6 +236,8 @@ struct Inner<const WORDS: usize, const BUCKETS: usize> {
     /// The server's clock as the latest reply read it, for deadlines.
     clock: Mutex<Option<Clock>>,
     log: LogOnce,
+    /// With automatic transitions on, tells the timer task of each transition.
+    timer: Option<Rearm>,
 }
 
 struct Cell<const WORDS: usize, const BUCKETS: usize> {
@@ -299,6 +331,14 @@ impl<const WORDS: usize, const BUCKETS: usize> FleetBreaker<WORDS, BUCKETS> {
         self.fleet.member_id()
     }
 
+    /// The next instant at which this member's breaker changes state on its
+    /// own, with no call (the end of its open period, or of its half-open
+    /// maximum wait), if it has one.
+    #[must_use]
+    pub fn next_deadline(&self) -> Option<Instant> {
+        timer::Timed::next_deadline(&*self.inner)
+    }
+
     /// The Redis key holding the fleet's decision.
     #[must_use]
     pub fn decision_key(&self) -> &str {
@@ -342,6 +382,9 @@ impl<const WORDS: usize, const BUCKETS: usize> Inner<WORDS, BUCKETS> {
             );
             if let Some(hook) = &self.on_transition {
                 hook(&t);
+            }
+            if let Some(timer) = &self.timer {
+                timer.notify();
             }
         }
     }
@@ -561,6 +604,20 @@ impl<const WORDS: usize, const BUCKETS: usize> Inner<WORDS, BUCKETS> {
                 field: "script reply".to_owned(),
             },
         }
+    }
+}
+
+impl<const WORDS: usize, const BUCKETS: usize> timer::Timed for Inner<WORDS, BUCKETS> {
+    fn next_deadline(&self) -> Option<Instant> {
+        let deadline = self.lock().breaker.next_deadline();
+        deadline.and_then(|at| self.instant(at))
+    }
+
+    fn wake_at(&self, now: Instant) -> Option<Transition> {
+        let at = self.at(now);
+        let transition = self.lock().breaker.wake(at);
+        self.tell(transition);
+        transition
     }
 }
 

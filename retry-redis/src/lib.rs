@@ -76,6 +76,7 @@ mod budget;
 mod error;
 mod io;
 mod observe;
+mod timer;
 
 pub use breaker::{FleetBreaker, FleetBreakerBuilder, SyncReport};
 pub use budget::{FleetAnswer, FleetBudget, FleetBudgetBuilder};

@@ -4,7 +4,7 @@
 
 use core::fmt;
 use core::time::Duration;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::Instant;
 
 use retry_core::{
@@ -181,6 +181,17 @@ type TransitionHook = dyn Fn(&Transition) + Send + Sync;
 /// of `Duration::MAX` (an explicit 60 s cannot be told from the default). A
 /// breaker that does not time calls lets a call through without a clock read.
 ///
+/// # Automatic transitions
+/// Off by default, as in Resilience4j: the breaker moves on its own (open to
+/// half-open, the half-open maximum wait's decision) when the first call finds
+/// the time passed, so a quiet service's dashboard reads "open" until its
+/// next call. `retry_tokio::automatic_transitions(&breaker)` (a task) and
+/// `retry_std::automatic_transitions(&breaker)` (one timer thread shared by
+/// every breaker that asks) move it at the instant itself, with no call, and
+/// report the move like any other; [`SharedBreaker::alarm`] hands the
+/// breaker to any other timer. Either way the calls' path is unchanged: the
+/// timer is told only of state changes.
+///
 /// # Abandoned attempts
 /// An attempt whose driver stops waiting for it (the operation panicked, the
 /// attempt's future was dropped by an outer timeout, a `select!` or a task abort,
@@ -222,11 +233,18 @@ pub struct SharedBreaker<const WORDS: usize = 16, const BUCKETS: usize = 0> {
 }
 
 struct Inner<const WORDS: usize, const BUCKETS: usize> {
-    /// The closed state while it is handed out: admits and records without the
-    /// lock or a clock.
+    /// The closed state while it is handed out: admits and records without
+    /// the lock or a clock.
     path: ClosedPath<WORDS>,
     cell: Mutex<BreakerCell<WORDS, BUCKETS>>,
+    /// With automatic transitions on, what tells the timer to read the next
+    /// deadline again: called after every transition, by every clone (only
+    /// then, so the calls that change nothing never touch it).
+    rearm: OnceLock<Box<Rearm>>,
 }
+
+/// What a timer is told after a transition: look at the next deadline again.
+type Rearm = dyn Fn() + Send + Sync;
 
 struct BreakerCell<const WORDS: usize, const BUCKETS: usize> {
     breaker: CircuitBreaker<WORDS, BUCKETS>,
@@ -316,6 +334,7 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
             inner: Arc::new(Inner {
                 path,
                 cell: Mutex::new(BreakerCell { breaker, origin }),
+                rearm: OnceLock::new(),
             }),
             on_transition: None,
         }
@@ -486,13 +505,80 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
         transition
     }
 
+    /// The next instant at which the breaker changes state on its own, with no
+    /// call: the end of the open period, or of the half-open maximum wait
+    /// ([`CircuitBreaker::next_deadline`]), on the system clock's scale
+    /// (`std::time::Instant`, as the adapters' clocks give it, tokio's paused
+    /// clock included). `None` in the other states, and before the breaker's
+    /// first use has fixed its clock.
+    #[must_use]
+    pub fn next_deadline(&self) -> Option<Instant> {
+        next_deadline(&self.lock())
+    }
+
+    /// Applies the passage of time now, read from the system clock
+    /// ([`SharedBreaker::wake_at`] with `Instant::now()`).
+    pub fn wake(&self) -> Option<Transition> {
+        self.wake_at(Instant::now())
+    }
+
+    /// Applies the passage of time at `now`, with no call: the move the
+    /// breaker makes on its own once its [`next_deadline`](Self::next_deadline)
+    /// has passed (open to half-open; the half-open maximum wait's decision),
+    /// reported as the first call at `now` would report it: to the hook set
+    /// with [`on_transition`](Self::on_transition), and with the `tracing` and
+    /// `metrics` features to traces and `circuit_breaker.state_change.total`.
+    /// Before that instant, or in any other state, it does nothing (`None`).
+    /// A timer calls it; the adapters run one for a breaker that asks
+    /// (`retry_tokio::automatic_transitions`, `retry_std::automatic_transitions`).
+    pub fn wake_at(&self, now: Instant) -> Option<Transition> {
+        let transition = wake_at(&self.inner, now);
+        self.tell(transition);
+        transition
+    }
+
+    /// Turns automatic transitions on, for a timer the caller runs: the
+    /// breaker's clock is fixed at `now` if no use has fixed it yet, and
+    /// `rearm` is called after every transition of the breaker, made through
+    /// any clone (a call's outcome, an operator, the timer itself), so that
+    /// the timer reads [`BreakerAlarm::next`] again. The answer is what the
+    /// timer holds: the breaker's next deadline and the wake it makes then,
+    /// reported through this handle's [`on_transition`](Self::on_transition)
+    /// hook; it does not keep the breaker alive (once every clone is dropped
+    /// it reads [`Alarm::Gone`], and the timer stops).
+    ///
+    /// The adapters call it (`retry_tokio::automatic_transitions` spawns a
+    /// task, `retry_std::automatic_transitions` hands the breaker to one
+    /// timer thread shared by every breaker that asks); call it for another
+    /// runtime's timer. Off by default, as Resilience4j's
+    /// `automaticTransitionFromOpenToHalfOpenEnabled`: without it the breaker
+    /// moves on its own only when a call finds the time passed.
+    ///
+    /// The alarm holds this handle's hook: a hook that holds a clone of the
+    /// breaker keeps the breaker alive as long as the timer runs.
+    ///
+    /// # Errors
+    /// [`AlreadyTimed`] if automatic transitions are on already for this
+    /// breaker (through any clone): one timer is enough.
+    pub fn alarm(
+        &self,
+        now: Instant,
+        rearm: impl Fn() + Send + Sync + 'static,
+    ) -> Result<BreakerAlarm, AlreadyTimed> {
+        self.inner
+            .rearm
+            .set(Box::new(rearm))
+            .map_err(|_| AlreadyTimed)?;
+        let _ = self.lock().origin.at(now);
+        let inner: Arc<dyn Timed> = Arc::clone(&self.inner) as Arc<dyn Timed>;
+        Ok(BreakerAlarm {
+            breaker: Arc::downgrade(&inner),
+            on_transition: self.on_transition.clone(),
+        })
+    }
+
     fn tell(&self, transition: Option<Transition>) {
-        if let Some(t) = transition {
-            observe::transition(&t);
-            if let Some(hook) = &self.on_transition {
-                hook(&t);
-            }
-        }
+        tell(&*self.inner, self.on_transition.as_ref(), transition);
     }
 
     fn lock(&self) -> MutexGuard<'_, BreakerCell<WORDS, BUCKETS>> {
@@ -623,6 +709,142 @@ fn stripe() -> usize {
         })
         // A thread whose locals are being destroyed counts on the first one.
         .unwrap_or(0)
+}
+
+/// A breaker's state change, reported: to traces and metrics, to `hook`, and
+/// to the timer of a breaker with automatic transitions on.
+fn tell(inner: &dyn Timed, hook: Option<&Arc<TransitionHook>>, transition: Option<Transition>) {
+    if let Some(t) = transition {
+        observe::transition(&t);
+        if let Some(hook) = hook {
+            hook(&t);
+        }
+        inner.rearm();
+    }
+}
+
+/// The breaker's next deadline on the system clock's scale.
+fn next_deadline<const WORDS: usize, const BUCKETS: usize>(
+    cell: &BreakerCell<WORDS, BUCKETS>,
+) -> Option<Instant> {
+    cell.breaker
+        .next_deadline()
+        .and_then(|at| cell.origin.instant(at))
+}
+
+/// Wakes the machine at `now`, under the lock (not reported).
+fn wake_at<const WORDS: usize, const BUCKETS: usize>(
+    inner: &Inner<WORDS, BUCKETS>,
+    now: Instant,
+) -> Option<Transition> {
+    let mut cell = inner.cell.lock().unwrap_or_else(PoisonError::into_inner);
+    // Nothing is due before the deadline: a breaker with none due is left
+    // as it is (the lock-free path keeps a closed breaker's state).
+    let due = cell.breaker.next_deadline()?;
+    let at = cell.origin.at(now);
+    if at < due {
+        return None;
+    }
+    cell.breaker.suspend(&inner.path);
+    let transition = cell.breaker.wake(at);
+    cell.breaker.resume(&inner.path);
+    transition
+}
+
+/// A shared breaker as its timer sees it, whatever its capacity.
+trait Timed: Send + Sync {
+    fn next_deadline(&self) -> Option<Instant>;
+    fn wake_at(&self, now: Instant) -> Option<Transition>;
+    fn rearm(&self);
+}
+
+impl<const WORDS: usize, const BUCKETS: usize> Timed for Inner<WORDS, BUCKETS> {
+    fn next_deadline(&self) -> Option<Instant> {
+        next_deadline(&self.cell.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn wake_at(&self, now: Instant) -> Option<Transition> {
+        wake_at(self, now)
+    }
+
+    fn rearm(&self) {
+        if let Some(rearm) = self.rearm.get() {
+            rearm();
+        }
+    }
+}
+
+/// Automatic transitions were asked for twice for one breaker
+/// ([`SharedBreaker::alarm`]): one timer is enough, and the first one runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AlreadyTimed;
+
+impl fmt::Display for AlreadyTimed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("automatic transitions are on already for this circuit breaker")
+    }
+}
+
+impl core::error::Error for AlreadyTimed {}
+
+/// What a timer waits for, for one breaker ([`BreakerAlarm::next`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Alarm {
+    /// Wake the breaker at this instant (with [`BreakerAlarm::ring`]).
+    At(Instant),
+    /// Nothing is due: wait until the breaker's `rearm` callback is called.
+    Idle,
+    /// Every handle on the breaker was dropped: stop.
+    Gone,
+}
+
+/// What a timer holds for a [`SharedBreaker`] with automatic transitions on
+/// (made by [`SharedBreaker::alarm`]): when to wake it, and the wake itself.
+/// It does not keep the breaker alive. Breakers of every capacity give the
+/// same type, so one timer can hold many.
+///
+/// A timer's loop: read [`next`](Self::next); wait until that instant (or,
+/// when [`Alarm::Idle`], for ever), or until the breaker's `rearm` callback
+/// says its deadline may have changed; at the instant, [`ring`](Self::ring)
+/// with the time read then, which answers what to wait for next; stop at
+/// [`Alarm::Gone`]. Ringing early, late or twice is harmless: the breaker
+/// moves only once its deadline has passed, and only once.
+#[derive(Clone)]
+pub struct BreakerAlarm {
+    breaker: Weak<dyn Timed>,
+    on_transition: Option<Arc<TransitionHook>>,
+}
+
+impl BreakerAlarm {
+    /// What to wait for: the breaker's next deadline (on the system clock's
+    /// scale), nothing, or nothing ever again.
+    #[must_use]
+    pub fn next(&self) -> Alarm {
+        match self.breaker.upgrade() {
+            None => Alarm::Gone,
+            Some(breaker) => breaker.next_deadline().map_or(Alarm::Idle, Alarm::At),
+        }
+    }
+
+    /// Wakes the breaker at `now` ([`SharedBreaker::wake_at`]), reporting the
+    /// move it made, if any, through the hook of the handle the alarm was made
+    /// from, traces and metrics; then answers what to wait for next.
+    pub fn ring(&self, now: Instant) -> Alarm {
+        let Some(breaker) = self.breaker.upgrade() else {
+            return Alarm::Gone;
+        };
+        let transition = breaker.wake_at(now);
+        tell(&*breaker, self.on_transition.as_ref(), transition);
+        breaker.next_deadline().map_or(Alarm::Idle, Alarm::At)
+    }
+}
+
+impl fmt::Debug for BreakerAlarm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BreakerAlarm")
+            .field("next", &self.next())
+            .finish_non_exhaustive()
+    }
 }
 
 /// Whether `config` names a slow-call duration of its own (one other than the

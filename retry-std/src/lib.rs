@@ -17,6 +17,10 @@
 //!   attempts, the elapsed time and the operation's last error.
 //! - [`ManualClock`] and [`FakeSleeper`] run any schedule in no wall time, for
 //!   tests.
+//! - [`automatic_transitions`] (off by default) hands a [`SharedBreaker`] to
+//!   one timer thread shared by every breaker that asks, which moves it at its
+//!   deadlines with no call: open to half-open when the open period ends, the
+//!   half-open maximum wait's decision when it ends.
 //!
 //! The `retry` command-line program lives in a crate of its own, `retry-cli`
 //! (`cargo install --path retry-cli`): a library user of this crate compiles
@@ -80,6 +84,7 @@
 mod cancel;
 mod clock;
 mod retry;
+mod timer;
 
 pub use cancel::{CancelToken, Waited};
 pub use clock::{Clock, FakeSleeper, ManualClock, Sleeper, Slept, SystemClock, ThreadSleeper};
@@ -91,6 +96,7 @@ pub use retry_shared::{
     describe_metrics, Breaker, Budget, PermitGuard, RetryNotice, SharedBreaker, SharedBudget,
     METRICS,
 };
+pub use timer::{automatic_transitions, timed_breakers, TimerError};
 
 // What writing a call needs, so that `retry-std` alone in Cargo.toml is
 // enough: the policy and its parts, presets, the classifier's verdict, the

@@ -13,6 +13,9 @@
 //!   shared by many tasks, and by blocking threads using `retry-std` in the same
 //!   program (they are the same types). Their time is `std::time::Instant`; this
 //!   crate converts tokio's with `into_std`, which keeps paused time consistent.
+//!   [`automatic_transitions`] (off by default) runs a task that moves a
+//!   breaker at its deadlines with no call: open to half-open when the open
+//!   period ends, the half-open maximum wait's decision when it ends.
 //! - [`Hedge`]: send extra copies of a slow idempotent call and keep the first
 //!   good answer; the copies run concurrently in the calling task.
 //! - [`RetryStreamExt`]: map a stream through a retried operation with bounded
@@ -83,6 +86,7 @@
 mod hedge;
 mod retry;
 mod stream;
+mod timer;
 
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
@@ -112,6 +116,7 @@ pub use retry_core::{
     RetryPolicyBuilder, SnapshotError, Success, Transition, Window,
 };
 pub use stream::RetryStreamExt;
+pub use timer::{automatic_transitions, TimerError};
 
 pub use retry_core;
 pub use retry_shared;

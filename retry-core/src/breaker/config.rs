@@ -813,7 +813,8 @@ impl BreakerConfigBuilder {
         self
     }
     /// The longest a breaker stays half-open, or `None` for no limit (the
-    /// default). Once it has passed, the first request decides as
+    /// default). Once it has passed, the first request (or the driver's timer,
+    /// through [`CircuitBreaker::wake`](crate::CircuitBreaker::wake)) decides as
     /// [`on_half_open_timeout`](Self::on_half_open_timeout) says, and until then
     /// a request rejected in half-open is told that time. A breaker whose probes
     /// never report (a lost permit, a hung call) then cannot stay half-open for

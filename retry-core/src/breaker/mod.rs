@@ -209,7 +209,8 @@ pub enum TransitionCause {
     FailureRate,
     /// The slow-call-rate rule tripped (over the window, or over the probes).
     SlowCallRate,
-    /// The open duration passed and a request arrived.
+    /// The open duration passed: noticed by the first request after it, or
+    /// applied at its end by the driver's timer ([`CircuitBreaker::wake`]).
     OpenElapsed,
     /// The probes passed: enough consecutive good ones, or rates below their
     /// thresholds under [`HalfOpenVerdict::Rates`].
@@ -372,9 +373,10 @@ pub enum Admission {
     /// decides on its own. If it is `None` the breaker will admit only after some
     /// other input (a probe's outcome or release, or an operator's
     /// [`CircuitBreaker::force`]). `until` is always after the `now` of the
-    /// request. A rejection changes nothing but the count of rejected calls,
-    /// unless it reports a `transition`: a half-open breaker whose maximum wait
-    /// has passed re-opens on the request that finds it so (report it).
+    /// request. A rejection changes nothing but the counts of rejected calls
+    /// (in all and in the state), unless it reports a `transition`: a
+    /// half-open breaker whose maximum wait has passed re-opens on the request
+    /// that finds it so (report it).
     Rejected {
         /// When the breaker will next admit, or decide, if that is known.
         until: Option<Instant>,
@@ -425,13 +427,18 @@ impl CallOutcome {
 /// A half-open period's bookkeeping.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Probing {
-    /// Probes admitted and not yet handed back.
+    /// Probes admitted and not yet handed back. With those that reported,
+    /// the probes admitted in this period and not released (kept as the sum,
+    /// not a third count, so that the period fits beside its count of
+    /// rejected calls).
     pub(crate) in_flight: u32,
-    /// Probes admitted in this period and not released.
-    pub(crate) admitted: u32,
     /// The probes that reported. Under the consecutive verdict every one was
     /// good (a bad one ends the period), so their count is the streak.
     pub(crate) results: WindowStats,
+    /// The breaker's count of rejected calls when the period began: the
+    /// calls rejected in it (every probe place taken) are those counted
+    /// since.
+    pub(crate) rejected_before: u64,
     /// When the breaker decides on its own, if `timed` (the origin
     /// otherwise, so that equal periods compare equal): an instant and a flag
     /// rather than an `Option`, whose 64-bit tag would become the tag of
@@ -442,12 +449,12 @@ pub(crate) struct Probing {
 }
 
 impl Probing {
-    /// A half-open period with these probe counts and this maximum-wait
-    /// deadline.
+    /// A half-open period with these probe counts, begun when the breaker
+    /// had rejected `rejected_before` calls, with this maximum-wait deadline.
     pub(crate) const fn new(
         in_flight: u32,
-        admitted: u32,
         results: WindowStats,
+        rejected_before: u64,
         deadline: Option<Instant>,
     ) -> Probing {
         let (deadline_at, timed) = match deadline {
@@ -456,11 +463,17 @@ impl Probing {
         };
         Probing {
             in_flight,
-            admitted,
             results,
+            rejected_before,
             deadline_at,
             timed,
         }
+    }
+
+    /// The probes admitted in this period and not released: those in flight
+    /// and those that reported.
+    pub(crate) const fn admitted(&self) -> u32 {
+        self.in_flight.saturating_add(self.results.calls)
     }
 
     /// When the breaker decides on its own, if it has a maximum wait.
@@ -476,9 +489,18 @@ impl Probing {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Mode {
     Closed,
-    Open { until: Instant },
+    /// Open until `until`, since the breaker had rejected `rejected_before`
+    /// calls. (Each rejecting state keeps the count it began at, so that a
+    /// rejection adds to one count only.)
+    Open {
+        until: Instant,
+        rejected_before: u64,
+    },
     HalfOpen(Probing),
-    ForcedOpen,
+    /// Forced open since the breaker had rejected `rejected_before` calls.
+    ForcedOpen {
+        rejected_before: u64,
+    },
     Disabled,
     MetricsOnly,
 }
@@ -514,7 +536,12 @@ pub(crate) enum Mode {
 /// growth of the open duration. Outcomes are judged only when recorded: a trip
 /// happens in [`record`](CircuitBreaker::record), never as time passes, and the
 /// timed moves (open to half-open, the half-open maximum wait) happen on the
-/// first request that finds their time passed.
+/// first request that finds their time passed, or earlier, at the instant
+/// itself, when the driver keeps a timer: it reads
+/// [`next_deadline`](CircuitBreaker::next_deadline) and calls
+/// [`wake`](CircuitBreaker::wake) then (the adapters do, when asked to:
+/// Resilience4j's automatic transition from open to half-open, and its
+/// scheduled half-open timeout).
 ///
 /// # Late outcomes
 /// A permit issued before the breaker last opened (its epoch is older) is late.
@@ -528,9 +555,10 @@ pub(crate) enum Mode {
 /// and a [`Jitter`](crate::Jitter) and takes 152 bytes on 64-bit targets), a
 /// breaker with a 100-call count window (`CircuitBreaker<2, 0>`) is 104 bytes:
 /// 40 for the two bit rings, their cursors and the running counts of failed
-/// and slow calls, 40 for the state (a half-open period keeps its probe counts
-/// and its deadline), 12 for the epoch and the counters, 8 for the count of
-/// rejected calls, 4 for the window's size and how many outcomes may still be
+/// and slow calls, 40 for the state (a half-open period keeps its probe counts,
+/// its deadline and the count of rejected calls it began at), 12 for the epoch
+/// and the counters, 8 for the count of rejected calls, 4 for the window's
+/// size and how many outcomes may still be
 /// recorded before a rate rule must be checked. Each further 64 calls of
 /// capacity add 16 bytes (`CircuitBreaker<16, 0>`, 1,024 calls, holds the
 /// 1,000-call windows Resilience4j users configure). Capacity costs no time:
@@ -708,15 +736,16 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     }
 
     /// The current state. An open breaker whose open duration has passed still
-    /// says `Open` until the next [`request`](CircuitBreaker::request); so does a
-    /// half-open one whose maximum wait has passed say `HalfOpen`.
+    /// says `Open` until the next [`request`](CircuitBreaker::request) or
+    /// [`wake`](CircuitBreaker::wake); so does a half-open one whose maximum
+    /// wait has passed say `HalfOpen`.
     #[must_use]
     pub const fn state(&self) -> BreakerState {
         match self.mode {
             Mode::Closed => BreakerState::Closed,
             Mode::Open { .. } => BreakerState::Open,
             Mode::HalfOpen(_) => BreakerState::HalfOpen,
-            Mode::ForcedOpen => BreakerState::ForcedOpen,
+            Mode::ForcedOpen { .. } => BreakerState::ForcedOpen,
             Mode::Disabled => BreakerState::Disabled,
             Mode::MetricsOnly => BreakerState::MetricsOnly,
         }
@@ -726,7 +755,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     #[must_use]
     pub const fn open_until(&self) -> Option<Instant> {
         match self.mode {
-            Mode::Open { until } => Some(until),
+            Mode::Open { until, .. } => Some(until),
             _ => None,
         }
     }
@@ -736,6 +765,46 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     #[must_use]
     pub const fn half_open_until(&self) -> Option<Instant> {
         match self.mode {
+            Mode::HalfOpen(p) => p.deadline(),
+            _ => None,
+        }
+    }
+
+    /// The next instant at which the breaker changes state on its own, with no
+    /// request: the end of the open period (open → half-open), or the end of
+    /// the half-open maximum wait (half-open → open or closed, as
+    /// [`HalfOpenTimeout`] says). `None` in every other state, and half-open
+    /// without a maximum wait: then only an input moves it. As
+    /// [`RetryMachine::next_deadline`](crate::RetryMachine::next_deadline) is
+    /// for a call, this is when a driver that wants the breaker's state to
+    /// follow the time (a dashboard that must not read "open" all night, the
+    /// state-change event emitted when the open period ends) sets its timer;
+    /// when it fires, it calls [`wake`](Self::wake) with the time it reads
+    /// then. The answer changes only with the state: read it again after
+    /// every input that reports a transition.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use retry_core::{BreakerConfig, BreakerState, CircuitBreaker, Instant, ManualState, TransitionCause};
+    ///
+    /// let config = BreakerConfig::builder()
+    ///     .open_duration(Duration::from_secs(30))
+    ///     .max_half_open_wait(Duration::from_secs(10))
+    ///     .build()?;
+    /// let t0 = Instant::from_secs(100);
+    /// let mut breaker = CircuitBreaker::<0, 0>::starting_in(config, ManualState::OpenFor(Duration::from_secs(30)), t0)?;
+    /// assert_eq!(breaker.next_deadline(), Some(Instant::from_secs(130)));
+    /// // The driver's timer fires at 130 s; no call came meanwhile.
+    /// let moved = breaker.wake(Instant::from_secs(130)).expect("the open period is over");
+    /// assert_eq!((moved.from, moved.to, moved.cause), (BreakerState::Open, BreakerState::HalfOpen, TransitionCause::OpenElapsed));
+    /// // Now the half-open maximum wait is the next moment it moves.
+    /// assert_eq!(breaker.next_deadline(), Some(Instant::from_secs(140)));
+    /// # Ok::<(), retry_core::BreakerError>(())
+    /// ```
+    #[must_use]
+    pub const fn next_deadline(&self) -> Option<Instant> {
+        match self.mode {
+            Mode::Open { until, .. } => Some(until),
             Mode::HalfOpen(p) => p.deadline(),
             _ => None,
         }
@@ -761,10 +830,29 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         self.consecutive_failures
     }
 
-    /// Calls rejected since the breaker was built.
+    /// Calls rejected since the breaker was built or last
+    /// [`reset`](Self::reset).
     #[must_use]
     pub const fn rejected_calls(&self) -> u64 {
         self.rejected
+    }
+
+    /// Calls rejected since the breaker entered the state it is in (open,
+    /// half-open or forced-open; zero in the states that admit every call).
+    /// Every transition starts the count again, an operator's re-entry of the
+    /// same state included.
+    #[must_use]
+    pub const fn rejected_calls_in_state(&self) -> u64 {
+        match self.mode {
+            Mode::Open {
+                rejected_before, ..
+            }
+            | Mode::ForcedOpen { rejected_before }
+            | Mode::HalfOpen(Probing {
+                rejected_before, ..
+            }) => self.rejected.saturating_sub(rejected_before),
+            _ => 0,
+        }
     }
 
     /// Probes in flight (zero unless half-open).
@@ -792,7 +880,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     #[must_use]
     pub const fn probes_admitted(&self) -> u32 {
         match self.mode {
-            Mode::HalfOpen(p) => p.admitted,
+            Mode::HalfOpen(p) => p.admitted(),
             _ => 0,
         }
     }
@@ -829,10 +917,26 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         }
     }
 
-    /// What a dashboard shows at `now`: the state, the window's counts with slow
-    /// successes and slow failures apart, the failure and slow-call rates (or
-    /// that there are not enough calls yet to judge them), the rejected calls,
-    /// and the half-open probes.
+    /// What a dashboard shows at `now`, for the state the breaker is in: the
+    /// state, the counts with slow successes and slow failures apart, the
+    /// failure and slow-call rates (or that there are not enough calls yet to
+    /// judge them), the rejected calls (since the breaker was built or last
+    /// reset, and in this state), the calls' total and mean duration where the
+    /// window keeps them, and the half-open probes.
+    ///
+    /// Half-open, the counts and rates are the probes' (as Resilience4j reads
+    /// its half-open state's own window), not the window that tripped the
+    /// breaker: judged once as many probes have reported as the verdict needs
+    /// (`success_threshold` good ones in a row, or the rates verdict's number
+    /// of probes), "not enough calls" until then. In every other state they
+    /// are the window's (an open breaker shows the window that tripped it).
+    ///
+    /// The durations are known for a time window: each bucket adds up its
+    /// calls' durations as they are recorded (that costs a count window
+    /// nothing, and a count window keeps none: it would need a duration per
+    /// call of its capacity). They are `None` for a count window, without a
+    /// window, half-open, and while a bucket restored from a snapshot that did
+    /// not keep them is in the window.
     ///
     /// ```
     /// use core::time::Duration;
@@ -855,25 +959,54 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// ```
     #[must_use]
     pub fn metrics(&self, now: Instant) -> BreakerMetrics {
-        let window = self.stats(now);
-        let minimum = self.config.minimum_calls();
+        // Half-open: the probes, judged once the verdict has what it needs.
+        let (window, minimum, rated, nanos) = match self.mode {
+            Mode::HalfOpen(p) => {
+                let needed = match self.config.half_open_verdict() {
+                    HalfOpenVerdict::Consecutive => self.config.success_threshold(),
+                    HalfOpenVerdict::Rates { probes } => probes,
+                };
+                (p.results, needed, true, None)
+            }
+            _ => (
+                self.stats(now),
+                self.config.minimum_calls(),
+                self.config.window().is_some(),
+                self.window_nanos(now),
+            ),
+        };
         let reading = |count| {
-            if self.config.window().is_none() {
-                RateReading::NoWindow
-            } else {
+            if rated {
                 RateReading::of(count, window.calls, minimum)
+            } else {
+                RateReading::NoWindow
             }
         };
+        let mean = nanos.and_then(|n| n.checked_div(u64::from(window.calls)));
         BreakerMetrics {
             state: self.state(),
             window,
             failure_rate: reading(window.failures),
             slow_call_rate: reading(window.slow),
             rejected: self.rejected,
+            rejected_in_state: self.rejected_calls_in_state(),
             consecutive_failures: self.consecutive_failures,
             probes_in_flight: self.probes_in_flight(),
             probes: self.probe_results(),
+            call_duration_total: nanos.map(crate::retry::nanos::from_nanos),
+            call_duration_mean: mean.map(crate::retry::nanos::from_nanos),
         }
+    }
+
+    /// The durations of the calls a time window holds at `now`, added up in
+    /// nanoseconds (`None` without one, or when a bucket does not know its
+    /// own).
+    fn window_nanos(&self, now: Instant) -> Option<u64> {
+        if BUCKETS == 0 {
+            return None;
+        }
+        let (nanos, buckets) = self.config.bucket_shape()?;
+        self.buckets.nanos(now, nanos, buckets)
     }
 
     // ----- inputs -----
@@ -912,31 +1045,21 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// breaker is in after it.
     #[inline(never)]
     fn request_other(&mut self, now: Instant) -> Admission {
-        let transition = match self.mode {
-            Mode::Open { until } if now >= until => {
-                Some(self.half_open(now, TransitionCause::OpenElapsed))
-            }
-            Mode::HalfOpen(p) if p.timed && now >= p.deadline_at => {
-                let reopen = self.config.half_open_timeout() == HalfOpenTimeout::Reopen;
-                Some(self.settle(reopen, now, TransitionCause::HalfOpenTimeout))
-            }
-            _ => None,
-        };
+        let transition = self.due(now);
         let mut probe = false;
         let (until, reason) = match self.mode {
             Mode::Closed | Mode::Disabled | Mode::MetricsOnly => (None, None),
-            Mode::ForcedOpen => (None, Some(RejectReason::ForcedOpen)),
+            Mode::ForcedOpen { .. } => (None, Some(RejectReason::ForcedOpen)),
             // At the end of time an open period may not end after now.
-            Mode::Open { until } => (Some(until), Some(RejectReason::Open)),
+            Mode::Open { until, .. } => (Some(until), Some(RejectReason::Open)),
             Mode::HalfOpen(p) => {
                 let room = match self.config.half_open_verdict() {
                     HalfOpenVerdict::Consecutive => true,
-                    HalfOpenVerdict::Rates { probes } => p.admitted < probes,
+                    HalfOpenVerdict::Rates { probes } => p.admitted() < probes,
                 };
                 if room && p.in_flight < self.config.half_open_permits() {
                     self.mode = Mode::HalfOpen(Probing {
                         in_flight: p.in_flight.saturating_add(1),
-                        admitted: p.admitted.saturating_add(1),
                         ..p
                     });
                     probe = true;
@@ -996,23 +1119,30 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 return Recorded::nothing();
             }
         }
-        self.record_other(permit, failed, slow(), now)
+        self.record_other(permit, (failed, slow()), outcome.duration, now)
     }
 
     /// [`record`](Self::record) in any state, when the closed path cannot
     /// skip the rules, with whether the call failed and whether it was slow
-    /// (as `record` worked them out: the outcome itself is not passed on).
+    /// (as `record` worked them out) and how long it took (for a time
+    /// window's durations).
     #[inline(never)]
-    fn record_other(&mut self, permit: Permit, failed: bool, slow: bool, now: Instant) -> Recorded {
+    fn record_other(
+        &mut self,
+        permit: Permit,
+        (failed, slow): (bool, bool),
+        took: Duration,
+        now: Instant,
+    ) -> Recorded {
         let late = permit.epoch != self.epoch;
         let (verdict, exceeded) = match self.mode {
-            Mode::Closed | Mode::MetricsOnly => self.record_closed(late, failed, slow, now),
+            Mode::Closed | Mode::MetricsOnly => self.record_closed(late, (failed, slow), took, now),
             Mode::HalfOpen(_) if !late && permit.probe => self.judge_probe(failed, slow),
             mode => {
                 let ignored = match mode {
                     Mode::HalfOpen(_) => Ignored::Late,
                     Mode::Open { .. } => Ignored::Open,
-                    Mode::ForcedOpen => Ignored::ForcedOpen,
+                    Mode::ForcedOpen { .. } => Ignored::ForcedOpen,
                     _ => Ignored::Disabled,
                 };
                 return Recorded::ignored(ignored);
@@ -1038,10 +1168,29 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         if let Mode::HalfOpen(p) = self.mode {
             self.mode = Mode::HalfOpen(Probing {
                 in_flight: p.in_flight.saturating_sub(1),
-                admitted: p.admitted.saturating_sub(1),
                 ..p
             });
         }
+    }
+
+    /// Applies the passage of time at `now`, with no request: the move the
+    /// breaker makes on its own once [`next_deadline`](Self::next_deadline)
+    /// has passed, exactly as the first request at `now` would make it before
+    /// answering (open → half-open with the cause
+    /// [`TransitionCause::OpenElapsed`]; at the end of the half-open maximum
+    /// wait, re-opened or closed with [`TransitionCause::HalfOpenTimeout`]),
+    /// and reported the same way, stamped `now`. Nothing else changes: no
+    /// probe is admitted, no call counted, and the half-open maximum wait (if
+    /// any) starts at `now`, as it would at that request.
+    ///
+    /// A wake before the deadline, in any other state, or after an operator
+    /// or an outcome moved the breaker on (a timer armed for an open period
+    /// that was replaced) does nothing and answers `None`: an early or stale
+    /// timer is harmless. One wake makes at most one move (a re-opening whose
+    /// jittered open period came out empty is due again at once: the next
+    /// wake takes it to half-open).
+    pub fn wake(&mut self, now: Instant) -> Option<Transition> {
+        self.due(now)
     }
 
     /// An operator moves the breaker to `target` at `now`, even if it is there
@@ -1176,14 +1325,35 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// An operator resets the breaker at `now`: closed, from any state (closed
     /// included), with a clean window, no failure streak and the open duration's
     /// growth restarted. The transition's cause is
-    /// [`TransitionCause::Reset`] (the adapters' "reset" event). The count of
-    /// rejected calls is kept (it only ever grows).
+    /// [`TransitionCause::Reset`] (the adapters' "reset" event). Every count
+    /// starts again: the window's, the streak, and the rejected calls, in all
+    /// and in the state.
     pub fn reset(&mut self, now: Instant) -> Transition {
         self.reopens = 0;
+        self.rejected = 0;
         self.close(BreakerState::Closed, now, TransitionCause::Reset)
     }
 
     // ----- internals -----
+
+    /// The timed move due at `now`, made: open to half-open once the open
+    /// period is over, the half-open maximum wait's decision once it has
+    /// passed. Written once for [`request`](Self::request) and
+    /// [`wake`](Self::wake), and inlined into each, so that the request path
+    /// is the code it was.
+    #[inline(always)]
+    fn due(&mut self, now: Instant) -> Option<Transition> {
+        match self.mode {
+            Mode::Open { until, .. } if now >= until => {
+                Some(self.half_open(now, TransitionCause::OpenElapsed))
+            }
+            Mode::HalfOpen(p) if p.timed && now >= p.deadline_at => {
+                let reopen = self.config.half_open_timeout() == HalfOpenTimeout::Reopen;
+                Some(self.settle(reopen, now, TransitionCause::HalfOpenTimeout))
+            }
+            _ => None,
+        }
+    }
 
     fn permit(&self, probe: bool) -> Permit {
         Permit {
@@ -1224,14 +1394,19 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         let from = self.state();
         self.mode = match to {
             BreakerState::Closed => Mode::Closed,
-            BreakerState::Open => Mode::Open { until },
+            BreakerState::Open => Mode::Open {
+                until,
+                rejected_before: self.rejected,
+            },
             BreakerState::HalfOpen => Mode::HalfOpen(Probing::new(
                 0,
-                0,
                 WindowStats::default(),
+                self.rejected,
                 timed.then_some(until),
             )),
-            BreakerState::ForcedOpen => Mode::ForcedOpen,
+            BreakerState::ForcedOpen => Mode::ForcedOpen {
+                rejected_before: self.rejected,
+            },
             BreakerState::Disabled => Mode::Disabled,
             BreakerState::MetricsOnly => Mode::MetricsOnly,
         };
@@ -1272,8 +1447,8 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     fn record_closed(
         &mut self,
         late: bool,
-        failed: bool,
-        slow: bool,
+        (failed, slow): (bool, bool),
+        took: Duration,
         now: Instant,
     ) -> (Verdict, Exceeded) {
         if !late {
@@ -1294,7 +1469,8 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         } else if let Some((nanos, buckets)) = self.config.bucket_shape().filter(|_| BUCKETS > 0) {
             // A type without buckets holds no time window (`new` refuses one).
             before = self.buckets.stats(now, nanos, buckets);
-            self.buckets.push(now, nanos, buckets, failed, slow);
+            let took = crate::retry::nanos::sat_nanos(took);
+            self.buckets.push(now, nanos, buckets, (failed, slow), took);
             after = self.buckets.stats(now, nanos, buckets);
         }
         if self.stands(after) {
@@ -1542,7 +1718,7 @@ impl<const WORDS: usize, const BUCKETS: usize> fmt::Display for CircuitBreaker<W
     /// The state, with when an open breaker admits again.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.mode {
-            Mode::Open { until } => write!(f, "open until {until}"),
+            Mode::Open { until, .. } => write!(f, "open until {until}"),
             Mode::HalfOpen(p) => write!(
                 f,
                 "half-open ({} probing, {} good)",

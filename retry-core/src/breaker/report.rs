@@ -3,6 +3,7 @@
 //! ([`BreakerMetrics`], [`RateReading`]).
 
 use core::fmt;
+use core::time::Duration;
 
 use super::{BreakerState, Rate, Transition, WindowStats};
 
@@ -220,23 +221,29 @@ impl fmt::Display for RateReading {
     }
 }
 
-/// What a dashboard shows for a breaker at one moment
-/// ([`CircuitBreaker::metrics`](super::CircuitBreaker::metrics)).
+/// What a dashboard shows for a breaker at one moment, for the state it is in
+/// ([`CircuitBreaker::metrics`](super::CircuitBreaker::metrics)): half-open,
+/// `window` and the rates are the probes'.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct BreakerMetrics {
     /// The state.
     pub state: BreakerState,
     /// What the window holds (calls, failures, slow calls and slow failures;
-    /// slow successes are [`WindowStats::slow_successes`]).
+    /// slow successes are [`WindowStats::slow_successes`]); half-open, what
+    /// the probes reported.
     pub window: WindowStats,
-    /// The window's failure rate.
+    /// The failure rate of `window`.
     pub failure_rate: RateReading,
-    /// The window's slow-call rate.
+    /// The slow-call rate of `window`.
     pub slow_call_rate: RateReading,
-    /// Calls rejected since the breaker was built (forced-open, open, or every
-    /// half-open probe place taken); only ever grows.
+    /// Calls rejected (forced-open, open, or every half-open probe place
+    /// taken) since the breaker was built or last reset.
     pub rejected: u64,
+    /// Of those, the calls rejected since the breaker entered the state it is
+    /// in (zero in the states that admit every call): in half-open, the calls
+    /// the probes kept out.
+    pub rejected_in_state: u64,
     /// The current streak of failures.
     pub consecutive_failures: u32,
     /// Probes in flight (zero unless half-open).
@@ -244,6 +251,13 @@ pub struct BreakerMetrics {
     /// The probes that have reported in this half-open period (all zero unless
     /// half-open).
     pub probes: WindowStats,
+    /// How long the calls `window` counts took, added up, where the window
+    /// keeps their durations (a time window); `None` otherwise (see
+    /// [`CircuitBreaker::metrics`](super::CircuitBreaker::metrics)).
+    pub call_duration_total: Option<Duration>,
+    /// Their mean (the total over the calls, rounded down to a nanosecond);
+    /// `None` with no total or no calls.
+    pub call_duration_mean: Option<Duration>,
 }
 
 impl fmt::Display for BreakerMetrics {

@@ -48,6 +48,10 @@ pub enum BreakerInput {
     Ensured(ManualState),
     /// An operator resets the breaker ([`CircuitBreaker::reset`]).
     Reset,
+    /// The driver's timer fired: the breaker applies the time
+    /// ([`CircuitBreaker::wake`]). A run [`with_timer`](BreakerSimulation::with_timer)
+    /// makes these rows itself, at each [`CircuitBreaker::next_deadline`].
+    Woke,
 }
 
 impl fmt::Display for BreakerInput {
@@ -68,6 +72,7 @@ impl fmt::Display for BreakerInput {
             BreakerInput::Forced(state) => fmt::write(&mut text, format_args!("force {state}")),
             BreakerInput::Ensured(state) => fmt::write(&mut text, format_args!("ensure {state}")),
             BreakerInput::Reset => fmt::write(&mut text, format_args!("reset")),
+            BreakerInput::Woke => fmt::write(&mut text, format_args!("timer")),
         }?;
         f.pad(text.as_str())
     }
@@ -139,6 +144,14 @@ impl BreakerStep {
             input: BreakerInput::Reset,
         }
     }
+    /// The driver's timer firing at `at`.
+    #[must_use]
+    pub const fn woke(at: Duration) -> BreakerStep {
+        BreakerStep {
+            at,
+            input: BreakerInput::Woke,
+        }
+    }
 }
 
 /// What the breaker answered to one scripted input.
@@ -173,6 +186,9 @@ pub enum BreakerOutput {
     Ensured(Option<Transition>),
     /// The operator's request was refused; nothing changed.
     Refused(BreakerError),
+    /// The timer fired: the move the breaker made on its own, or `None` if
+    /// nothing was due.
+    Woke(Option<Transition>),
     /// The script named a call that is not in flight; nothing was sent.
     UnknownCall,
     /// The request was admitted as call `call`, but the driver already held 16
@@ -212,6 +228,8 @@ impl fmt::Display for BreakerOutput {
             BreakerOutput::Released => f.write_str("released"),
             BreakerOutput::Forced(t) | BreakerOutput::Ensured(Some(t)) => write!(f, "{t}"),
             BreakerOutput::Ensured(None) => f.write_str("already there"),
+            BreakerOutput::Woke(Some(t)) => write!(f, "{t}"),
+            BreakerOutput::Woke(None) => f.write_str("nothing due"),
             BreakerOutput::Refused(e) => write!(f, "refused [{}]: {e}", e.code()),
             BreakerOutput::UnknownCall => f.write_str("no such call in flight"),
             BreakerOutput::Overflow { call } => {
@@ -248,7 +266,11 @@ pub struct BreakerRow {
 /// Drives a [`CircuitBreaker`] through a script; an iterator of [`BreakerRow`]s,
 /// one per step. Steps are taken in order with their own times (a time earlier
 /// than the previous one is passed on as it is: the breaker treats it as no time
-/// passing).
+/// passing). A run [`with_timer`](Self::with_timer) also plays the driver's
+/// timer, as an adapter with automatic transitions does: before each step, every
+/// [`next_deadline`](CircuitBreaker::next_deadline) at or before its time
+/// is applied at that instant with [`CircuitBreaker::wake`], in a row of its
+/// own.
 ///
 /// ```
 /// use core::time::Duration;
@@ -277,7 +299,17 @@ pub struct BreakerSimulation<'s, const WORDS: usize = 2, const BUCKETS: usize = 
     next: usize,
     admitted: u32,
     slots: [Option<(u32, Permit)>; SLOTS],
+    timer: bool,
+    /// The instant of the latest timer row and how many were made then (a
+    /// bound, so that a breaker whose deadline would not move on could not
+    /// keep the run at one instant).
+    woke: (Instant, u8),
 }
+
+/// Timer rows at one instant before the run goes on to the next step: a wake
+/// makes at most one move, and no more than three moves can be due at one
+/// instant (a half-open wait ending, an empty open period, half-open again).
+const WAKES_PER_INSTANT: u8 = 3;
 
 impl<'s, const WORDS: usize, const BUCKETS: usize> BreakerSimulation<'s, WORDS, BUCKETS> {
     /// A run of a fresh breaker following `config` through `steps`.
@@ -298,6 +330,41 @@ impl<'s, const WORDS: usize, const BUCKETS: usize> BreakerSimulation<'s, WORDS, 
             next: 0,
             admitted: 0,
             slots: [const { None }; SLOTS],
+            timer: false,
+            woke: (Instant::ORIGIN, 0),
+        }
+    }
+
+    /// The same run, with the driver's timer played: before each step, the
+    /// breaker is woken at each of its deadlines that the step's time has
+    /// reached (a [`BreakerInput::Woke`] row each).
+    #[must_use]
+    pub const fn with_timer(mut self) -> Self {
+        self.timer = true;
+        self
+    }
+
+    /// The timer's next row before a step at `at`, if a deadline is due.
+    fn timer_row(&mut self, at: Instant) -> Option<BreakerRow> {
+        let due = self.breaker.next_deadline().filter(|d| *d <= at)?;
+        let (last, count) = self.woke;
+        let count = if due == last { count } else { 0 };
+        if count >= WAKES_PER_INSTANT {
+            return None;
+        }
+        self.woke = (due, count.saturating_add(1));
+        let output = BreakerOutput::Woke(self.breaker.wake(due));
+        Some(self.row(due, BreakerInput::Woke, output))
+    }
+
+    fn row(&self, at: Instant, input: BreakerInput, output: BreakerOutput) -> BreakerRow {
+        BreakerRow {
+            at,
+            input,
+            output,
+            state: self.breaker.state(),
+            stats: self.breaker.stats(at),
+            metrics: self.breaker.metrics(at),
         }
     }
 
@@ -376,6 +443,7 @@ impl<'s, const WORDS: usize, const BUCKETS: usize> BreakerSimulation<'s, WORDS, 
                 Err(e) => BreakerOutput::Refused(e),
             },
             BreakerInput::Reset => BreakerOutput::Forced(self.breaker.reset(now)),
+            BreakerInput::Woke => BreakerOutput::Woke(self.breaker.wake(now)),
         }
     }
 }
@@ -385,17 +453,15 @@ impl<const WORDS: usize, const BUCKETS: usize> Iterator for BreakerSimulation<'_
 
     fn next(&mut self) -> Option<BreakerRow> {
         let step = *self.steps.get(self.next)?;
-        self.next = self.next.saturating_add(1);
         let at = Instant::from_duration(step.at);
+        if self.timer {
+            if let Some(row) = self.timer_row(at) {
+                return Some(row);
+            }
+        }
+        self.next = self.next.saturating_add(1);
         let output = self.apply(step.input, at);
-        Some(BreakerRow {
-            at,
-            input: step.input,
-            output,
-            state: self.breaker.state(),
-            stats: self.breaker.stats(at),
-            metrics: self.breaker.metrics(at),
-        })
+        Some(self.row(at, step.input, output))
     }
 }
 
@@ -422,13 +488,27 @@ impl<const WORDS: usize, const BUCKETS: usize> Iterator for BreakerSimulation<'_
 pub struct BreakerTimeline<'a, const WORDS: usize = 2, const BUCKETS: usize = 0> {
     config: &'a BreakerConfig,
     steps: &'a [BreakerStep],
+    timer: bool,
 }
 
 impl<'a, const WORDS: usize, const BUCKETS: usize> BreakerTimeline<'a, WORDS, BUCKETS> {
     /// The timeline of a fresh breaker following `config` through `steps`.
     #[must_use]
     pub const fn new(config: &'a BreakerConfig, steps: &'a [BreakerStep]) -> Self {
-        BreakerTimeline { config, steps }
+        BreakerTimeline {
+            config,
+            steps,
+            timer: false,
+        }
+    }
+
+    /// The same timeline with the driver's timer played (see
+    /// [`BreakerSimulation::with_timer`]): the moves the breaker makes on its
+    /// own appear at their instants, as `timer` rows.
+    #[must_use]
+    pub const fn with_timer(mut self) -> Self {
+        self.timer = true;
+        self
     }
 }
 
@@ -438,6 +518,7 @@ impl<const WORDS: usize, const BUCKETS: usize> fmt::Display
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "config: {}", self.config)?;
         let run = match BreakerSimulation::<WORDS, BUCKETS>::new(*self.config, self.steps) {
+            Ok(run) if self.timer => run.with_timer(),
             Ok(run) => run,
             Err(e) => return writeln!(f, "error [{}]: {e}", e.code()),
         };

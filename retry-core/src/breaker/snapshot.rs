@@ -48,7 +48,7 @@ use crate::{Instant, Window};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct BreakerSnapshot<const WORDS: usize = 2, const BUCKETS: usize = 0> {
     version: u32,
     config: ConfigRecord,
@@ -56,8 +56,20 @@ pub struct BreakerSnapshot<const WORDS: usize = 2, const BUCKETS: usize = 0> {
     epoch: u32,
     reopens: u32,
     consecutive_failures: u32,
+    /// Calls rejected since the breaker was built or last reset (before
+    /// version 2: since it was built).
     rejected: u64,
     window: WindowRecord<WORDS, BUCKETS>,
+    // Version 2's fields come last, so that a version 1 snapshot in a format
+    // that lists fields by position (postcard) still reads: it ends here.
+    /// Calls rejected since the breaker entered its state (a version 1
+    /// snapshot restores with none).
+    rejected_in_state: u64,
+    /// The durations of a time window's buckets, in the order of its
+    /// buckets, added up in nanoseconds (`None`: not known). Empty for other
+    /// windows, and in a version 1 snapshot (the buckets' durations are then
+    /// not known until they leave the window).
+    bucket_nanos: Bounded<Option<u64>, BUCKETS>,
 }
 
 /// Every field of a breaker config, plainly (rates in basis points).
@@ -177,8 +189,15 @@ enum WindowRecord<const WORDS: usize, const BUCKETS: usize> {
 }
 
 impl<const WORDS: usize, const BUCKETS: usize> BreakerSnapshot<WORDS, BUCKETS> {
-    /// The format version this build writes and reads.
-    pub const VERSION: u32 = 1;
+    /// The format version this build writes. It reads this one and version
+    /// 1, which had no count of the calls rejected in the current state and no
+    /// durations in a time window's buckets (both restore as unknown: the
+    /// count at zero, the durations as not known until those buckets leave
+    /// the window), and counted rejected calls since the breaker was built
+    /// (version 2: since it was built or last reset).
+    pub const VERSION: u32 = 2;
+    /// The oldest format version this build reads.
+    pub const OLDEST_VERSION: u32 = 1;
 
     /// The format version of this snapshot.
     #[must_use]
@@ -263,17 +282,18 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     pub fn snapshot(&self) -> BreakerSnapshot<WORDS, BUCKETS> {
         let state = match self.mode {
             Mode::Closed => StateRecord::Closed,
-            Mode::Open { until } => StateRecord::Open { until },
+            Mode::Open { until, .. } => StateRecord::Open { until },
             Mode::HalfOpen(p) => StateRecord::HalfOpen {
                 in_flight: p.in_flight,
-                admitted: p.admitted,
+                admitted: p.admitted(),
                 reported: p.results.into(),
                 deadline: p.deadline(),
             },
-            Mode::ForcedOpen => StateRecord::ForcedOpen,
+            Mode::ForcedOpen { .. } => StateRecord::ForcedOpen,
             Mode::Disabled => StateRecord::Disabled,
             Mode::MetricsOnly => StateRecord::MetricsOnly,
         };
+        let mut bucket_nanos = Bounded::<Option<u64>, BUCKETS>::new();
         let window = match self.config.window() {
             None => WindowRecord::None,
             Some(Window::Count { calls: size }) => {
@@ -304,11 +324,12 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             }
             Some(Window::Time { .. }) => {
                 let mut buckets = Bounded::<BucketRecord, BUCKETS>::new();
-                for (number, counts) in self.buckets.buckets() {
+                for (number, counts, nanos) in self.buckets.buckets() {
                     buckets.push(BucketRecord {
                         number,
                         counts: counts.into(),
                     });
+                    bucket_nanos.push(nanos);
                 }
                 WindowRecord::Time { buckets }
             }
@@ -322,23 +343,29 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             consecutive_failures: self.consecutive_failures,
             rejected: self.rejected,
             window,
+            rejected_in_state: self.rejected_calls_in_state(),
+            bucket_nanos,
         }
     }
 
     /// Rebuilds a breaker from `snapshot`, after checking it.
     ///
     /// # Errors
-    /// A [`SnapshotError`] naming the field: an unknown `version`; a `config`
+    /// A [`SnapshotError`] naming the field: a `version` this build does not
+    /// read; a `config`
     /// that fails validation or does not fit this type
     /// ([`SnapshotError::Breaker`]); a window of another kind than the config's,
     /// more calls than the window holds, more words or buckets than this type
     /// holds, counts that do not add up; a state that cannot hold with its fields
     /// (probe counts that do not add up or exceed their limits, a failure streak
     /// that should have tripped the breaker, re-opens outside open and
-    /// half-open).
+    /// half-open, calls rejected in a state that admits every call or more
+    /// of them in the state than in all).
     pub fn restore(snapshot: &BreakerSnapshot<WORDS, BUCKETS>) -> Result<Self, SnapshotError> {
         let s = snapshot;
-        if s.version != BreakerSnapshot::<WORDS, BUCKETS>::VERSION {
+        let versions = BreakerSnapshot::<WORDS, BUCKETS>::OLDEST_VERSION
+            ..=BreakerSnapshot::<WORDS, BUCKETS>::VERSION;
+        if !versions.contains(&s.version) {
             return Err(SnapshotError::UnsupportedVersion {
                 found: s.version,
                 supported: BreakerSnapshot::<WORDS, BUCKETS>::VERSION,
@@ -346,10 +373,29 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         }
         let config = s.config.config()?;
         let mut breaker = CircuitBreaker::new(config).map_err(SnapshotError::Breaker)?;
+        let rejected = s.rejected_in_state;
+        let rejected_before = s.rejected.saturating_sub(rejected);
+        consistent(
+            rejected <= s.rejected,
+            "rejected_in_state",
+            "more calls rejected in the state than in all",
+        )?;
+        let admits_every_call = matches!(
+            s.state,
+            StateRecord::Closed | StateRecord::Disabled | StateRecord::MetricsOnly
+        );
+        consistent(
+            rejected == 0 || !admits_every_call,
+            "rejected_in_state",
+            "calls rejected in a state that admits every call",
+        )?;
         breaker.mode = match s.state {
             StateRecord::Closed => Mode::Closed,
-            StateRecord::Open { until } => Mode::Open { until },
-            StateRecord::ForcedOpen => Mode::ForcedOpen,
+            StateRecord::Open { until } => Mode::Open {
+                until,
+                rejected_before,
+            },
+            StateRecord::ForcedOpen => Mode::ForcedOpen { rejected_before },
             StateRecord::Disabled => Mode::Disabled,
             StateRecord::MetricsOnly => Mode::MetricsOnly,
             StateRecord::HalfOpen {
@@ -410,7 +456,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                     "a half-open deadline without a maximum wait in the config, or a \
                      maximum wait without its deadline",
                 )?;
-                Mode::HalfOpen(Probing::new(in_flight, admitted, results, deadline))
+                Mode::HalfOpen(Probing::new(in_flight, results, rejected_before, deadline))
             }
         };
         let open_or_probing = matches!(breaker.mode, Mode::Open { .. } | Mode::HalfOpen(_));
@@ -437,6 +483,12 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         breaker.reopens = s.reopens;
         breaker.consecutive_failures = s.consecutive_failures;
         breaker.rejected = s.rejected;
+        s.bucket_nanos.fits("bucket_nanos")?;
+        consistent(
+            s.bucket_nanos.given == 0 || matches!(s.window, WindowRecord::Time { .. }),
+            "bucket_nanos",
+            "durations listed for a window without buckets",
+        )?;
         match (config.window(), &s.window) {
             (None, WindowRecord::None) => {}
             (
@@ -482,7 +534,14 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 }
                 let mut ring = BucketRing::<BUCKETS>::new();
                 let mut slots_taken = [false; BUCKETS];
-                for b in buckets.kept() {
+                // A version 1 snapshot lists no durations: not known.
+                let nanos = s.bucket_nanos.kept();
+                consistent(
+                    nanos.is_empty() || nanos.len() == buckets.kept().len(),
+                    "bucket_nanos",
+                    "durations listed for some buckets and not others",
+                )?;
+                for (i, b) in buckets.kept().iter().enumerate() {
                     let counts = b.counts.stats("window.buckets")?;
                     consistent(
                         counts.calls > 0,
@@ -504,7 +563,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                         }
                     }
                     consistent(
-                        ring.put(b.number, size, counts),
+                        ring.put(b.number, size, counts, nanos.get(i).copied().flatten()),
                         "window.buckets",
                         "a bucket outside the ring",
                     )?;
@@ -519,5 +578,165 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             }
         }
         Ok(breaker)
+    }
+}
+
+/// Reading a snapshot of either version: version 2 added two fields at the
+/// end, which a version 1 snapshot lacks. In a format that names fields
+/// (JSON), a missing one takes its default; in one that lists them by
+/// position (postcard), the version, read first, says whether they follow.
+#[cfg(feature = "serde")]
+mod read {
+    use core::fmt;
+    use core::marker::PhantomData;
+
+    use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+    use super::{Bounded, BreakerSnapshot, ConfigRecord, StateRecord, WindowRecord};
+
+    const FIELDS: &[&str] = &[
+        "version",
+        "config",
+        "state",
+        "epoch",
+        "reopens",
+        "consecutive_failures",
+        "rejected",
+        "window",
+        "rejected_in_state",
+        "bucket_nanos",
+    ];
+
+    #[derive(serde::Deserialize)]
+    #[serde(field_identifier, rename_all = "snake_case")]
+    enum Field {
+        Version,
+        Config,
+        State,
+        Epoch,
+        Reopens,
+        ConsecutiveFailures,
+        Rejected,
+        Window,
+        RejectedInState,
+        BucketNanos,
+        #[serde(other)]
+        Other,
+    }
+
+    struct Fields<const WORDS: usize, const BUCKETS: usize>(PhantomData<[(); WORDS]>);
+
+    impl<'de, const WORDS: usize, const BUCKETS: usize> Visitor<'de> for Fields<WORDS, BUCKETS> {
+        type Value = BreakerSnapshot<WORDS, BUCKETS>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a circuit breaker snapshot")
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            macro_rules! field {
+                ($i:expr) => {
+                    seq.next_element()?
+                        .ok_or_else(|| de::Error::invalid_length($i, &self))?
+                };
+            }
+            let version: u32 = field!(0);
+            let config: ConfigRecord = field!(1);
+            let state: StateRecord = field!(2);
+            let epoch: u32 = field!(3);
+            let reopens: u32 = field!(4);
+            let consecutive_failures: u32 = field!(5);
+            let rejected: u64 = field!(6);
+            let window: WindowRecord<WORDS, BUCKETS> = field!(7);
+            // A version 1 snapshot ends here; a later one carries version
+            // 2's fields (an unknown version is refused by `restore`).
+            let (rejected_in_state, bucket_nanos) = if version >= 2 {
+                (field!(8), field!(9))
+            } else {
+                (0, Bounded::new())
+            };
+            Ok(BreakerSnapshot {
+                version,
+                config,
+                state,
+                epoch,
+                reopens,
+                consecutive_failures,
+                rejected,
+                window,
+                rejected_in_state,
+                bucket_nanos,
+            })
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut version = None;
+            let mut config = None;
+            let mut state = None;
+            let mut epoch = None;
+            let mut reopens = None;
+            let mut consecutive_failures = None;
+            let mut rejected = None;
+            let mut window = None;
+            let mut rejected_in_state = None;
+            let mut bucket_nanos = None;
+            fn once<'de, A: MapAccess<'de>, T: Deserialize<'de>>(
+                map: &mut A,
+                slot: &mut Option<T>,
+                name: &'static str,
+            ) -> Result<(), A::Error> {
+                if slot.is_some() {
+                    return Err(de::Error::duplicate_field(name));
+                }
+                *slot = Some(map.next_value()?);
+                Ok(())
+            }
+            while let Some(key) = map.next_key::<Field>()? {
+                match key {
+                    Field::Version => once(&mut map, &mut version, "version")?,
+                    Field::Config => once(&mut map, &mut config, "config")?,
+                    Field::State => once(&mut map, &mut state, "state")?,
+                    Field::Epoch => once(&mut map, &mut epoch, "epoch")?,
+                    Field::Reopens => once(&mut map, &mut reopens, "reopens")?,
+                    Field::ConsecutiveFailures => {
+                        once(&mut map, &mut consecutive_failures, "consecutive_failures")?;
+                    }
+                    Field::Rejected => once(&mut map, &mut rejected, "rejected")?,
+                    Field::Window => once(&mut map, &mut window, "window")?,
+                    Field::RejectedInState => {
+                        once(&mut map, &mut rejected_in_state, "rejected_in_state")?;
+                    }
+                    Field::BucketNanos => once(&mut map, &mut bucket_nanos, "bucket_nanos")?,
+                    Field::Other => {
+                        let _ = map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(BreakerSnapshot {
+                version: version.ok_or_else(|| de::Error::missing_field("version"))?,
+                config: config.ok_or_else(|| de::Error::missing_field("config"))?,
+                state: state.ok_or_else(|| de::Error::missing_field("state"))?,
+                epoch: epoch.ok_or_else(|| de::Error::missing_field("epoch"))?,
+                reopens: reopens.ok_or_else(|| de::Error::missing_field("reopens"))?,
+                consecutive_failures: consecutive_failures
+                    .ok_or_else(|| de::Error::missing_field("consecutive_failures"))?,
+                rejected: rejected.ok_or_else(|| de::Error::missing_field("rejected"))?,
+                window: window.ok_or_else(|| de::Error::missing_field("window"))?,
+                rejected_in_state: rejected_in_state.unwrap_or(0),
+                bucket_nanos: bucket_nanos.unwrap_or_else(Bounded::new),
+            })
+        }
+    }
+
+    impl<'de, const WORDS: usize, const BUCKETS: usize> Deserialize<'de>
+        for BreakerSnapshot<WORDS, BUCKETS>
+    {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_struct(
+                "BreakerSnapshot",
+                FIELDS,
+                Fields::<WORDS, BUCKETS>(PhantomData),
+            )
+        }
     }
 }

@@ -226,12 +226,20 @@ impl<const WORDS: usize> CountRing<WORDS> {
     }
 }
 
-/// One bucket of a time window: its absolute bucket number and its counts.
+/// One bucket of a time window: its absolute bucket number, its counts and
+/// its calls' durations added up (in nanoseconds; [`UNKNOWN`] if they are not
+/// known).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Bucket {
     number: u64,
     counts: WindowStats,
+    nanos: u64,
 }
+
+/// A bucket's durations when they are not known: restored from a snapshot
+/// that did not keep them, or past what 64 bits of nanoseconds hold (584
+/// years of calls in one bucket).
+const UNKNOWN: u64 = u64::MAX;
 
 /// The last `buckets` buckets of `bucket_nanos` each, as a ring indexed by the
 /// absolute bucket number (`now / bucket_nanos`) modulo the bucket count. Each
@@ -253,6 +261,7 @@ impl<const BUCKETS: usize> BucketRing<BUCKETS> {
                     slow: 0,
                     slow_failures: 0,
                 },
+                nanos: 0,
             }; BUCKETS],
         }
     }
@@ -270,14 +279,14 @@ impl<const BUCKETS: usize> BucketRing<BUCKETS> {
         })
     }
 
-    /// Adds one call at `now`.
+    /// Adds one call at `now`, which took `took` nanoseconds.
     pub(crate) fn push(
         &mut self,
         now: Instant,
         bucket_nanos: u64,
         buckets: u16,
-        failed: bool,
-        slow: bool,
+        (failed, slow): (bool, bool),
+        took: u64,
     ) {
         let n = u64::from(buckets).min(u64::try_from(BUCKETS).unwrap_or(u64::MAX));
         let k = self.current(now, bucket_nanos);
@@ -289,23 +298,35 @@ impl<const BUCKETS: usize> BucketRing<BUCKETS> {
                 *bucket = Bucket {
                     number: k,
                     counts: WindowStats::default(),
+                    nanos: 0,
                 };
             }
             bucket.counts.add(failed, slow);
+            // Past 64 bits the sum reads as unknown (`UNKNOWN` is the
+            // saturated value), never as a smaller one.
+            bucket.nanos = bucket.nanos.saturating_add(took);
         }
     }
 
-    /// The buckets holding calls, as (bucket number, counts), in ring order.
-    pub(crate) fn buckets(&self) -> impl Iterator<Item = (u64, WindowStats)> + '_ {
+    /// The buckets holding calls, as (bucket number, counts, durations in
+    /// nanoseconds if known), in ring order.
+    pub(crate) fn buckets(&self) -> impl Iterator<Item = (u64, WindowStats, Option<u64>)> + '_ {
         self.ring
             .iter()
             .filter(|b| b.counts.calls > 0)
-            .map(|b| (b.number, b.counts))
+            .map(|b| (b.number, b.counts, Some(b.nanos).filter(|n| *n != UNKNOWN)))
     }
 
-    /// Puts `counts` in bucket `number` of a window of `buckets` buckets,
-    /// replacing what its slot held. False if the slot is outside the ring.
-    pub(crate) fn put(&mut self, number: u64, buckets: u16, counts: WindowStats) -> bool {
+    /// Puts `counts`, with their durations (`None`: not known), in bucket
+    /// `number` of a window of `buckets` buckets, replacing what its slot
+    /// held. False if the slot is outside the ring.
+    pub(crate) fn put(
+        &mut self,
+        number: u64,
+        buckets: u16,
+        counts: WindowStats,
+        nanos: Option<u64>,
+    ) -> bool {
         let n = u64::from(buckets).min(u64::try_from(BUCKETS).unwrap_or(u64::MAX));
         let slot = number
             .checked_rem(n)
@@ -313,7 +334,11 @@ impl<const BUCKETS: usize> BucketRing<BUCKETS> {
             .and_then(|i| self.ring.get_mut(i));
         match slot {
             Some(bucket) => {
-                *bucket = Bucket { number, counts };
+                *bucket = Bucket {
+                    number,
+                    counts,
+                    nanos: nanos.unwrap_or(UNKNOWN),
+                };
                 true
             }
             None => false,
@@ -322,14 +347,33 @@ impl<const BUCKETS: usize> BucketRing<BUCKETS> {
 
     /// The counts of the newest `buckets` buckets at `now`.
     pub(crate) fn stats(&self, now: Instant, bucket_nanos: u64, buckets: u16) -> WindowStats {
+        self.in_window(now, bucket_nanos, buckets)
+            .fold(WindowStats::default(), |acc, b| acc.plus(b.counts))
+    }
+
+    /// The durations of the calls in the newest `buckets` buckets at `now`,
+    /// added up in nanoseconds, if every one of those buckets knows its own.
+    pub(crate) fn nanos(&self, now: Instant, bucket_nanos: u64, buckets: u16) -> Option<u64> {
+        self.in_window(now, bucket_nanos, buckets)
+            .try_fold(0u64, |sum, b| match sum.checked_add(b.nanos) {
+                Some(total) if b.nanos != UNKNOWN && total != UNKNOWN => Some(total),
+                _ => None,
+            })
+    }
+
+    /// The buckets of the newest `buckets` at `now` that hold calls.
+    fn in_window(
+        &self,
+        now: Instant,
+        bucket_nanos: u64,
+        buckets: u16,
+    ) -> impl Iterator<Item = &Bucket> + '_ {
         let k = self.current(now, bucket_nanos);
         let oldest = k.saturating_sub(u64::from(buckets).saturating_sub(1));
-        let limit = usize::from(buckets);
         self.ring
             .iter()
-            .take(limit)
-            .filter(|b| b.counts.calls > 0 && b.number >= oldest && b.number <= k)
-            .fold(WindowStats::default(), |acc, b| acc.plus(b.counts))
+            .take(usize::from(buckets))
+            .filter(move |b| b.counts.calls > 0 && b.number >= oldest && b.number <= k)
     }
 }
 
@@ -432,15 +476,45 @@ mod tests {
     }
 
     #[test]
+    fn unknown_durations_read_as_unknown_until_their_bucket_leaves() {
+        let mut ring = BucketRing::<4>::new();
+        let sec = 1_000_000_000;
+        let counts = WindowStats {
+            calls: 2,
+            failures: 0,
+            slow: 0,
+            slow_failures: 0,
+        };
+        assert!(ring.put(0, 4, counts, None));
+        ring.push(Instant::from_millis(1500), sec, 4, (false, false), 9);
+        assert_eq!(ring.nanos(Instant::from_millis(3999), sec, 4), None);
+        assert_eq!(ring.stats(Instant::from_millis(3999), sec, 4).calls, 3);
+        assert_eq!(ring.nanos(Instant::from_millis(4000), sec, 4), Some(9));
+        // A sum that would pass 64 bits is not known either.
+        ring.push(
+            Instant::from_millis(2500),
+            sec,
+            4,
+            (false, false),
+            u64::MAX - 5,
+        );
+        assert_eq!(ring.nanos(Instant::from_millis(4000), sec, 4), None);
+    }
+
+    #[test]
     fn buckets_expire_whole() {
         let mut ring = BucketRing::<4>::new();
         let sec = 1_000_000_000;
-        ring.push(Instant::from_millis(500), sec, 4, true, false);
-        ring.push(Instant::from_millis(3500), sec, 4, false, false);
+        ring.push(Instant::from_millis(500), sec, 4, (true, false), 7);
+        ring.push(Instant::from_millis(3500), sec, 4, (false, false), 5);
         let at = |ms| ring.stats(Instant::from_millis(ms), sec, 4);
+        let nanos = |ms| ring.nanos(Instant::from_millis(ms), sec, 4);
         assert_eq!(at(3999).calls, 2);
+        assert_eq!(nanos(3999), Some(12));
         assert_eq!(at(4000).calls, 1);
+        assert_eq!(nanos(4000), Some(5));
         assert_eq!(at(7000).calls, 0);
+        assert_eq!(nanos(7000), Some(0));
         // Time going backwards reads as the newest bucket.
         assert_eq!(at(0).calls, 2);
     }

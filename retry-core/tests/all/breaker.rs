@@ -10,23 +10,23 @@ use retry_core::{
     BreakerTimeline, CallOutcome, CircuitBreaker, Instant, ManualState, Rate,
 };
 
-fn ms(n: u64) -> Duration {
+pub(crate) fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-fn secs(n: u64) -> Duration {
+pub(crate) fn secs(n: u64) -> Duration {
     Duration::from_secs(n)
 }
 
-fn req(at: Duration) -> BreakerStep {
+pub(crate) fn req(at: Duration) -> BreakerStep {
     BreakerStep::request(at)
 }
 
-fn ok(at: Duration, call: u32) -> BreakerStep {
+pub(crate) fn ok(at: Duration, call: u32) -> BreakerStep {
     BreakerStep::succeeded(at, call, ms(10))
 }
 
-fn fail(at: Duration, call: u32) -> BreakerStep {
+pub(crate) fn fail(at: Duration, call: u32) -> BreakerStep {
     BreakerStep::failed(at, call, ms(10))
 }
 
@@ -48,8 +48,9 @@ fn size_of_a_breaker() {
         core::mem::size_of::<retry_core::Permit>()
     );
     // 40 bytes of bit rings, cursors and the running counts of failed and
-    // slow calls, 40 of state (a half-open period keeps its probe counts and
-    // deadline), 12 of epoch and counters, 8 of rejected calls, 4 of padding.
+    // slow calls, 40 of state (a half-open period keeps its probe counts, its
+    // deadline and the count of rejected calls it began at), 12 of epoch and
+    // counters, 8 of rejected calls, 4 of padding.
     assert!(
         count_100 - config <= 104,
         "state beside the config must fit 104 bytes"
@@ -498,7 +499,7 @@ fn dashboard<const W: usize, const B: usize>(
     out
 }
 
-fn wedgeable(timeout: HalfOpenTimeout) -> BreakerConfig {
+pub(crate) fn wedgeable(timeout: HalfOpenTimeout) -> BreakerConfig {
     BreakerConfig::builder()
         .failure_threshold(1)
         .open_duration(secs(5))

@@ -6,7 +6,9 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod breaker;
+mod breaker_metrics;
 mod breaker_props;
+mod breaker_timer;
 mod budget;
 mod closed_path;
 mod compose;

@@ -781,6 +781,127 @@ fn corrupt_breaker_snapshots_are_typed_errors_naming_the_field() {
         restore_state(probing(0, 2, 2, 3)).unwrap_err().field(),
         "state.reported"
     );
+    // Calls rejected in a closed breaker, or more in the state than in all.
+    assert_eq!(
+        err(|j| j["rejected_in_state"] = 1.into()).field(),
+        "rejected_in_state"
+    );
+    let e = err(|j| {
+        j["state"] = serde_json::json!({ "open": { "until": 9 } });
+        j["rejected"] = 2.into();
+        j["rejected_in_state"] = 3.into();
+    });
+    assert_eq!(e.field(), "rejected_in_state");
+    // Durations for a window without buckets.
+    let e = err(|j| j["bucket_nanos"] = serde_json::json!([5]));
+    assert_eq!(
+        (e.field(), e.code()),
+        ("bucket_nanos", "snapshot.above_capacity")
+    );
+}
+
+/// A time-window breaker with calls in two buckets, rejected twice while open.
+fn timed_breaker() -> CircuitBreaker<0, 4> {
+    let config = BreakerConfig::builder()
+        .failure_threshold(2)
+        .time_window(Duration::from_secs(4), 4)
+        .open_duration(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let mut b = CircuitBreaker::<0, 4>::new(config).unwrap();
+    for (at, success) in [(500, true), (1_500, false), (1_600, false)] {
+        let now = Instant::from_millis(at);
+        let Admission::Admitted { permit, .. } = b.request(now) else {
+            panic!()
+        };
+        let _ = b.record(
+            permit,
+            CallOutcome {
+                success,
+                duration: Duration::from_millis(at / 100),
+            },
+            now,
+        );
+    }
+    for _ in 0..2 {
+        assert!(!b.request(Instant::from_secs(2)).is_admitted());
+    }
+    b
+}
+
+#[test]
+fn a_version_2_snapshot_keeps_the_counts_in_the_state_and_the_durations() {
+    let b = timed_breaker();
+    let now = Instant::from_secs(3);
+    let m = b.metrics(now);
+    assert_eq!((m.rejected, m.rejected_in_state), (2, 2));
+    assert_eq!(
+        m.call_duration_total,
+        Some(Duration::from_millis(5 + 15 + 16))
+    );
+    assert_eq!(m.call_duration_mean, Some(Duration::from_millis(12)));
+    let s = b.snapshot();
+    let text = serde_json::to_string(&s).unwrap();
+    assert!(
+        text.ends_with(r#""rejected_in_state":2,"bucket_nanos":[5000000,31000000]}"#),
+        "{text}"
+    );
+    for restored in [
+        CircuitBreaker::<0, 4>::restore(&via_json(&s)).unwrap(),
+        CircuitBreaker::<0, 4>::restore(&via_postcard(&s)).unwrap(),
+    ] {
+        assert_eq!(restored, b);
+        assert_eq!(restored.metrics(now), m);
+    }
+    // Listed for some buckets and not others.
+    let e = CircuitBreaker::<0, 4>::restore(&edited(&s, |j| {
+        j["bucket_nanos"] = serde_json::json!([5]);
+    }))
+    .unwrap_err();
+    assert_eq!(e.field(), "bucket_nanos");
+}
+
+/// Version 1 snapshots (before the count of calls rejected in the state and
+/// the buckets' durations) still restore, from JSON and from postcard: the
+/// count in the state starts at zero, and a bucket's durations are not known
+/// until it leaves the window.
+#[test]
+fn a_version_1_snapshot_restores_with_what_it_did_not_keep_as_unknown() {
+    let b = timed_breaker();
+    let v2 = b.snapshot();
+    let mut json = serde_json::to_value(v2).unwrap();
+    json["version"] = 1.into();
+    let fields = json.as_object_mut().unwrap();
+    fields.remove("rejected_in_state");
+    fields.remove("bucket_nanos");
+    let v1: BreakerSnapshot<0, 4> = serde_json::from_value(json.clone()).unwrap();
+    assert_eq!(v1.version(), 1);
+    let restored = CircuitBreaker::<0, 4>::restore(&v1).unwrap();
+    assert_eq!(restored.state(), b.state());
+    assert_eq!(restored.rejected_calls(), 2);
+    assert_eq!(restored.rejected_calls_in_state(), 0);
+    let m = restored.metrics(Instant::from_secs(3));
+    assert_eq!((m.call_duration_total, m.call_duration_mean), (None, None));
+    assert_eq!(m.window, b.metrics(Instant::from_secs(3)).window);
+    // Once the restored buckets have left the window, the durations read again.
+    let later = restored.metrics(Instant::from_secs(60));
+    assert_eq!(later.call_duration_total, Some(Duration::ZERO));
+    assert_eq!(later.call_duration_mean, None);
+    // The same snapshot in postcard, as version 1 wrote it: its fields by
+    // position, ending after the window.
+    let closed = breaker_with_calls();
+    let bytes = postcard::to_allocvec(&closed.snapshot()).unwrap();
+    // Version 2 of a closed count-window breaker ends with its two new
+    // fields: no rejected call in the state (0) and no bucket durations (an
+    // empty list, 0). Version 1 is the rest, with its own version number.
+    assert_eq!(bytes[0], 2);
+    assert_eq!(&bytes[bytes.len() - 2..], [0, 0]);
+    let mut old = bytes[..bytes.len() - 2].to_vec();
+    old[0] = 1;
+    let v1: BreakerSnapshot<1, 0> = postcard::from_bytes(&old).unwrap();
+    assert_eq!(v1.version(), 1);
+    let restored = CircuitBreaker::<1, 0>::restore(&v1).unwrap();
+    assert_eq!(restored, closed);
 }
 
 #[test]
@@ -827,7 +948,10 @@ fn corrupt_budget_snapshots_are_typed_errors_naming_the_field() {
 fn snapshots_are_versioned_and_read_as_documented() {
     assert_eq!(RetrySnapshot::VERSION, 1);
     assert_eq!(sleeping_machine().snapshot().version(), 1);
-    assert_eq!(BreakerSnapshot::<1, 0>::VERSION, 1);
+    // Version 2 added the calls rejected in the state and the buckets'
+    // durations; version 1 still restores (see the test above).
+    assert_eq!(BreakerSnapshot::<1, 0>::VERSION, 2);
+    assert_eq!(BreakerSnapshot::<1, 0>::OLDEST_VERSION, 1);
     assert_eq!(BudgetSnapshot::VERSION, 1);
     // The JSON form says what it holds.
     let text = serde_json::to_string(&sleeping_machine().snapshot()).unwrap();

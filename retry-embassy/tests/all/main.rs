@@ -5,6 +5,7 @@
 // Helpers outside #[test] functions may unwrap: a failure is the test failing.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+mod automatic;
 mod cancel;
 mod schedule;
 mod shared;

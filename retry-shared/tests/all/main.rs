@@ -5,6 +5,7 @@
 // Helpers outside #[test] functions may unwrap: a failure is the test failing.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+mod alarm;
 mod clock_reads;
 mod closed_path_threads;
 mod permit_guard;

@@ -165,7 +165,7 @@ impl Rig {
             result,
             quick_ended,
             reads,
-            breaker: self.shared.as_ref().map(|b| b.save(now)),
+            breaker: self.shared.as_ref().map(|b| b.save_at(now)),
             log,
             transitions,
             given_up,

@@ -199,7 +199,8 @@ fn a_saved_breaker_and_budget_resume_in_another_process() {
     let t = resumed.reset_at(second.now());
     assert_eq!(t.cause.code(), "breaker.reset");
     // A corrupt snapshot is a typed error naming the field.
-    let bad = breaker_text.replace("\"version\":1", "\"version\":7");
+    let version = format!("\"version\":{}", BreakerSnapshot::<16, 0>::VERSION);
+    let bad = breaker_text.replace(&version, "\"version\":7");
     let saved: Saved<BreakerSnapshot> = serde_json::from_str(&bad).unwrap();
     assert_eq!(
         SharedBreaker::restore_at(&saved, second.now())

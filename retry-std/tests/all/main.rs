@@ -7,6 +7,7 @@
 
 mod adapter;
 mod allocations;
+mod automatic;
 mod breaker;
 mod counting;
 mod panic;

@@ -104,3 +104,38 @@ fn the_breaker_events_reach_tracing() {
         assert!(seen.iter().any(|m| m == wanted), "{wanted} not in {seen:?}");
     }
 }
+
+/// With automatic transitions on, the timer's move is an event like any other.
+#[test]
+fn a_move_made_by_the_timer_reaches_tracing() {
+    let messages = Messages::default();
+    let seen = messages.clone();
+    tracing::subscriber::with_default(messages, || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap()
+            .block_on(async {
+                let breaker = SharedBreaker::new(
+                    BreakerConfig::builder()
+                        .failure_threshold(1)
+                        .open_duration(Duration::from_secs(2))
+                        .build()
+                        .unwrap(),
+                )
+                .unwrap();
+                retry_tokio::automatic_transitions(&breaker).unwrap();
+                breaker
+                    .force_at(
+                        ManualState::OpenFor(Duration::from_secs(2)),
+                        tokio::time::Instant::now().into_std(),
+                    )
+                    .unwrap();
+                seen.0.lock().unwrap().clear();
+                tokio::time::sleep(Duration::from_secs(3)).await;
+            });
+    });
+    let seen = seen.0.lock().unwrap();
+    assert_eq!(*seen, ["circuit breaker changed state"]);
+}

@@ -8,6 +8,7 @@
 mod abandoned;
 mod allocations;
 mod attempt_events;
+mod automatic;
 mod borrow;
 mod conformance;
 mod counting;

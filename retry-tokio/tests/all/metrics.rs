@@ -508,3 +508,35 @@ fn the_behaviour_page_names_every_metric_with_its_labels() {
         );
     }
 }
+
+/// With automatic transitions on, the timer's move at the end of the open
+/// period is counted like any other, with no call.
+#[test]
+fn a_move_made_by_the_timer_is_counted() {
+    let recorder = Memory::default();
+    let log = Arc::clone(&recorder.log);
+    with_recorder(&recorder, async {
+        let breaker: SharedBreaker = SharedBreaker::new(
+            BreakerConfig::builder()
+                .failure_threshold(1)
+                .open_duration(Duration::from_secs(2))
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+        retry_tokio::automatic_transitions(&breaker).unwrap();
+        breaker
+            .force_at(
+                retry_tokio::ManualState::OpenFor(Duration::from_secs(2)),
+                tokio::time::Instant::now().into_std(),
+            )
+            .unwrap();
+        tokio::time::sleep(Duration::from_secs(2) + Duration::from_millis(1)).await;
+    });
+    let moved = counted(
+        &log,
+        "circuit_breaker.state_change.total",
+        &[("from", "open"), ("to", "half-open")],
+    );
+    assert_eq!(moved, 1);
+}

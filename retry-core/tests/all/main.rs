@@ -24,6 +24,7 @@ mod presets;
 mod properties;
 mod resume;
 mod retry_after;
+mod seams;
 mod sets;
 mod start_time;
 mod timelines;

@@ -157,7 +157,9 @@
 //! - named error codes, such as `TRANSIENT`, `TIMEOUT`, `RATE_LIMIT`.
 //! - any predicate on the error, or a list of sentinel errors compared by value.
 //!
-//! Connection errors and timeouts follow the operation's idempotency. "Auto"
+//! Connection errors and timeouts follow the operation's idempotency (and the
+//! HTTP layers apply [`replay_verdict`](crate::replay_verdict) to every failure
+//! of a request that may not be replayed). "Auto"
 //! retries them for methods safe to replay (GET, HEAD, OPTIONS) and not for the
 //! others, POST included, since a replayed POST may charge twice; PUT and DELETE
 //! may be added as replayable. A failure in which nothing reached the server
@@ -253,7 +255,13 @@
 //! the measured time misses at most that first poll. An abandoned attempt whose
 //! start was never taken (a blocking attempt that panics under a breaker that
 //! does not time calls) is judged by its deadline if it has one, and otherwise
-//! released without an outcome.
+//! released without an outcome. That is the default
+//! [`AbandonedRule`](crate::AbandonedRule); a caller whose only timeout sits
+//! outside the breaker may count every abandoned attempt as a failure instead,
+//! or none. A timeout inside the breaker is not an abandonment but a failure
+//! the breaker records. A permanent failure counts as a success for the
+//! breaker (the dependency answered) unless the dependency did not answer: a
+//! permanent timeout, lost connection or failed connect is a failure.
 //!
 //! # Retry budget
 //!
@@ -267,7 +275,10 @@
 //! A stream mapped through a fallible operation with per-item retry holds one
 //! concurrency slot per retrying item, never more; one item's exhaustion fails
 //! that item alone and later items go on. Behind feature flags the adapters
-//! report `retry.attempt.total` (outcome success, failure, exhausted or aborted),
+//! report `retry.attempt.total`, one outcome per attempt, every attempt counted
+//! once (success, failure, permanent, timeout, aborted for a cancelled or
+//! abandoned one, rejected for one a breaker turned away: see
+//! [`attempt_outcome`](crate::attempt_outcome)),
 //! the histogram `retry.attempt.delay_ms` (by curve),
 //! `circuit_breaker.state_change.total` (from, to) and
 //! `circuit_breaker.call.duration_ms`; without an exporter they cost nothing.
@@ -299,7 +310,11 @@
 //! rest, and a pushback hint delays the next copy by exactly the hint. Each copy
 //! beyond the first withdraws from the retry budget when one is used; a refusal
 //! stops further copies without failing those in flight. A call not marked
-//! idempotent is never hedged unless the caller says so.
+//! idempotent is never hedged unless the caller says so; an HTTP layer decides
+//! per request with [`HedgePolicy::for_request`](crate::HedgePolicy::for_request)
+//! (GET, HEAD and OPTIONS are hedged, anything else only when marked), and
+//! judges responses as it judges errors, so a retryable 503 is a failed copy,
+//! never the answer while another copy may still succeed.
 //!
 //! # Sharing across a fleet
 //!

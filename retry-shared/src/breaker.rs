@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use retry_core::{
-    abandoned_outcome, breaker_outcome, rejection, Admission, BreakerConfig, BreakerError,
+    breaker_outcome, rejection, AbandonedRule, Admission, BreakerConfig, BreakerError,
     BreakerMetrics, BreakerSnapshot, BreakerState, CallOutcome, CircuitBreaker, ClosedPath, Event,
     Exceeded, ManualState, Permit, Recorded, SnapshotError, Transition, Trip, Untimed,
 };
@@ -656,7 +656,8 @@ impl<const WORDS: usize, const BUCKETS: usize> fmt::Debug for SharedBreaker<WORD
 /// breaker `B` exactly once: recorded with the attempt's outcome by
 /// [`finish`](PermitGuard::finish), or, if the guard is dropped first (the
 /// operation panicked, the attempt's future was dropped), judged as an abandoned
-/// attempt by [`retry_core::abandoned_outcome`] at the time `clock` reads then.
+/// attempt by its [`AbandonedRule`] (by default [`retry_core::abandoned_outcome`]'s
+/// rule; see [`PermitGuard::on_abandon`]) at the time `clock` reads then.
 ///
 /// The guard reads `clock` only when a time is needed and the caller did not
 /// pass one: at the start, only if the breaker times calls
@@ -687,6 +688,8 @@ pub struct PermitGuard<B: Breaker, C: Clock> {
     breaker: B,
     started: Option<Instant>,
     deadline: Option<Instant>,
+    /// How the attempt counts if it is abandoned.
+    rule: AbandonedRule,
 }
 
 impl<B: Breaker, C: Clock> PermitGuard<B, C> {
@@ -723,10 +726,20 @@ impl<B: Breaker, C: Clock> PermitGuard<B, C> {
                     breaker,
                     started,
                     deadline,
+                    rule: AbandonedRule::FailureIfSlow,
                 })
             }
             Gate::Rejected { until } => Err(until),
         }
+    }
+
+    /// Counts the attempt under `rule` if it is abandoned (by default
+    /// [`AbandonedRule::FailureIfSlow`]: see [`AbandonedRule`]).
+    #[inline]
+    #[must_use]
+    pub fn on_abandon(mut self, rule: AbandonedRule) -> Self {
+        self.rule = rule;
+        self
     }
 
     /// Tells the guard the attempt is waiting for the first time, at `now` (an
@@ -779,17 +792,19 @@ impl<B: Breaker, C: Clock> PermitGuard<B, C> {
         let at = Reading::new(clock, Some(now));
         let slow = self.breaker.slow_call_duration();
         let outcome = match self.started {
-            Some(started) => abandoned_outcome(
+            Some(started) => self.rule.outcome(
                 retry_core::Instant::ORIGIN,
                 since(started, now),
                 self.deadline.map(|d| since(started, d)),
                 slow,
             ),
-            // How long it ran is unknown: only its deadline can tell.
-            None => self
-                .deadline
-                .is_some_and(|d| now >= d)
-                .then_some(CallOutcome::failure(Duration::ZERO)),
+            // How long it ran is unknown: the rule reads only its deadline.
+            None => {
+                // Whether the deadline has passed, with the abandonment as the origin.
+                let past = self.deadline.is_some_and(|d| now >= d);
+                let origin = retry_core::Instant::ORIGIN;
+                self.rule.unmeasured(origin, past.then_some(origin))
+            }
         };
         match outcome {
             Some(outcome) => self.breaker.record(permit, outcome, &at),
@@ -814,6 +829,7 @@ impl<B: Breaker, C: Clock> fmt::Debug for PermitGuard<B, C> {
             .field("permit", &self.armed.as_ref().map(|(permit, _)| permit))
             .field("started", &self.started)
             .field("deadline", &self.deadline)
+            .field("rule", &self.rule)
             .finish_non_exhaustive()
     }
 }
@@ -831,6 +847,7 @@ impl<'b, B: Breaker + 'b, C: Clock + Clone> PermitGuard<&'b B, C> {
             breaker: self.breaker,
             started: self.started,
             deadline: self.deadline,
+            rule: self.rule,
         }
     }
 }

@@ -63,7 +63,9 @@ pub use breaker::{Breaker, Gate, PermitGuard, SharedBreaker};
 pub use budget::{Budget, SharedBudget};
 pub use driver::{Attempt, Driver, Input, QuickFailure, QuickOpening, Ran, Sleep, Step};
 pub use notice::RetryNotice;
-pub use observe::{describe_metrics, METRICS};
+pub use observe::{
+    describe_metrics, hedge_copy_ended, hedge_gave_up, hedge_launched, CopyOutcome, METRICS,
+};
 pub use saved::Saved;
 pub use seed::fresh_seed;
 pub use settings::{Classifier, GiveUpHook, RetryHook, Settings};

@@ -5,7 +5,7 @@ use core::any::Any;
 use core::fmt;
 use std::sync::Arc;
 
-use retry_core::{Failure, RetryError, RetryPolicy};
+use retry_core::{AbandonedRule, Failure, RetryError, RetryPolicy};
 
 use crate::breaker::{Breaker, SharedBreaker};
 use crate::budget::Budget;
@@ -35,6 +35,8 @@ pub struct Settings<E> {
     on_give_up: Option<Arc<GiveUpHook<E>>>,
     budget: Option<Arc<dyn Budget>>,
     breaker: Option<Arc<dyn Breaker>>,
+    /// How the breaker counts an attempt abandoned from outside.
+    abandoned: AbandonedRule,
     measure_elapsed: bool,
     /// [`QuickOpening::of`] these settings, worked out whenever one of its
     /// inputs is set (the policy, the budget, the breaker, measuring elapsed
@@ -58,6 +60,7 @@ impl<E> Settings<E> {
             on_give_up: None,
             budget: None,
             breaker: None,
+            abandoned: AbandonedRule::FailureIfSlow,
             measure_elapsed: false,
             quick: None,
             shared: None,
@@ -120,6 +123,19 @@ impl<E> Settings<E> {
             .cloned();
         self.breaker = Some(Arc::new(breaker));
         self.quick = QuickOpening::of(self);
+    }
+
+    /// Counts an attempt abandoned from outside (the call's future dropped, a
+    /// cancellation mid-attempt, a panic) under `rule` in the breaker (see
+    /// [`AbandonedRule`]).
+    pub fn set_abandoned(&mut self, rule: AbandonedRule) {
+        self.abandoned = rule;
+    }
+
+    /// How the breaker counts an abandoned attempt.
+    #[must_use]
+    pub const fn abandoned(&self) -> AbandonedRule {
+        self.abandoned
     }
 
     /// Makes every call read the clock at its start, so that it reports the
@@ -191,6 +207,7 @@ impl<E> Clone for Settings<E> {
             on_give_up: self.on_give_up.clone(),
             budget: self.budget.clone(),
             breaker: self.breaker.clone(),
+            abandoned: self.abandoned,
             measure_elapsed: self.measure_elapsed,
             quick: self.quick,
             shared: self.shared.clone(),
@@ -292,6 +309,21 @@ macro_rules! retry_builder_methods {
         #[must_use]
         pub fn breaker(mut self, breaker: impl $crate::Breaker + 'static) -> Self {
             self.settings.set_breaker(breaker);
+            self
+        }
+
+        /// How the breaker counts an attempt abandoned from outside: the
+        /// call's future dropped (an outer timeout, a `select!`, a task abort),
+        /// a cancellation mid-attempt, a panicking operation. By default
+        /// ([`AbandonedRule::FailureIfSlow`](retry_core::AbandonedRule::FailureIfSlow))
+        /// it is a failure only past the breaker's slow-call duration or the
+        /// attempt's own deadline; [`AbandonedRule::Failure`](retry_core::AbandonedRule::Failure)
+        /// counts every one, for a stack whose only timeout is outside the
+        /// call. The policy's own attempt timeout is not an abandonment: a
+        /// timed-out attempt is a failure the breaker records.
+        #[must_use]
+        pub fn abandoned(mut self, rule: $crate::retry_core::AbandonedRule) -> Self {
+            self.settings.set_abandoned(rule);
             self
         }
 

@@ -211,7 +211,8 @@ impl<E> Retry<E> {
                     quick,
                     &self.settings,
                     clock,
-                    PermitGuard::request(shared, clock, None, None).map(Some),
+                    PermitGuard::request(shared, clock, None, None)
+                        .map(|permit| Some(permit.on_abandon(self.settings.abandoned()))),
                     PermitGuard::into_dyn,
                     &mut op,
                 ),

@@ -634,7 +634,9 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
     /// or the failure was permanent (not a cancellation, nor a breaker's
     /// refusal). A layer that retries responses returns it as the call's answer,
     /// as an HTTP client returns the last response. Ask after
-    /// [`Step::Finished`].
+    /// [`Step::Finished`]; or after a [`Step::Attempt`] that the adapter
+    /// cannot run (a request that cannot be made again), for what the attempt
+    /// before it returned.
     pub fn take_failed_value(&mut self) -> Option<T> {
         self.failed_value.take()
     }
@@ -775,6 +777,8 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
         now: Option<Instant>,
         classified: Option<Failure>,
     ) -> (Event, Option<T>) {
+        // A new attempt's end replaces what the last one left.
+        self.failed_value = None;
         // An error the adapter judged is an error with its verdict.
         let classified = match &ran {
             Ran::Failed { failure, .. } => Some(*failure),
@@ -914,7 +918,6 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                         if observe::ENABLED {
                             self.unlabelled.started(number);
                         }
-                        self.failed_value = None;
                         return Step::Attempt(Attempt {
                             number,
                             deadline,

@@ -689,19 +689,32 @@ impl<'a> Waits<'a> {
     }
 
     /// Sleeps out `sleep`, or until the call is cancelled if that comes first.
+    ///
+    /// A sleep that is over at once (a zero delay, or one already past) still
+    /// gives the runtime a turn ([`tokio::task::yield_now`]): the timer is
+    /// polled outside tokio's cooperative budget and would otherwise return
+    /// at once, so a retry loop with a zero delay and an operation that never
+    /// awaits would keep the thread from every other task, an outer timeout's
+    /// included. A sleep that waited has yielded already.
     pub(crate) async fn sleep(mut self: Pin<&mut Self>, sleep: retry_shared::Sleep) -> Slept {
         let wake = sleep.until.map_or_else(far_future, Instant::from_std);
         self.as_mut().set_timer(wake);
-        core::future::poll_fn(|cx| {
+        let mut waited = false;
+        let slept = core::future::poll_fn(|cx| {
             if self.as_mut().poll_cancelled(cx) {
                 Poll::Ready(Slept::Cancelled)
             } else if self.as_mut().poll_timer(cx) {
                 Poll::Ready(Slept::Elapsed)
             } else {
+                waited = true;
                 Poll::Pending
             }
         })
-        .await
+        .await;
+        if !waited {
+            tokio::task::yield_now().await;
+        }
+        slept
     }
 }
 

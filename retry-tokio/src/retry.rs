@@ -226,19 +226,30 @@ macro_rules! drive {
             // Pinned once for the whole call: the timer (an attempt's deadline
             // or the sleep before a retry) and the cancellation tokens' waits.
             let mut waits = core::pin::pin!(Waits::new(cancel));
+            // Whether the call has waited since the last attempt ended.
+            let mut turned = false;
             loop {
                 let input = match wait {
                     Wait::Attempt(attempt) => {
-                        let attempt_future = op(context(attempt, cancel));
-                        let ran = waits
-                            .as_mut()
-                            .attempt(attempt_future, attempt.deadline, || {
-                                driver.attempt_waiting();
-                            })
-                            .await;
-                        Input::Ended(ran)
+                        let go = turned || attempt.number == 1 || take_turn(cancel).await;
+                        turned = false;
+                        if go {
+                            let attempt_future = op(context(attempt, cancel));
+                            let ran = waits
+                                .as_mut()
+                                .attempt(attempt_future, attempt.deadline, || {
+                                    driver.attempt_waiting();
+                                })
+                                .await;
+                            Input::Ended(ran)
+                        } else {
+                            Input::Ended(Ran::Cancelled)
+                        }
                     }
-                    Wait::Sleep(sleep) => Input::Slept(waits.as_mut().sleep(sleep).await),
+                    Wait::Sleep(sleep) => {
+                        turned = true;
+                        Input::Slept(waits.as_mut().sleep(sleep).await)
+                    }
                 };
                 wait = match Wait::of(driver.poll(input)) {
                     Ok(wait) => wait,
@@ -765,6 +776,16 @@ where
         }
         Poll::Pending
     }
+}
+
+/// Gives the runtime a turn before a retry that follows its failed attempt
+/// with no delay (the core starts it at once): without it, an operation that
+/// fails without awaiting would keep the thread from every other task, an
+/// outer timeout's included. `false` when the call was cancelled meanwhile (the
+/// attempt must not start).
+pub(crate) async fn take_turn(cancel: Cancel<'_>) -> bool {
+    tokio::task::yield_now().await;
+    !cancel.is_cancelled()
 }
 
 /// A wake-up time for a sleep that ends past what tokio can represent.

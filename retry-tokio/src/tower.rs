@@ -111,7 +111,7 @@ use retry_core::{
 use retry_shared::{Breaker, Clock as _, Driver, Input, PermitGuard, Ran, Settings, Step};
 use tower::{Layer, Service};
 
-use crate::retry::{context, Cancel, Retry, TokioClock, Waits};
+use crate::retry::{context, take_turn, Cancel, Retry, TokioClock, Waits};
 use crate::AttemptContext;
 
 mod hedge;
@@ -821,9 +821,18 @@ where
                 // cannot be made again and is sent itself, once.
                 let mut original = Some(request);
                 let mut replay = replay;
+                // Whether the call has waited since the last attempt ended.
+                let mut turned = false;
                 loop {
                     input = match driver.poll(input) {
+                        Step::Attempt(attempt)
+                            if !turned && attempt.number > 1 && !take_turn(cancel).await =>
+                        {
+                            // Cancelled while it gave the runtime a turn.
+                            Input::Ended(Ran::Cancelled)
+                        }
                         Step::Attempt(attempt) => {
+                            turned = false;
                             let ctx = context(attempt, cancel);
                             let request = match attempt_request(
                                 &recreate,
@@ -878,7 +887,10 @@ where
                             };
                             Input::Ended(ran)
                         }
-                        Step::Sleep(sleep) => Input::Slept(waits.as_mut().sleep(sleep).await),
+                        Step::Sleep(sleep) => {
+                            turned = true;
+                            Input::Slept(waits.as_mut().sleep(sleep).await)
+                        }
                         Step::Finished(Ok(success)) => return Ok(success.value),
                         Step::Finished(Err(error)) => {
                             return driver.take_failed_value().ok_or(error);

@@ -9,3 +9,4 @@ mod cancel;
 mod schedule;
 mod shared;
 mod support;
+mod zero_delay;

@@ -24,6 +24,7 @@ mod quick_failure;
 mod readme_hedge;
 mod resume;
 mod retry;
+mod seams;
 mod server;
 mod shared;
 mod stream;

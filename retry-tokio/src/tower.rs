@@ -11,7 +11,7 @@
 //! and the core decides with it. [`HedgeLayer`] hedges only such requests
 //! (the core's [`HedgePolicy::for_request`](retry_core::HedgePolicy::for_request));
 //! everything else is sent once. [`RetryLayer`] retries a failure of any other
-//! request only when the core's [`replay_verdict`](retry_core::replay_verdict)
+//! request only when the core's [`replay_verdict`]
 //! says the server cannot have acted on it (nothing was sent) or asked for it
 //! again (a 503, a 429): a POST whose connection dropped after it was sent is
 //! not replayed. Mark a request that may be sent twice (it carries an
@@ -391,7 +391,7 @@ impl<Resp> ResponseClassifier<Resp> for OkIsSuccess {
 ///
 /// It is told what the layer knows of the request ([`Replay`]: its method and
 /// mark), so that a transport error can be judged by it. The retry and hedge
-/// layers then apply the core's [`replay_verdict`](retry_core::replay_verdict)
+/// layers then apply the core's [`replay_verdict`]
 /// themselves: a classifier need not know the rule. A closure `Fn(&E) ->
 /// Failure` is one that ignores the request. A [`BreakerService`] does not
 /// read requests and passes [`Replay::UNKNOWN`].
@@ -481,9 +481,35 @@ impl ErrorClassifier<reqwest::Error> for ReqwestErrors {
     }
 }
 
+/// A `tower::BoxError`, as a `TimeoutLayer` (or another layer) between the
+/// client and this one returns it: reqwest's error as above; tower's (or
+/// tokio's) `Elapsed` as a timeout waiting for the answer, retried only for a
+/// request that may be replayed (its bytes went out); anything else an error
+/// of unknown kind.
 #[cfg(feature = "reqwest")]
-impl ErrorClassifier<BreakerServiceError<reqwest::Error>> for ReqwestErrors {
-    fn classify(&self, error: &BreakerServiceError<reqwest::Error>, replay: Replay) -> Failure {
+impl ErrorClassifier<tower::BoxError> for ReqwestErrors {
+    fn classify(&self, error: &tower::BoxError, replay: Replay) -> Failure {
+        if let Some(error) = error.downcast_ref::<reqwest::Error>() {
+            self.classify(error, replay)
+        } else if is_timeout(error) {
+            retry_core::HttpClassifier::DEFAULT
+                .with_idempotency(replay.idempotency())
+                .classify_timeout(replay.method())
+        } else {
+            Failure::retryable()
+        }
+    }
+}
+
+/// The error of a [`BreakerLayer`] below: a refusal of the breaker is final
+/// (the breaker says when it admits again; hammering it helps nobody), the
+/// service's error as above.
+#[cfg(feature = "reqwest")]
+impl<E> ErrorClassifier<BreakerServiceError<E>> for ReqwestErrors
+where
+    ReqwestErrors: ErrorClassifier<E>,
+{
+    fn classify(&self, error: &BreakerServiceError<E>, replay: Replay) -> Failure {
         match error {
             BreakerServiceError::CircuitOpen { .. } => Failure::permanent(),
             BreakerServiceError::Inner(error) => self.classify(error, replay),
@@ -581,7 +607,7 @@ impl<B: Clone> Recreate<http::Request<B>> for RetryCountHeader {
 /// Each attempt clones the inner service, waits until it is ready and calls it.
 /// An error from either is judged by the layer's [`ErrorClassifier`] (by
 /// default the retrier's own classifier, [`RetryClassifier`]), then by the
-/// core's [`replay_verdict`](retry_core::replay_verdict) for the request: a
+/// core's [`replay_verdict`] for the request: a
 /// request the [`ReplayRule`] (by default [`ByMethod`]) does not say may be
 /// replayed is sent again only when nothing was sent or the server asked for
 /// it, so a POST whose connection dropped after it went out is not sent twice.

@@ -299,10 +299,18 @@ where
                         (request, None)
                     }
                 };
-            // The core decides whether this request is hedged.
-            let policy = hedge
+            // The core decides whether this request is hedged; one that
+            // cannot be made again is sent once, whatever the policy allows.
+            let mut policy = hedge
                 .policy()
                 .for_request(replay.method(), replay.idempotency());
+            if original.is_none() {
+                policy = policy
+                    .to_builder()
+                    .hedge_non_idempotent(false)
+                    .build()
+                    .unwrap_or(policy);
+            }
             // Copies of a request that may not be replayed are hedged only
             // when the policy allows it anyway: then a failed copy's verdict
             // stands (the caller accepted the repeats).

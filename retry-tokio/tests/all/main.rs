@@ -22,6 +22,7 @@ mod metrics;
 mod mixed;
 mod quick_failure;
 mod readme_hedge;
+mod readme_tower;
 mod resume;
 mod retry;
 mod seams;

@@ -380,8 +380,7 @@ impl QuickOpening {
     ) -> Result<Option<PermitGuard<&'r dyn Breaker, C>>, Option<Instant>> {
         match settings.breaker() {
             None => Ok(None),
-            Some(breaker) => PermitGuard::request(&**breaker, clock.clone(), None, None)
-                .map(|permit| Some(permit.on_abandon(settings.abandoned()))),
+            Some(breaker) => PermitGuard::request(&**breaker, clock.clone(), None, None).map(Some),
         }
     }
 
@@ -905,9 +904,7 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                         if let Some(breaker) = settings.breaker() {
                             let clock = self.clock.clone();
                             match PermitGuard::request(&**breaker, clock, now, deadline) {
-                                Ok(permit) => {
-                                    self.permit = Some(permit.on_abandon(settings.abandoned()));
-                                }
+                                Ok(permit) => self.permit = Some(permit),
                                 Err(until) => {
                                     event = self.refused(number, until).0;
                                     continue;

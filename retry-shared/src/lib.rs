@@ -59,7 +59,7 @@ mod seed;
 mod settings;
 mod time;
 
-pub use breaker::{Breaker, Gate, PermitGuard, SharedBreaker};
+pub use breaker::{Breaker, Gate, PermitGuard, SharedBreaker, WithAbandonedRule};
 pub use budget::{Budget, SharedBudget};
 pub use driver::{Attempt, Driver, Input, QuickFailure, QuickOpening, Ran, Sleep, Step};
 pub use notice::RetryNotice;

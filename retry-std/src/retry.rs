@@ -211,8 +211,7 @@ impl<E> Retry<E> {
                     quick,
                     &self.settings,
                     clock,
-                    PermitGuard::request(shared, clock, None, None)
-                        .map(|permit| Some(permit.on_abandon(self.settings.abandoned()))),
+                    PermitGuard::request(shared, clock, None, None).map(Some),
                     PermitGuard::into_dyn,
                     &mut op,
                 ),

@@ -108,7 +108,9 @@ use retry_core::{
     replay_verdict, AbandonedRule, Event, Failure, FailureKind, GiveUpReason, Idempotency, Method,
     RetryError,
 };
-use retry_shared::{Breaker, Clock as _, Driver, Input, PermitGuard, Ran, Settings, Step};
+use retry_shared::{
+    Breaker, Clock as _, Driver, Input, PermitGuard, Ran, Settings, Step, WithAbandonedRule,
+};
 use tower::{Layer, Service};
 
 use crate::retry::{context, take_turn, Cancel, Retry, TokioClock, Waits};
@@ -1028,7 +1030,6 @@ pub struct BreakerLayer<C = OkIsSuccess, K = ErrIsFailure> {
     breaker: Arc<dyn Breaker>,
     responses: C,
     errors: K,
-    abandoned: AbandonedRule,
 }
 
 impl BreakerLayer {
@@ -1040,7 +1041,6 @@ impl BreakerLayer {
             breaker: Arc::new(breaker),
             responses: OkIsSuccess,
             errors: ErrIsFailure,
-            abandoned: AbandonedRule::FailureIfSlow,
         }
     }
 }
@@ -1054,7 +1054,6 @@ impl<C, K> BreakerLayer<C, K> {
             breaker: self.breaker,
             responses: classifier,
             errors: self.errors,
-            abandoned: self.abandoned,
         }
     }
 
@@ -1069,7 +1068,6 @@ impl<C, K> BreakerLayer<C, K> {
             breaker: self.breaker,
             responses: self.responses,
             errors: classifier,
-            abandoned: self.abandoned,
         }
     }
 
@@ -1079,7 +1077,7 @@ impl<C, K> BreakerLayer<C, K> {
     /// that hangs until an outer timeout drops it trips the breaker.
     #[must_use]
     pub fn abandoned(mut self, rule: AbandonedRule) -> Self {
-        self.abandoned = rule;
+        self.breaker = Arc::new(WithAbandonedRule::new(self.breaker, rule));
         self
     }
 }
@@ -1090,7 +1088,6 @@ impl<C: Clone, K: Clone> Clone for BreakerLayer<C, K> {
             breaker: Arc::clone(&self.breaker),
             responses: self.responses.clone(),
             errors: self.errors.clone(),
-            abandoned: self.abandoned,
         }
     }
 }
@@ -1099,7 +1096,6 @@ impl<C, K> fmt::Debug for BreakerLayer<C, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BreakerLayer")
             .field("breaker", &self.breaker)
-            .field("abandoned", &self.abandoned)
             .finish_non_exhaustive()
     }
 }
@@ -1113,7 +1109,6 @@ impl<S, C: Clone, K: Clone> Layer<S> for BreakerLayer<C, K> {
             breaker: Arc::clone(&self.breaker),
             responses: self.responses.clone(),
             errors: self.errors.clone(),
-            abandoned: self.abandoned,
         }
     }
 }
@@ -1124,7 +1119,6 @@ pub struct BreakerService<S, C = OkIsSuccess, K = ErrIsFailure> {
     breaker: Arc<dyn Breaker>,
     responses: C,
     errors: K,
-    abandoned: AbandonedRule,
 }
 
 impl<S: Clone, C: Clone, K: Clone> Clone for BreakerService<S, C, K> {
@@ -1134,7 +1128,6 @@ impl<S: Clone, C: Clone, K: Clone> Clone for BreakerService<S, C, K> {
             breaker: Arc::clone(&self.breaker),
             responses: self.responses.clone(),
             errors: self.errors.clone(),
-            abandoned: self.abandoned,
         }
     }
 }
@@ -1167,9 +1160,7 @@ where
     }
 
     fn call(&mut self, request: Req) -> Self::Future {
-        let permit = PermitGuard::request(Arc::clone(&self.breaker), TokioClock, None, None)
-            .map(|permit| permit.on_abandon(self.abandoned));
-        match permit {
+        match PermitGuard::request(Arc::clone(&self.breaker), TokioClock, None, None) {
             Err(until) => {
                 let now = TokioClock.now();
                 let retry_after = until.map(|until| until.saturating_duration_since(now));

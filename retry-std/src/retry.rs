@@ -191,6 +191,12 @@ impl<E> Retry<E> {
     /// then. An error returned at or after the attempt's deadline counts as a
     /// timed-out attempt.
     ///
+    /// A retry with no delay (a zero backoff: the core starts it at once)
+    /// first gives up the rest of the thread's time slice
+    /// ([`std::thread::yield_now`]), so a tight retry loop does not hold a
+    /// core that other threads want; a delay sleeps the thread (through the
+    /// [`Sleeper`]).
+    ///
     /// # Errors
     /// [`RetryError`] with the machine's reason, the attempts, the elapsed time
     /// and the last error the operation returned.

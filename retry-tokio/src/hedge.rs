@@ -286,14 +286,15 @@ impl<E> Hedge<E> {
         F: FnMut(CopyContext) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        self.run(
+        let call = self.run(
             &self.policy,
             op,
             |_: &T| None,
             |error: &E| self.judge(error),
-        )
-        .await
-        .map_err(|(error, _)| error)
+        );
+        instrument(&self.policy, call)
+            .await
+            .map_err(|(error, _)| error)
     }
 
     /// [`Hedge::call`] under `policy` (the hedger's own, or the one it gives a
@@ -485,6 +486,28 @@ impl<E> Hedge<E> {
                 }
             };
         }
+    }
+}
+
+/// `call` in a span named `hedge` (with the `tracing` feature), as the retry
+/// driver's calls are in one named `retry`.
+pub(crate) fn instrument<X: Future>(
+    policy: &HedgePolicy,
+    call: X,
+) -> impl Future<Output = X::Output> {
+    #[cfg(feature = "tracing")]
+    {
+        use tracing::Instrument as _;
+        call.instrument(tracing::info_span!(
+            "hedge",
+            copies = policy.allowed_attempts(),
+            mode = policy.mode().name()
+        ))
+    }
+    #[cfg(not(feature = "tracing"))]
+    {
+        let _ = policy;
+        call
     }
 }
 

@@ -316,41 +316,38 @@ where
             // stands (the caller accepted the repeats).
             let replayable = policy.allowed_attempts() > 1 || replay.may_replay();
             let mut first = Some(first);
-            let done = hedge
-                .run(
-                    &policy,
-                    move |copy| {
-                        let request = match first.take() {
-                            Some(request) => Some(request),
-                            None => original.as_ref().and_then(|original| {
-                                recreate
-                                    .recreate(original, &AttemptContext::for_copy(&copy))
-                                    .ok()
-                            }),
+            let call = hedge.run(
+                &policy,
+                move |copy| {
+                    let request = match first.take() {
+                        Some(request) => Some(request),
+                        None => original.as_ref().and_then(|original| {
+                            recreate
+                                .recreate(original, &AttemptContext::for_copy(&copy))
+                                .ok()
+                        }),
+                    };
+                    let mut service = inner.clone();
+                    async move {
+                        let Some(request) = request else {
+                            return Err(CopyError::NotRecreated);
                         };
-                        let mut service = inner.clone();
-                        async move {
-                            let Some(request) = request else {
-                                return Err(CopyError::NotRecreated);
-                            };
-                            core::future::poll_fn(|cx| service.poll_ready(cx))
-                                .await
-                                .map_err(CopyError::Service)?;
-                            service.call(request).await.map_err(CopyError::Service)
-                        }
-                    },
-                    |response| responses.classify(response),
-                    |error| match error {
-                        CopyError::Service(error) => {
-                            replay_verdict(errors.classify(error, replay), replayable)
-                        }
-                        // Nothing was sent for this copy; the others run on.
-                        CopyError::NotRecreated => {
-                            Failure::retryable().with_kind(FailureKind::NotSent)
-                        }
-                    },
-                )
-                .await;
+                        core::future::poll_fn(|cx| service.poll_ready(cx))
+                            .await
+                            .map_err(CopyError::Service)?;
+                        service.call(request).await.map_err(CopyError::Service)
+                    }
+                },
+                |response| responses.classify(response),
+                |error| match error {
+                    CopyError::Service(error) => {
+                        replay_verdict(errors.classify(error, replay), replayable)
+                    }
+                    // Nothing was sent for this copy; the others run on.
+                    CopyError::NotRecreated => Failure::retryable().with_kind(FailureKind::NotSent),
+                },
+            );
+            let done = crate::hedge::instrument(&policy, call).await;
             match done {
                 Ok(hedged) => Ok(hedged.value),
                 Err((_, Some(response))) => Ok(response),

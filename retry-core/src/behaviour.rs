@@ -171,7 +171,9 @@
 //! - named error codes, such as `TRANSIENT`, `TIMEOUT`, `RATE_LIMIT`.
 //! - any predicate on the error, or a list of sentinel errors compared by value.
 //!
-//! Connection errors and timeouts follow the operation's idempotency. "Auto"
+//! Connection errors and timeouts follow the operation's idempotency (and the
+//! HTTP layers apply [`replay_verdict`](crate::replay_verdict) to every failure
+//! of a request that may not be replayed). "Auto"
 //! retries them for methods safe to replay (GET, HEAD, OPTIONS) and not for the
 //! others, POST included, since a replayed POST may charge twice; PUT and DELETE
 //! may be added as replayable. A failure in which nothing reached the server
@@ -269,7 +271,13 @@
 //! the measured time misses at most that first poll. An abandoned attempt whose
 //! start was never taken (a blocking attempt that panics under a breaker that
 //! does not time calls) is judged by its deadline if it has one, and otherwise
-//! released without an outcome.
+//! released without an outcome. That is the default
+//! [`AbandonedRule`](crate::AbandonedRule); a caller whose only timeout sits
+//! outside the breaker may count every abandoned attempt as a failure instead,
+//! or none. A timeout inside the breaker is not an abandonment but a failure
+//! the breaker records. A permanent failure counts as a success for the
+//! breaker (the dependency answered) unless the dependency did not answer: a
+//! permanent timeout, lost connection or failed connect is a failure.
 //!
 //! # Retry budget
 //!
@@ -286,8 +294,10 @@
 //! report these metrics, each with the labels named (without an exporter they
 //! cost nothing):
 //!
-//! - `retry.attempt.total` (labels `outcome`): attempts by how they ended,
-//!   success, failure, exhausted or aborted;
+//! - `retry.attempt.total` (labels `outcome`): one count per attempt, every
+//!   attempt counted once, by how it ended: success, failure, permanent,
+//!   timeout, aborted (a cancelled or abandoned one) or rejected (one a
+//!   breaker turned away); see [`attempt_outcome`](crate::attempt_outcome);
 //! - `retry.attempt.delay_ms` (labels `curve`, `reason`): a histogram of the
 //!   delays slept before retries, by backoff curve and by where the delay came
 //!   from (`curve`, `hint`, `circuit_open`);
@@ -296,7 +306,11 @@
 //!   the calls a breaker admitted ran;
 //! - `circuit_breaker.call.rejected.total` (labels `reason`): calls a breaker
 //!   did not permit, because it was open, its probes were busy or it was
-//!   forced open.
+//!   forced open;
+//! - `hedge.copy.launched.total` (no labels): copies a hedged call sent, the
+//!   first included;
+//! - `hedge.copy.total` (labels `outcome`): one count per copy of a hedged
+//!   call by how it ended: won, failure, permanent, cancelled or rejected.
 //!
 //! # Determinism and time
 //!
@@ -371,7 +385,11 @@
 //! rest, and a pushback hint delays the next copy by exactly the hint. Each copy
 //! beyond the first withdraws from the retry budget when one is used; a refusal
 //! stops further copies without failing those in flight. A call not marked
-//! idempotent is never hedged unless the caller says so.
+//! idempotent is never hedged unless the caller says so; an HTTP layer decides
+//! per request with [`HedgePolicy::for_request`](crate::HedgePolicy::for_request)
+//! (GET, HEAD and OPTIONS are hedged, anything else only when marked), and
+//! judges responses as it judges errors, so a retryable 503 is a failed copy,
+//! never the answer while another copy may still succeed.
 //!
 //! # Sharing across a fleet
 //!

@@ -183,25 +183,33 @@ fn retry_kind(last: Option<FailureKind>) -> RetryKind {
 /// - A retryable failure or a timeout is a failure: the dependency is struggling.
 /// - A permanent failure is a success for the breaker: the dependency answered,
 ///   and the fault lies with the request (a 404 must not open a circuit).
+///   Except when the dependency did not answer at all: a permanent failure of
+///   kind [`FailureKind::Timeout`], [`FailureKind::Connection`] or
+///   [`FailureKind::NotSent`] (a POST whose connection dropped, which must not
+///   be replayed, see [`replay_verdict`](crate::replay_verdict)) is a failure:
+///   the retry verdict says what may be sent again, not how the dependency is.
 /// - Anything else records nothing (`None`). A call `Cancelled` mid-attempt
-///   abandoned its attempt: [`abandoned_outcome`] says whether that is recorded
-///   or the permit is handed back with
-///   [`CircuitBreaker::release`](crate::CircuitBreaker::release).
+///   abandoned its attempt: [`abandoned_outcome`] (or the caller's
+///   [`AbandonedRule`]) says whether that is recorded or the permit is handed
+///   back with [`CircuitBreaker::release`](crate::CircuitBreaker::release).
 ///
 /// ```
 /// use core::time::Duration;
-/// use retry_core::{breaker_outcome, Event, Failure};
+/// use retry_core::{breaker_outcome, Event, Failure, FailureKind};
 /// let took = Duration::from_millis(30);
 /// assert!(breaker_outcome(Event::Succeeded, took).unwrap().success);
 /// assert!(!breaker_outcome(Event::TimedOut, took).unwrap().success);
 /// assert!(breaker_outcome(Event::Failed(Failure::permanent()), took).unwrap().success);
+/// // A dropped connection is a failure even when it may not be retried.
+/// let dropped = Failure::permanent().with_kind(FailureKind::Connection);
+/// assert!(!breaker_outcome(Event::Failed(dropped), took).unwrap().success);
 /// assert_eq!(breaker_outcome(Event::Cancelled, took), None);
 /// ```
 #[must_use]
 pub fn breaker_outcome(event: Event, took: Duration) -> Option<CallOutcome> {
     let success = match event {
         Event::Succeeded => true,
-        Event::Failed(f) => !f.is_retryable(),
+        Event::Failed(f) => !f.is_retryable() && answered(f.kind()),
         Event::TimedOut => false,
         _ => return None,
     };
@@ -209,6 +217,129 @@ pub fn breaker_outcome(event: Event, took: Duration) -> Option<CallOutcome> {
         success,
         duration: took,
     })
+}
+
+/// Whether a failure of this kind means the dependency answered (so that a
+/// permanent one is the request's fault, not the dependency's).
+pub(crate) const fn answered(kind: FailureKind) -> bool {
+    !matches!(
+        kind,
+        FailureKind::Timeout | FailureKind::Connection | FailureKind::NotSent
+    )
+}
+
+/// How a circuit breaker counts an *abandoned* attempt (one whose driver
+/// stopped waiting for it: the caller's future was dropped by an outer
+/// timeout, a `select!` or a task abort, the call was cancelled mid-attempt, or
+/// the operation panicked). The adapters let the caller choose it (on a
+/// `BreakerLayer`, on a `Retry`); [`AbandonedRule::outcome`] applies it.
+///
+/// A timeout *inside* the breaker (an attempt timeout of the retry policy, a
+/// timeout layer between the breaker and the service) is not an abandonment:
+/// it is a failure the breaker records. This rule is for what happens to a
+/// call from outside.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum AbandonedRule {
+    /// The default: a failure when the attempt was abandoned after running
+    /// longer than the breaker's slow-call duration, or at or after its own
+    /// deadline; released without an outcome when abandoned earlier (nothing is
+    /// known about the dependency: the caller may simply have gone away).
+    #[default]
+    FailureIfSlow,
+    /// Always a failure of the time it ran: the caller's own timeout is the
+    /// only one the call has, and a dependency that runs into it is
+    /// struggling (Polly's and Resilience4j's answer is to put the timeout
+    /// inside the breaker; this is the setting for a stack that cannot).
+    Failure,
+    /// Never recorded: the permit is handed back, and a half-open probe frees
+    /// its slot.
+    Release,
+}
+
+impl AbandonedRule {
+    /// The setting's name, as configs and logs spell it: `failure_if_slow`,
+    /// `failure` or `release`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            AbandonedRule::FailureIfSlow => "failure_if_slow",
+            AbandonedRule::Failure => "failure",
+            AbandonedRule::Release => "release",
+        }
+    }
+
+    /// What the breaker records for an attempt that began at `started` and was
+    /// abandoned at `abandoned` (`deadline` is the attempt's own, if it had
+    /// one; `slow_call_duration` the breaker's), under this rule: a failure
+    /// that took as long as the attempt ran, or `None` (hand the permit back
+    /// with [`CircuitBreaker::release`](crate::CircuitBreaker::release)).
+    /// All three instants are on one clock; time going backwards counts as no
+    /// time passing.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use retry_core::{AbandonedRule, CallOutcome, Instant};
+    ///
+    /// let slow = Duration::from_secs(60);
+    /// let (t0, t) = (Instant::ORIGIN, Instant::from_millis(100));
+    /// // An outer 100 ms timeout dropped the call:
+    /// assert_eq!(AbandonedRule::FailureIfSlow.outcome(t0, t, None, slow), None);
+    /// assert_eq!(
+    ///     AbandonedRule::Failure.outcome(t0, t, None, slow),
+    ///     Some(CallOutcome::failure(Duration::from_millis(100)))
+    /// );
+    /// assert_eq!(AbandonedRule::Release.outcome(t0, Instant::from_secs(90), None, slow), None);
+    /// ```
+    #[must_use]
+    pub fn outcome(
+        self,
+        started: Instant,
+        abandoned: Instant,
+        deadline: Option<Instant>,
+        slow_call_duration: Duration,
+    ) -> Option<CallOutcome> {
+        let ran = crate::retry::nanos::between(abandoned, started);
+        match self {
+            AbandonedRule::FailureIfSlow => {
+                let past_deadline = deadline.is_some_and(|deadline| abandoned >= deadline);
+                // "Slow" as the breaker itself judges it: strictly longer than the duration.
+                (past_deadline || ran > slow_call_duration).then_some(CallOutcome::failure(ran))
+            }
+            AbandonedRule::Failure => Some(CallOutcome::failure(ran)),
+            AbandonedRule::Release => None,
+        }
+    }
+
+    /// What the breaker records for an abandoned attempt whose start was never
+    /// taken (a blocking attempt that panics under a breaker that does not time
+    /// calls), abandoned at `abandoned`: under the default rule a failure only
+    /// at or after its deadline, if it has one; under [`AbandonedRule::Failure`]
+    /// a failure of unmeasured duration (`Duration::ZERO`); under
+    /// [`AbandonedRule::Release`] nothing.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use retry_core::{AbandonedRule, CallOutcome, Instant};
+    ///
+    /// let t = Instant::from_secs(2);
+    /// assert_eq!(AbandonedRule::FailureIfSlow.unmeasured(t, None), None);
+    /// assert_eq!(
+    ///     AbandonedRule::FailureIfSlow.unmeasured(t, Some(Instant::from_secs(1))),
+    ///     Some(CallOutcome::failure(Duration::ZERO))
+    /// );
+    /// assert_eq!(AbandonedRule::Failure.unmeasured(t, None), Some(CallOutcome::failure(Duration::ZERO)));
+    /// ```
+    #[must_use]
+    pub fn unmeasured(self, abandoned: Instant, deadline: Option<Instant>) -> Option<CallOutcome> {
+        let failed = match self {
+            AbandonedRule::FailureIfSlow => deadline.is_some_and(|d| abandoned >= d),
+            AbandonedRule::Failure => true,
+            AbandonedRule::Release => false,
+        };
+        failed.then_some(CallOutcome::failure(Duration::ZERO))
+    }
 }
 
 /// What a circuit breaker records for an *abandoned* attempt: one whose driver
@@ -231,7 +362,8 @@ pub fn breaker_outcome(event: Event, took: Duration) -> Option<CallOutcome> {
 ///   permit back with [`CircuitBreaker::release`](crate::CircuitBreaker::release),
 ///   which frees a half-open probe's slot.
 ///
-/// Time going backwards counts as no time passing.
+/// Time going backwards counts as no time passing. This is the default
+/// [`AbandonedRule`]; the caller may choose another.
 ///
 /// ```
 /// use core::time::Duration;
@@ -260,10 +392,7 @@ pub fn abandoned_outcome(
     deadline: Option<Instant>,
     slow_call_duration: Duration,
 ) -> Option<CallOutcome> {
-    let ran = crate::retry::nanos::between(abandoned, started);
-    let past_deadline = deadline.is_some_and(|deadline| abandoned >= deadline);
-    // "Slow" as the breaker itself judges it: strictly longer than the duration.
-    (past_deadline || ran > slow_call_duration).then_some(CallOutcome::failure(ran))
+    AbandonedRule::FailureIfSlow.outcome(started, abandoned, deadline, slow_call_duration)
 }
 
 /// The event to send the retry machine when a breaker refuses an attempt
@@ -277,70 +406,84 @@ pub fn rejection(admission: &Admission) -> Option<Event> {
 }
 
 /// How an attempt ended, as the `outcome` label of the `retry.attempt.total`
-/// metric (see [the rules](crate::behaviour#streams-and-metrics)) reads it.
+/// metric (see [the rules](crate::behaviour#streams-and-metrics)) reads it:
+/// one outcome per attempt, every attempt counted once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AttemptOutcome {
     /// It succeeded.
     Success,
-    /// It failed and the call goes on (a retry follows, or the budget is asked).
+    /// It failed with a failure a retry may fix (whether or not a retry
+    /// follows: the call may also have run out of attempts, time or budget).
     Failure,
-    /// It failed and the call gave up on it: retries, time or retry budget ran out.
-    Exhausted,
-    /// The call stopped for another reason: a permanent failure, a cancellation,
-    /// an open circuit.
+    /// It failed with a failure no retry can fix (a 400, a non-idempotent
+    /// request whose connection dropped): the call ended on it.
+    Permanent,
+    /// It ran past its deadline.
+    Timeout,
+    /// It never finished: the call was cancelled, or abandoned (its future
+    /// dropped by an outer timeout, a `select!` or a task abort; the operation
+    /// panicked). A call cancelled between attempts counts its next attempt so.
     Aborted,
+    /// A circuit breaker turned it away: it never ran.
+    Rejected,
 }
 
 impl AttemptOutcome {
-    /// The metric label: `success`, `failure`, `exhausted` or `aborted`.
+    /// Every outcome, in the order the metric's description names them.
+    pub const ALL: [AttemptOutcome; 6] = [
+        AttemptOutcome::Success,
+        AttemptOutcome::Failure,
+        AttemptOutcome::Permanent,
+        AttemptOutcome::Timeout,
+        AttemptOutcome::Aborted,
+        AttemptOutcome::Rejected,
+    ];
+
+    /// The metric label: `success`, `failure`, `permanent`, `timeout`,
+    /// `aborted` or `rejected`.
     #[must_use]
     pub const fn label(self) -> &'static str {
         match self {
             AttemptOutcome::Success => "success",
             AttemptOutcome::Failure => "failure",
-            AttemptOutcome::Exhausted => "exhausted",
+            AttemptOutcome::Permanent => "permanent",
+            AttemptOutcome::Timeout => "timeout",
             AttemptOutcome::Aborted => "aborted",
+            AttemptOutcome::Rejected => "rejected",
         }
     }
 }
 
-/// The outcome of the attempt that ended with `event` and was answered with
-/// `action`; `None` when the event did not end an attempt or the call.
+/// The outcome of the attempt that ended with `event`; `None` when the event
+/// does not end an attempt (`Start`, `Woke`, a budget's answer).
 ///
-/// A call that stops without its attempt failing is counted once as
-/// [`AttemptOutcome::Aborted`]: `Cancelled` in any phase (during an attempt,
-/// during a sleep, before the first attempt) and a breaker's `Rejected` that the
-/// call gives up on. So every cancelled call shows up as `aborted`, and an
-/// attempt that failed before a sleep that was then cancelled stays a
-/// `failure` (it did fail, and a retry had been decided).
+/// - `Succeeded`: success. `Failed`: failure when a retry may fix it,
+///   permanent otherwise, whatever the call does next. `TimedOut`: timeout.
+/// - `Cancelled`: aborted, in any phase (during an attempt, or during a sleep
+///   or before the first attempt, where it stands for the attempt that will
+///   not run). An attempt abandoned by a dropped future is aborted too; no
+///   event reaches the machine for it, and the adapters count it when they
+///   drop it.
+/// - `Rejected`: rejected, every time a breaker turns an attempt away, whether
+///   the call then waits for the breaker or gives up.
 ///
 /// ```
-/// use retry_core::{attempt_outcome, Action, AttemptOutcome, Event};
-/// assert_eq!(
-///     attempt_outcome(Event::Succeeded, &Action::Done { attempts: 1 }),
-///     Some(AttemptOutcome::Success)
-/// );
-/// assert_eq!(attempt_outcome(Event::Woke, &Action::Done { attempts: 1 }), None);
-/// let gave_up = retry_core::RetryMachine::new(&Default::default(), 1)
-///     .poll(Event::Cancelled, retry_core::Instant::ORIGIN);
-/// assert_eq!(attempt_outcome(Event::Cancelled, &gave_up), Some(AttemptOutcome::Aborted));
+/// use retry_core::{attempt_outcome, AttemptOutcome, Event, Failure};
+/// assert_eq!(attempt_outcome(Event::Succeeded), Some(AttemptOutcome::Success));
+/// assert_eq!(attempt_outcome(Event::Failed(Failure::retryable())), Some(AttemptOutcome::Failure));
+/// assert_eq!(attempt_outcome(Event::Failed(Failure::permanent())), Some(AttemptOutcome::Permanent));
+/// assert_eq!(attempt_outcome(Event::Cancelled), Some(AttemptOutcome::Aborted));
+/// assert_eq!(attempt_outcome(Event::Woke), None);
 /// ```
 #[must_use]
-pub fn attempt_outcome(event: Event, action: &Action) -> Option<AttemptOutcome> {
-    use crate::retry::GiveUpReason;
-    Some(match (event, action) {
-        (Event::Succeeded, _) => AttemptOutcome::Success,
-        (Event::Cancelled, _) => AttemptOutcome::Aborted,
-        (Event::Failed(_) | Event::TimedOut, Action::GiveUp(g)) => match g.reason {
-            GiveUpReason::Exhausted
-            | GiveUpReason::Budget
-            | GiveUpReason::TimedOut { .. }
-            | GiveUpReason::RetryBudget => AttemptOutcome::Exhausted,
-            _ => AttemptOutcome::Aborted,
-        },
-        (Event::Failed(_) | Event::TimedOut, _) => AttemptOutcome::Failure,
-        // A breaker turned the attempt away and the call gives up on that.
-        (Event::Rejected { .. }, Action::GiveUp(_)) => AttemptOutcome::Aborted,
+pub const fn attempt_outcome(event: Event) -> Option<AttemptOutcome> {
+    Some(match event {
+        Event::Succeeded => AttemptOutcome::Success,
+        Event::Failed(failure) if failure.is_retryable() => AttemptOutcome::Failure,
+        Event::Failed(_) => AttemptOutcome::Permanent,
+        Event::TimedOut => AttemptOutcome::Timeout,
+        Event::Cancelled => AttemptOutcome::Aborted,
+        Event::Rejected { .. } => AttemptOutcome::Rejected,
         _ => return None,
     })
 }

@@ -62,14 +62,14 @@ pub use budget::{
     FinagleBudgetBuilder, Requirement, RetryBudget, RetryKind, Tokens, Withdrawal,
 };
 pub use classify::{
-    may_replay, may_retry_connection_error, pushback_failure, ChildHint, ErrorCodeSet,
-    ExitCodePolicy, ExitCodeSet, ExitCodes, ExitDecision, Failure, FailureKind, Goal,
+    may_replay, may_retry_connection_error, pushback_failure, replay_verdict, ChildHint,
+    ErrorCodeSet, ExitCodePolicy, ExitCodeSet, ExitCodes, ExitDecision, Failure, FailureKind, Goal,
     HttpClassifier, Idempotency, Method, OutcomeSet, ProcessClassifier, ProcessGoal, SetParseError,
     SetParseErrorKind, SignalSet, StatusSet, Statuses, SIGINT, SIGPIPE,
 };
 pub use compose::{
     abandoned_outcome, attempt_outcome, breaker_outcome, budget_steps, feed_budget, rejection,
-    AttemptOutcome, BudgetSteps,
+    AbandonedRule, AttemptOutcome, BudgetSteps,
 };
 #[cfg(feature = "serde")]
 #[doc(no_inline)]

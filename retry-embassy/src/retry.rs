@@ -381,7 +381,9 @@ where
     /// `op` is called once per attempt with the attempt's [`AttemptContext`] and
     /// its future is awaited, bounded by the attempt's deadline
     /// (`embassy_time::with_deadline`) and the cancel signal. Between attempts
-    /// the call sleeps on `embassy_time::Timer::at`. Nothing is spawned and
+    /// the call sleeps on `embassy_time::Timer::at`; a retry with no delay
+    /// first hands the executor back (`embassy_futures::yield_now`), so a
+    /// retry loop never keeps other tasks from running. Nothing is spawned and
     /// nothing allocated: the call is one future, and dropping it stops the call
     /// where it is, drops the attempt in flight and releases any breaker permit.
     ///
@@ -414,6 +416,8 @@ where
         let cancel = self.cancel;
         let mut driver = Driver::new(self, seed);
         let mut event = driver.first_event();
+        // Whether the call has waited on a timer since the last attempt ended.
+        let mut slept = false;
         loop {
             match driver.poll(event) {
                 Next::Attempt(Pending {
@@ -421,6 +425,14 @@ where
                     context,
                     permit,
                 }) => {
+                    if number > 1 && !slept {
+                        // A retry with no delay (the core starts it at once):
+                        // hand the executor back first, so that a retry loop
+                        // whose operation fails without awaiting never keeps
+                        // the other tasks from running.
+                        embassy_futures::yield_now().await;
+                    }
+                    slept = false;
                     // The cancel signal is polled first, so it wins a tie.
                     let ran = match context.deadline {
                         Some(deadline) => {
@@ -440,6 +452,9 @@ where
                     event = driver.ended(number, permit, ran);
                 }
                 Next::Sleep(wake) => {
+                    // (embassy's timer returns to the executor at least once,
+                    // even when already due.)
+                    slept = true;
                     event = match select(cancelled(cancel), Timer::at(wake)).await {
                         Either::First(()) => Event::Cancelled,
                         Either::Second(()) => Event::Woke,

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::Instant;
 
 use retry_core::{
-    abandoned_outcome, breaker_outcome, rejection, Admission, BreakerConfig, BreakerError,
+    breaker_outcome, rejection, AbandonedRule, Admission, BreakerConfig, BreakerError,
     BreakerMetrics, BreakerSnapshot, BreakerState, CallOutcome, CircuitBreaker, ClosedPath, Event,
     Exceeded, ManualState, Permit, Recorded, SnapshotError, Transition, Trip, Untimed,
 };
@@ -55,6 +55,13 @@ pub trait Breaker: Send + Sync + fmt::Debug {
     /// answer must not change over the breaker's life: callers may ask once
     /// and keep it (the adapters' settings do).
     fn times_calls(&self) -> bool;
+
+    /// How an abandoned attempt counts (see [`AbandonedRule`]): by default the
+    /// core's rule, [`AbandonedRule::FailureIfSlow`]. A caller chooses another
+    /// by handing out the breaker through [`WithAbandonedRule`].
+    fn abandoned_rule(&self) -> AbandonedRule {
+        AbandonedRule::FailureIfSlow
+    }
 }
 
 impl<B: Breaker + ?Sized> Breaker for &B {
@@ -76,6 +83,9 @@ impl<B: Breaker + ?Sized> Breaker for &B {
     fn times_calls(&self) -> bool {
         (**self).times_calls()
     }
+    fn abandoned_rule(&self) -> AbandonedRule {
+        (**self).abandoned_rule()
+    }
 }
 
 impl<B: Breaker + ?Sized> Breaker for Arc<B> {
@@ -96,6 +106,66 @@ impl<B: Breaker + ?Sized> Breaker for Arc<B> {
     }
     fn times_calls(&self) -> bool {
         (**self).times_calls()
+    }
+    fn abandoned_rule(&self) -> AbandonedRule {
+        (**self).abandoned_rule()
+    }
+}
+
+/// A breaker handed out with another [`AbandonedRule`]: everything is asked of
+/// `B`, except how an abandoned attempt counts. What a `Retry`'s or a
+/// `BreakerLayer`'s `abandoned(rule)` wraps its breaker in (so that the
+/// default costs the hot path nothing). Clones of the inner breaker share its
+/// state; the rule belongs to this handle.
+///
+/// ```
+/// use retry_core::{AbandonedRule, BreakerConfig};
+/// use retry_shared::{Breaker, SharedBreaker, WithAbandonedRule};
+///
+/// let breaker = SharedBreaker::new(BreakerConfig::default())?;
+/// let counted = WithAbandonedRule::new(breaker.clone(), AbandonedRule::Failure);
+/// assert_eq!(counted.abandoned_rule(), AbandonedRule::Failure);
+/// assert_eq!(breaker.abandoned_rule(), AbandonedRule::FailureIfSlow);
+/// # Ok::<(), retry_core::BreakerError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct WithAbandonedRule<B> {
+    breaker: B,
+    rule: AbandonedRule,
+}
+
+impl<B: Breaker> WithAbandonedRule<B> {
+    /// `breaker`, counting an abandoned attempt under `rule`.
+    #[must_use]
+    pub const fn new(breaker: B, rule: AbandonedRule) -> Self {
+        WithAbandonedRule { breaker, rule }
+    }
+
+    /// The breaker asked for everything else.
+    #[must_use]
+    pub const fn breaker(&self) -> &B {
+        &self.breaker
+    }
+}
+
+impl<B: Breaker> Breaker for WithAbandonedRule<B> {
+    fn request(&self, clock: &dyn Clock) -> Gate {
+        self.breaker.request(clock)
+    }
+    fn record(&self, permit: Permit, outcome: CallOutcome, clock: &dyn Clock) {
+        self.breaker.record(permit, outcome, clock);
+    }
+    fn release(&self, permit: Permit, clock: &dyn Clock) {
+        self.breaker.release(permit, clock);
+    }
+    fn slow_call_duration(&self) -> Duration {
+        self.breaker.slow_call_duration()
+    }
+    fn times_calls(&self) -> bool {
+        self.breaker.times_calls()
+    }
+    fn abandoned_rule(&self) -> AbandonedRule {
+        self.rule
     }
 }
 
@@ -913,7 +983,8 @@ impl<const WORDS: usize, const BUCKETS: usize> fmt::Debug for SharedBreaker<WORD
 /// breaker `B` exactly once: recorded with the attempt's outcome by
 /// [`finish`](PermitGuard::finish), or, if the guard is dropped first (the
 /// operation panicked, the attempt's future was dropped), judged as an abandoned
-/// attempt by [`retry_core::abandoned_outcome`] at the time `clock` reads then.
+/// attempt by its breaker's [`AbandonedRule`] ([`Breaker::abandoned_rule`]; by
+/// default [`retry_core::abandoned_outcome`]'s) at the time `clock` reads then.
 ///
 /// The guard reads `clock` only when a time is needed and the caller did not
 /// pass one: at the start, only if the breaker times calls
@@ -1035,18 +1106,21 @@ impl<B: Breaker, C: Clock> PermitGuard<B, C> {
     fn abandon(&self, permit: Permit, clock: &C, now: Instant) {
         let at = Reading::new(clock, Some(now));
         let slow = self.breaker.slow_call_duration();
+        let rule = self.breaker.abandoned_rule();
         let outcome = match self.started {
-            Some(started) => abandoned_outcome(
+            Some(started) => rule.outcome(
                 retry_core::Instant::ORIGIN,
                 since(started, now),
                 self.deadline.map(|d| since(started, d)),
                 slow,
             ),
-            // How long it ran is unknown: only its deadline can tell.
-            None => self
-                .deadline
-                .is_some_and(|d| now >= d)
-                .then_some(CallOutcome::failure(Duration::ZERO)),
+            // How long it ran is unknown: the rule reads only its deadline.
+            None => {
+                // Whether the deadline has passed, with the abandonment as the origin.
+                let past = self.deadline.is_some_and(|d| now >= d);
+                let origin = retry_core::Instant::ORIGIN;
+                rule.unmeasured(origin, past.then_some(origin))
+            }
         };
         match outcome {
             Some(outcome) => self.breaker.record(permit, outcome, &at),

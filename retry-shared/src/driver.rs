@@ -69,6 +69,15 @@ pub enum Ran<T, E> {
     /// The call was cancelled while the attempt ran; the adapter stopped it. The
     /// attempt is abandoned (see the crate's docs on abandoned attempts).
     Cancelled,
+    /// The operation returned an error the adapter has judged already (a tower
+    /// layer that knows the request the attempt sent: whether it may be
+    /// replayed changes the verdict). The settings' classifier is not asked.
+    Failed {
+        /// What the operation returned.
+        error: E,
+        /// The adapter's verdict on it.
+        failure: Failure,
+    },
     /// The operation returned a value that the adapter judged a failure (an HTTP
     /// response with a failing status, read by a response classifier). It is
     /// retried like an error; if the call then gives up on it (retries, time or
@@ -232,15 +241,42 @@ pub struct Driver<'r, T, E, C: Clock + Clone, K: Fn() -> bool> {
     permit: Option<PermitGuard<&'r dyn Breaker, C>>,
 }
 
-/// The attempt whose `outcome` label waits for the machine's answer, for
-/// traces and metrics; without either feature it holds nothing.
+/// The attempt whose `outcome` label waits for the machine's answer, and the
+/// attempt in flight, for traces and metrics; without either feature it holds
+/// nothing. An attempt still in flight when it is dropped (with the driver:
+/// the call's future dropped, the operation panicked) was abandoned: it is
+/// counted `aborted` then, so every attempt that started has its outcome.
 #[derive(Default)]
 struct Unlabelled {
     #[cfg(any(feature = "tracing", feature = "metrics"))]
     attempt: Option<(u32, Event)>,
+    #[cfg(any(feature = "tracing", feature = "metrics"))]
+    in_flight: Option<u32>,
+}
+
+#[cfg(any(feature = "tracing", feature = "metrics"))]
+impl Drop for Unlabelled {
+    fn drop(&mut self) {
+        if let Some(number) = self.in_flight.take() {
+            observe::attempt_abandoned(number);
+        }
+    }
 }
 
 impl Unlabelled {
+    /// Attempt `number` starts.
+    #[inline]
+    #[cfg_attr(
+        not(any(feature = "tracing", feature = "metrics")),
+        allow(unused_variables, clippy::unused_self)
+    )]
+    fn started(&mut self, number: u32) {
+        #[cfg(any(feature = "tracing", feature = "metrics"))]
+        {
+            self.in_flight = Some(number);
+        }
+    }
+
     #[inline]
     #[cfg_attr(
         not(any(feature = "tracing", feature = "metrics")),
@@ -249,6 +285,7 @@ impl Unlabelled {
     fn set(&mut self, number: u32, ended: Event) {
         #[cfg(any(feature = "tracing", feature = "metrics"))]
         {
+            self.in_flight = None;
             self.attempt = Some((number, ended));
         }
     }
@@ -602,7 +639,9 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
     /// or the failure was permanent (not a cancellation, nor a breaker's
     /// refusal). A layer that retries responses returns it as the call's answer,
     /// as an HTTP client returns the last response. Ask after
-    /// [`Step::Finished`].
+    /// [`Step::Finished`]; or after a [`Step::Attempt`] that the adapter
+    /// cannot run (a request that cannot be made again), for what the attempt
+    /// before it returned.
     pub fn take_failed_value(&mut self) -> Option<T> {
         self.failed_value.take()
     }
@@ -707,6 +746,9 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
             ) if !self.opened && !(self.cancelled)() => {
                 self.opened = true;
                 observe::attempt_started(number, replays_non_idempotent);
+                if observe::ENABLED {
+                    self.unlabelled.started(number);
+                }
                 Ok(Step::Attempt(Attempt {
                     number,
                     deadline: None,
@@ -741,6 +783,13 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
         now: Option<Instant>,
         classified: Option<Failure>,
     ) -> (Event, Option<T>) {
+        // A new attempt's end replaces what the last one left.
+        self.failed_value = None;
+        // An error the adapter judged is an error with its verdict.
+        let classified = match &ran {
+            Ran::Failed { failure, .. } => Some(*failure),
+            _ => classified,
+        };
         // The attempt in flight is the machine's latest.
         let number = self.attempts();
         // The core's deadline rule: an outcome at or after the deadline is a
@@ -756,12 +805,12 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
         let timed_out = match &ran {
             Ran::TimedOut => true,
             Ran::Returned(Ok(_)) => late && !self.keep_late_successes,
-            Ran::Returned(Err(_)) | Ran::FailedValue { .. } => late,
+            Ran::Returned(Err(_)) | Ran::Failed { .. } | Ran::FailedValue { .. } => late,
             Ran::Cancelled => false,
         };
         let mut succeeded = None;
         let event = match ran {
-            Ran::Returned(Err(error)) => {
+            Ran::Returned(Err(error)) | Ran::Failed { error, .. } => {
                 let (event, failure) = if timed_out {
                     (
                         Event::TimedOut,
@@ -874,7 +923,9 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                             }
                         }
                         observe::attempt_started(number, replays_non_idempotent);
-                        self.failed_value = None;
+                        if observe::ENABLED {
+                            self.unlabelled.started(number);
+                        }
                         return Step::Attempt(Attempt {
                             number,
                             deadline,
@@ -1005,14 +1056,15 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
         Event::TimedOut
     }
 
-    /// Labels the attempt that just ended with the machine's answer to it; or,
-    /// when no attempt was in flight, a call the machine ended on `event` (a
-    /// cancellation before an attempt or during a sleep, a breaker's rejection)
-    /// as stopped before its next attempt, as the core's `attempt_outcome` says.
+    /// Labels the attempt that just ended with its outcome, as the core's
+    /// `attempt_outcome` reads its event; or, when no attempt was in flight, an
+    /// attempt a breaker turned away (`rejected`, every time), or a call the
+    /// machine ended on `event` before its next attempt (a cancellation before
+    /// an attempt or during a sleep: `aborted`).
     fn label(&mut self, event: Event, action: &Action) {
         match self.unlabelled.take() {
             Some((number, ended)) => {
-                if let Some(outcome) = retry_core::attempt_outcome(ended, action) {
+                if let Some(outcome) = retry_core::attempt_outcome(ended) {
                     let kind = match ended {
                         Event::Failed(failure) => Some(failure.kind()),
                         Event::TimedOut => Some(FailureKind::Timeout),
@@ -1021,10 +1073,15 @@ impl<'r, T, E, C: Clock + Clone, K: Fn() -> bool> Driver<'r, T, E, C, K> {
                     observe::attempt_ended(number, AttemptOutcome::label(outcome), kind);
                 }
             }
-            None if action.is_terminal() => {
-                if let Some(outcome) = retry_core::attempt_outcome(event, action) {
-                    let next = self.attempts().saturating_add(1);
-                    observe::stopped_before(next, AttemptOutcome::label(outcome), event);
+            None if matches!(event, Event::Rejected { .. }) || action.is_terminal() => {
+                if let Some(outcome) = retry_core::attempt_outcome(event) {
+                    // A refused attempt is the machine's latest; a cancelled
+                    // call stops before the next one.
+                    let number = match event {
+                        Event::Rejected { .. } => self.attempts(),
+                        _ => self.attempts().saturating_add(1),
+                    };
+                    observe::stopped_before(number, AttemptOutcome::label(outcome), event);
                 }
             }
             None => {}

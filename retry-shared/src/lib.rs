@@ -59,11 +59,15 @@ mod seed;
 mod settings;
 mod time;
 
-pub use breaker::{Alarm, AlreadyTimed, Breaker, BreakerAlarm, Gate, PermitGuard, SharedBreaker};
+pub use breaker::{
+    Alarm, AlreadyTimed, Breaker, BreakerAlarm, Gate, PermitGuard, SharedBreaker, WithAbandonedRule,
+};
 pub use budget::{Budget, SharedBudget};
 pub use driver::{Attempt, Driver, Input, QuickFailure, QuickOpening, Ran, Sleep, Step};
 pub use notice::RetryNotice;
-pub use observe::{describe_metrics, METRICS};
+pub use observe::{
+    describe_metrics, hedge_copy_ended, hedge_gave_up, hedge_launched, CopyOutcome, METRICS,
+};
 pub use saved::Saved;
 pub use seed::fresh_seed;
 pub use settings::{Classifier, GiveUpHook, RetryHook, Settings};

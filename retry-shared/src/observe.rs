@@ -18,13 +18,14 @@ pub(crate) const ENABLED: bool = cfg!(any(feature = "tracing", feature = "metric
 
 /// Every metric the adapters record, with its unit and what it counts, as
 /// [`describe_metrics`] registers them: (name, unit, description).
-pub const METRICS: [(&str, &str, &str); 5] = [
+pub const METRICS: [(&str, &str, &str); 7] = [
     (
         "retry.attempt.total",
         "count",
-        "Attempts by how they ended (outcome = success, failure, exhausted, aborted); a call \
-         cancelled or turned away by an open breaker before its next attempt counts once as \
-         aborted",
+        "Attempts, one count per attempt by how it ended (outcome = success; failure: a failure \
+         a retry may fix, retried or not; permanent: a failure no retry fixes; timeout: past its \
+         deadline; aborted: cancelled or abandoned, its future dropped, or the call cancelled \
+         before it ran; rejected: turned away by a circuit breaker)",
     ),
     (
         "retry.attempt.delay_ms",
@@ -46,7 +47,52 @@ pub const METRICS: [(&str, &str, &str); 5] = [
         "count",
         "Calls a circuit breaker did not permit, by reason (open, probes busy, forced open)",
     ),
+    (
+        "hedge.copy.launched.total",
+        "count",
+        "Copies a hedged call sent, the first included",
+    ),
+    (
+        "hedge.copy.total",
+        "count",
+        "Copies of hedged calls, one count per copy by how it ended (outcome = won; failure: a \
+         failure another copy may fix; permanent: a failure that ended the call; cancelled: it \
+         lost, or the call ended or was dropped first; rejected: a circuit breaker turned it away \
+         before it was sent)",
+    ),
 ];
+
+/// How one copy of a hedged call ended, as the `outcome` label of
+/// `hedge.copy.total` reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CopyOutcome {
+    /// Its answer was the call's.
+    Won,
+    /// It failed with a failure another copy may fix.
+    Failure,
+    /// It failed with a failure no copy can fix: the call ended on it.
+    Permanent,
+    /// It was still running when the call ended (another copy won, the call
+    /// gave up, timed out or was cancelled, or its future was dropped).
+    Cancelled,
+    /// A circuit breaker turned it away: it was never sent.
+    Rejected,
+}
+
+impl CopyOutcome {
+    /// The metric label: `won`, `failure`, `permanent`, `cancelled` or
+    /// `rejected`.
+    #[must_use]
+    pub const fn label(self) -> &'static str {
+        match self {
+            CopyOutcome::Won => "won",
+            CopyOutcome::Failure => "failure",
+            CopyOutcome::Permanent => "permanent",
+            CopyOutcome::Cancelled => "cancelled",
+            CopyOutcome::Rejected => "rejected",
+        }
+    }
+}
 
 /// Registers the description and unit of every metric the adapters record (see
 /// [`METRICS`]) with the installed `metrics` recorder. Call it once after
@@ -56,12 +102,14 @@ pub fn describe_metrics() {
     #[cfg(feature = "metrics")]
     {
         use metrics::Unit;
-        let [attempts, delays, changes, durations, rejected] = METRICS;
+        let [attempts, delays, changes, durations, rejected, launched, copies] = METRICS;
         metrics::describe_counter!(attempts.0, Unit::Count, attempts.2);
         metrics::describe_histogram!(delays.0, Unit::Milliseconds, delays.2);
         metrics::describe_counter!(changes.0, Unit::Count, changes.2);
         metrics::describe_histogram!(durations.0, Unit::Milliseconds, durations.2);
         metrics::describe_counter!(rejected.0, Unit::Count, rejected.2);
+        metrics::describe_counter!(launched.0, Unit::Count, launched.2);
+        metrics::describe_counter!(copies.0, Unit::Count, copies.2);
     }
 }
 
@@ -113,6 +161,79 @@ pub(crate) fn stopped_before(next: u32, outcome: &'static str, event: Event) {
     #[cfg(feature = "tracing")]
     tracing::debug!(next_attempt = next, outcome, %event, "call stopped between attempts");
     count_attempt(outcome);
+}
+
+/// Attempt `number` was abandoned while in flight (its driver dropped: the
+/// call's future was dropped, the operation panicked): counted `aborted`.
+#[cfg(any(feature = "tracing", feature = "metrics"))]
+#[inline]
+pub(crate) fn attempt_abandoned(number: u32) {
+    #[cfg(feature = "tracing")]
+    tracing::debug!(
+        attempt = number,
+        outcome = "aborted",
+        "attempt abandoned: the call was dropped while it ran"
+    );
+    #[cfg(not(feature = "tracing"))]
+    let _ = number;
+    count_attempt("aborted");
+}
+
+/// A hedged call sends copy `copy` (with the `tracing` feature, an event; a
+/// warning too when it repeats an operation marked non-idempotent; with
+/// `metrics`, `hedge.copy.launched.total`).
+#[inline]
+pub fn hedge_launched(copy: u32, replays_non_idempotent: bool) {
+    #[cfg(feature = "tracing")]
+    {
+        if replays_non_idempotent {
+            tracing::warn!(
+                copy,
+                "hedging an operation marked non-idempotent: it may take effect twice"
+            );
+        }
+        tracing::debug!(copy, "hedge: copy sent");
+    }
+    #[cfg(not(feature = "tracing"))]
+    let _ = (copy, replays_non_idempotent);
+    #[cfg(feature = "metrics")]
+    metrics::with_recorder(|r| {
+        r.register_counter(&keys::COPY_LAUNCHED, &keys::METADATA)
+            .increment(1);
+    });
+}
+
+/// Copy `copy` of a hedged call ended with `outcome` (with the `tracing`
+/// feature, an event; with `metrics`, `hedge.copy.total`).
+#[inline]
+pub fn hedge_copy_ended(copy: u32, outcome: CopyOutcome) {
+    #[cfg(feature = "tracing")]
+    tracing::debug!(copy, outcome = outcome.label(), "hedge: copy ended");
+    #[cfg(not(feature = "tracing"))]
+    let _ = copy;
+    #[cfg(feature = "metrics")]
+    metrics::with_recorder(|r| {
+        r.register_counter(keys::copy(outcome), &keys::METADATA)
+            .increment(1);
+    });
+    #[cfg(not(feature = "metrics"))]
+    let _ = outcome;
+}
+
+/// A hedged call gave up (with the `tracing` feature, a warning, as the retry
+/// driver's).
+#[inline]
+pub fn hedge_gave_up(give_up: &GiveUp, elapsed: Duration) {
+    #[cfg(feature = "tracing")]
+    tracing::warn!(
+        code = give_up.code(),
+        reason = %give_up.reason,
+        copies = give_up.attempts,
+        elapsed_ms = millis(elapsed),
+        "hedge: giving up"
+    );
+    #[cfg(not(feature = "tracing"))]
+    let _ = (give_up, elapsed);
 }
 
 /// A circuit breaker turned attempt `number` away before it ran.
@@ -263,9 +384,31 @@ mod keys {
     labelled!("retry.attempt.total", "outcome":
         "success" => ATTEMPT_SUCCESS,
         "failure" => ATTEMPT_FAILURE,
-        "exhausted" => ATTEMPT_EXHAUSTED,
+        "permanent" => ATTEMPT_PERMANENT,
+        "timeout" => ATTEMPT_TIMEOUT,
         "aborted" => ATTEMPT_ABORTED,
+        "rejected" => ATTEMPT_REJECTED,
     );
+
+    labelled!("hedge.copy.total", "outcome":
+        "won" => COPY_WON,
+        "failure" => COPY_FAILURE,
+        "permanent" => COPY_PERMANENT,
+        "cancelled" => COPY_CANCELLED,
+        "rejected" => COPY_REJECTED,
+    );
+
+    pub(super) static COPY_LAUNCHED: Key = Key::from_static_name("hedge.copy.launched.total");
+
+    pub(super) fn copy(outcome: super::CopyOutcome) -> &'static Key {
+        match outcome {
+            super::CopyOutcome::Won => &COPY_WON,
+            super::CopyOutcome::Failure => &COPY_FAILURE,
+            super::CopyOutcome::Permanent => &COPY_PERMANENT,
+            super::CopyOutcome::Cancelled => &COPY_CANCELLED,
+            super::CopyOutcome::Rejected => &COPY_REJECTED,
+        }
+    }
 
     /// One `retry.attempt.delay_ms` key per curve, each with the three reasons
     /// in the order curve, hint, circuit_open.
@@ -319,8 +462,10 @@ mod keys {
         Some(match outcome {
             "success" => &ATTEMPT_SUCCESS,
             "failure" => &ATTEMPT_FAILURE,
-            "exhausted" => &ATTEMPT_EXHAUSTED,
+            "permanent" => &ATTEMPT_PERMANENT,
+            "timeout" => &ATTEMPT_TIMEOUT,
             "aborted" => &ATTEMPT_ABORTED,
+            "rejected" => &ATTEMPT_REJECTED,
             _ => return None,
         })
     }

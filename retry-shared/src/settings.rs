@@ -5,9 +5,9 @@ use core::any::Any;
 use core::fmt;
 use std::sync::Arc;
 
-use retry_core::{Failure, RetryError, RetryPolicy};
+use retry_core::{AbandonedRule, Failure, RetryError, RetryPolicy};
 
-use crate::breaker::{Breaker, SharedBreaker};
+use crate::breaker::{Breaker, SharedBreaker, WithAbandonedRule};
 use crate::budget::Budget;
 use crate::driver::QuickOpening;
 use crate::notice::RetryNotice;
@@ -35,6 +35,8 @@ pub struct Settings<E> {
     on_give_up: Option<Arc<GiveUpHook<E>>>,
     budget: Option<Arc<dyn Budget>>,
     breaker: Option<Arc<dyn Breaker>>,
+    /// How the breaker counts an attempt abandoned from outside.
+    abandoned: AbandonedRule,
     measure_elapsed: bool,
     /// [`QuickOpening::of`] these settings, worked out whenever one of its
     /// inputs is set (the policy, the budget, the breaker, measuring elapsed
@@ -43,6 +45,9 @@ pub struct Settings<E> {
     /// The breaker again, when it is a [`SharedBreaker`] of the default shape:
     /// an adapter can then call it directly instead of through `dyn Breaker`.
     shared: Option<SharedBreaker>,
+    /// The breaker as it was given (and as a [`SharedBreaker`], if it is
+    /// one), before the abandoned-attempt rule was applied to it.
+    given: Option<(Arc<dyn Breaker>, Option<SharedBreaker>)>,
 }
 
 impl<E> Settings<E> {
@@ -58,9 +63,11 @@ impl<E> Settings<E> {
             on_give_up: None,
             budget: None,
             breaker: None,
+            abandoned: AbandonedRule::FailureIfSlow,
             measure_elapsed: false,
             quick: None,
             shared: None,
+            given: None,
         };
         settings.quick = QuickOpening::of(&settings);
         settings
@@ -115,10 +122,45 @@ impl<E> Settings<E> {
 
     /// Asks `breaker` before every attempt.
     pub fn set_breaker(&mut self, breaker: impl Breaker + 'static) {
-        self.shared = (&breaker as &dyn Any)
+        let shared = (&breaker as &dyn Any)
             .downcast_ref::<SharedBreaker>()
             .cloned();
-        self.breaker = Some(Arc::new(breaker));
+        self.given = Some((Arc::new(breaker), shared));
+        self.hand_out_breaker();
+    }
+
+    /// Counts an attempt abandoned from outside (the call's future dropped, a
+    /// cancellation mid-attempt, a panic) under `rule` in the breaker (see
+    /// [`AbandonedRule`]).
+    pub fn set_abandoned(&mut self, rule: AbandonedRule) {
+        self.abandoned = rule;
+        self.hand_out_breaker();
+    }
+
+    /// How the breaker counts an abandoned attempt.
+    #[must_use]
+    pub const fn abandoned(&self) -> AbandonedRule {
+        self.abandoned
+    }
+
+    /// The breaker calls ask: the one given, or, under another rule than the
+    /// default, the one given with that rule (the default costs nothing: no
+    /// wrapper, and the direct [`SharedBreaker`] path stays).
+    fn hand_out_breaker(&mut self) {
+        let (breaker, shared) = match &self.given {
+            None => (None, None),
+            Some((given, shared)) if self.abandoned == AbandonedRule::FailureIfSlow => {
+                (Some(Arc::clone(given)), shared.clone())
+            }
+            // (The direct path would not apply the rule.)
+            Some((given, _)) => {
+                let ruled: Arc<dyn Breaker> =
+                    Arc::new(WithAbandonedRule::new(Arc::clone(given), self.abandoned));
+                (Some(ruled), None)
+            }
+        };
+        self.breaker = breaker;
+        self.shared = shared;
         self.quick = QuickOpening::of(self);
     }
 
@@ -191,9 +233,11 @@ impl<E> Clone for Settings<E> {
             on_give_up: self.on_give_up.clone(),
             budget: self.budget.clone(),
             breaker: self.breaker.clone(),
+            abandoned: self.abandoned,
             measure_elapsed: self.measure_elapsed,
             quick: self.quick,
             shared: self.shared.clone(),
+            given: self.given.clone(),
         }
     }
 }
@@ -295,6 +339,21 @@ macro_rules! retry_builder_methods {
             self
         }
 
+        /// How the breaker counts an attempt abandoned from outside: the
+        /// call's future dropped (an outer timeout, a `select!`, a task abort),
+        /// a cancellation mid-attempt, a panicking operation. By default
+        /// ([`AbandonedRule::FailureIfSlow`](retry_core::AbandonedRule::FailureIfSlow))
+        /// it is a failure only past the breaker's slow-call duration or the
+        /// attempt's own deadline; [`AbandonedRule::Failure`](retry_core::AbandonedRule::Failure)
+        /// counts every one, for a stack whose only timeout is outside the
+        /// call. The policy's own attempt timeout is not an abandonment: a
+        /// timed-out attempt is a failure the breaker records.
+        #[must_use]
+        pub fn abandoned(mut self, rule: $crate::retry_core::AbandonedRule) -> Self {
+            self.settings.set_abandoned(rule);
+            self
+        }
+
         /// Makes every call read the clock at its start and report the whole
         /// time it ran. By default a call reads the clock at its start only
         /// when something needs the time (a time budget, an attempt timeout, a
@@ -379,5 +438,40 @@ mod tests {
         let small = SharedBreaker::<2, 0>::with_capacity(BreakerConfig::default()).unwrap();
         s.set_breaker(small);
         assert!(s.shared_breaker().is_none());
+    }
+
+    /// The abandoned-attempt rule reaches the breaker, set before or after
+    /// it; the default leaves the breaker as it was (and its direct path).
+    #[test]
+    fn the_abandoned_rule_reaches_the_breaker_in_either_order() {
+        use crate::Breaker as _;
+        use retry_core::AbandonedRule;
+        let policy = RetryPolicy::builder().build().unwrap();
+        let mut before = Settings::<()>::new(policy);
+        before.set_abandoned(AbandonedRule::Failure);
+        before.set_breaker(breaker());
+        let mut after = Settings::<()>::new(policy);
+        after.set_breaker(breaker());
+        assert!(after.shared_breaker().is_some());
+        after.set_abandoned(AbandonedRule::Release);
+        for (s, rule) in [
+            (&before, AbandonedRule::Failure),
+            (&after, AbandonedRule::Release),
+        ] {
+            assert_eq!(s.breaker().map(|b| b.abandoned_rule()), Some(rule));
+            assert!(
+                s.shared_breaker().is_none(),
+                "the direct path skips the rule"
+            );
+            assert_eq!(s.quick_opening(), QuickOpening::of(s));
+        }
+        // Back to the default: the breaker as given, its direct path kept.
+        let mut default = after.clone();
+        default.set_abandoned(AbandonedRule::FailureIfSlow);
+        assert!(default.shared_breaker().is_some());
+        assert_eq!(
+            default.breaker().map(|b| b.abandoned_rule()),
+            Some(AbandonedRule::FailureIfSlow)
+        );
     }
 }

@@ -192,6 +192,12 @@ impl<E> Retry<E> {
     /// then. An error returned at or after the attempt's deadline counts as a
     /// timed-out attempt.
     ///
+    /// A retry with no delay (a zero backoff: the core starts it at once)
+    /// first gives up the rest of the thread's time slice
+    /// ([`std::thread::yield_now`]), so a tight retry loop does not hold a
+    /// core that other threads want; a delay sleeps the thread (through the
+    /// [`Sleeper`]).
+    ///
     /// # Errors
     /// [`RetryError`] with the machine's reason, the attempts, the elapsed time
     /// and the last error the operation returned.
@@ -282,9 +288,19 @@ impl<E> Retry<E> {
         // (Read when a later attempt ends; neither a start, a refusal nor a
         // failed first attempt reads it.)
         driver.keep_late_successes();
+        // Whether the thread has waited since the last attempt ended.
+        let mut slept = false;
         loop {
             let input = match step {
                 Step::Attempt(attempt) => {
+                    if attempt.number > 1 && !slept {
+                        // A retry with no delay (the core starts it at once):
+                        // the thread gives up the rest of its time slice
+                        // first, so a tight retry loop does not hold a core
+                        // that other threads want.
+                        std::thread::yield_now();
+                    }
+                    slept = false;
                     let context = AttemptContext {
                         attempt: attempt.number,
                         deadline: attempt.deadline,
@@ -295,7 +311,10 @@ impl<E> Retry<E> {
                     // hands the breaker's permit back as an abandoned attempt.
                     Input::Ended(Ran::Returned(op(&context)))
                 }
-                Step::Sleep(sleep) => Input::Slept(self.sleep(clock, sleep, cancel)),
+                Step::Sleep(sleep) => {
+                    slept = true;
+                    Input::Slept(self.sleep(clock, sleep, cancel))
+                }
                 Step::Finished(result) => return result,
             };
             step = driver.poll(input);

@@ -10,10 +10,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use futures_util::stream::{FuturesUnordered, StreamExt as _};
 use retry_core::{
-    Event, Failure, GiveUpReason, HedgeAction, HedgeDelay, HedgeEvent, HedgeMachine, HedgePolicy,
-    LatencyHistogram, RetryError,
+    Copies, Event, Failure, GiveUpReason, HedgeAction, HedgeDelay, HedgeEvent, HedgeMachine,
+    HedgePolicy, LatencyHistogram, RetryError,
 };
-use retry_shared::{fresh_seed, Breaker, Budget, Classifier, Clock as _, PermitGuard};
+use retry_shared::{
+    fresh_seed, hedge_copy_ended, hedge_gave_up, hedge_launched, Breaker, Budget, Classifier,
+    Clock as _, CopyOutcome, PermitGuard,
+};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -51,6 +54,16 @@ impl CopyContext {
     #[must_use]
     pub const fn cancel_token(&self) -> Option<&CancellationToken> {
         self.cancel.as_ref()
+    }
+
+    /// What the first copy of a call cancelled by `cancel` is told.
+    #[cfg(feature = "tower")]
+    pub(crate) const fn first(cancel: Option<CancellationToken>) -> CopyContext {
+        CopyContext {
+            copy: 1,
+            replays_non_idempotent: false,
+            cancel,
+        }
     }
 }
 
@@ -229,7 +242,13 @@ impl<E> Hedge<E> {
         matches!(self.policy.delay(), HedgeDelay::Percentile { .. })
     }
 
-    fn judge(&self, error: &E) -> Failure {
+    /// The hedger's own cancellation token.
+    #[cfg(feature = "tower")]
+    pub(crate) const fn cancel_token_ref(&self) -> Option<&CancellationToken> {
+        self.cancel.as_ref()
+    }
+
+    pub(crate) fn judge(&self, error: &E) -> Failure {
         match &self.classifier {
             Some(classify) => classify(error),
             None => Failure::retryable(),
@@ -245,8 +264,15 @@ impl<E> Hedge<E> {
     /// other copies' futures are dropped at once, which cancels whatever they
     /// were doing (an HTTP client aborts the request), and their breaker
     /// permits go back. Dropping the returned future drops every copy the same
-    /// way. Allocations: two for the set of copies in flight, made when the
-    /// first copy starts, and one per copy sent.
+    /// way. Every copy after the first gives the runtime a turn before it is
+    /// sent (a copy that follows a failure at once, with no wait, does not keep
+    /// the thread from other tasks). Allocations: two for the set of copies in
+    /// flight, made when the first copy starts, and one per copy sent.
+    ///
+    /// With the `tracing` and `metrics` features every copy is reported: sent
+    /// (`hedge.copy.launched.total`), and how it ended (`hedge.copy.total`:
+    /// won, failure, permanent, cancelled, or rejected by the breaker), a
+    /// give-up as a warning.
     ///
     /// # Errors
     /// A [`RetryError`] with the core's reason: `retry.exhausted` when every
@@ -255,25 +281,64 @@ impl<E> Hedge<E> {
     /// `retry.retry_budget` or `retry.circuit_open` when nothing was left
     /// running after the budget or the breaker refused a copy; with the number
     /// of copies sent, the elapsed time and the last error.
-    pub async fn call<T, F, Fut>(&self, mut op: F) -> Result<Hedged<T>, RetryError<E>>
+    pub async fn call<T, F, Fut>(&self, op: F) -> Result<Hedged<T>, RetryError<E>>
     where
         F: FnMut(CopyContext) -> Fut,
         Fut: Future<Output = Result<T, E>>,
+    {
+        let call = self.run(
+            &self.policy,
+            op,
+            |_: &T| None,
+            |error: &E| self.judge(error),
+        );
+        instrument(&self.policy, call)
+            .await
+            .map_err(|(error, _)| error)
+    }
+
+    /// [`Hedge::call`] under `policy` (the hedger's own, or the one it gives a
+    /// request: [`HedgePolicy::for_request`]), judging each copy's value with
+    /// `judge_value` (a value it calls a failure is a failed copy: an HTTP
+    /// layer's 503) and each error with `judge_error`. When the call gives up
+    /// on a failed value (the last copy to end returned one, and the call ran
+    /// out of copies or the failure was permanent), that value comes back with
+    /// the error, for a layer to answer with.
+    ///
+    /// The copies' error `X` need not be the hedger's: a layer wraps it.
+    pub(crate) async fn run<T, X, F, Fut, V, J>(
+        &self,
+        policy: &HedgePolicy,
+        mut op: F,
+        judge_value: V,
+        judge_error: J,
+    ) -> Result<Hedged<T>, (RetryError<X>, Option<T>)>
+    where
+        F: FnMut(CopyContext) -> Fut,
+        Fut: Future<Output = Result<T, X>>,
+        V: Fn(&T) -> Option<Failure>,
+        J: Fn(&X) -> Failure,
     {
         let cancel = self.cancel.as_ref();
         let start = Instant::now();
         let std_start = start.into_std();
         let seed = self.seed.unwrap_or_else(fresh_seed);
         let mut machine = if self.adaptive() {
-            HedgeMachine::with_latencies(&self.policy, seed, &self.latency_history())
+            HedgeMachine::with_latencies(policy, seed, &self.latency_history())
         } else {
-            HedgeMachine::new(&self.policy, seed)
+            HedgeMachine::new(policy, seed)
         };
         let breaker: Option<&dyn Breaker> = self.breaker.as_deref();
         // The copies in flight; made at the first launch, dropped whole at a cancel.
         let mut copies = None;
-        let mut value: Option<T> = None;
-        let mut last_error: Option<E> = None;
+        // Reports the copies still in flight as cancelled if this future is
+        // dropped (declared after the set: dropped before it).
+        let mut in_flight = InFlight(Copies::EMPTY);
+        let mut ended = Ended {
+            value: None,
+            failed_value: None,
+            last_error: None,
+        };
         let mut now = start;
         let mut event = if is_cancelled(cancel) {
             HedgeEvent::Cancelled
@@ -283,6 +348,7 @@ impl<E> Hedge<E> {
         loop {
             let at = since(start, now);
             let action = machine.poll(event, at);
+            in_flight.0 = machine.in_flight();
             let answer = self
                 .budget
                 .as_ref()
@@ -292,6 +358,12 @@ impl<E> Hedge<E> {
                     copy,
                     replays_non_idempotent,
                 } => {
+                    if copy > 1 {
+                        // A copy may follow a failure at once: give the
+                        // runtime a turn first.
+                        tokio::task::yield_now().await;
+                        now = Instant::now();
+                    }
                     if is_cancelled(cancel) {
                         HedgeEvent::Cancelled
                     } else {
@@ -303,20 +375,24 @@ impl<E> Hedge<E> {
                             }
                         };
                         match permit {
-                            Err(until) => HedgeEvent::Rejected {
-                                copy,
-                                until: until.map(|u| {
-                                    retry_core::Instant::from_duration(
-                                        u.saturating_duration_since(std_start),
-                                    )
-                                }),
-                            },
+                            Err(until) => {
+                                hedge_copy_ended(copy, CopyOutcome::Rejected);
+                                HedgeEvent::Rejected {
+                                    copy,
+                                    until: until.map(|u| {
+                                        retry_core::Instant::from_duration(
+                                            u.saturating_duration_since(std_start),
+                                        )
+                                    }),
+                                }
+                            }
                             Ok(permit) => {
                                 let context = CopyContext {
                                     copy,
                                     replays_non_idempotent,
                                     cancel: self.cancel.clone(),
                                 };
+                                hedge_launched(copy, replays_non_idempotent);
                                 copies
                                     .get_or_insert_with(FuturesUnordered::new)
                                     .push(run_copy(copy, op(context), permit));
@@ -329,23 +405,26 @@ impl<E> Hedge<E> {
                 HedgeAction::Withdraw { .. } => answer.unwrap_or(HedgeEvent::Granted),
                 HedgeAction::Wait { until, .. } => {
                     let wake = until.map(|u| start.checked_add(u.as_duration()));
-                    let ended = tokio::select! {
+                    let done = tokio::select! {
                         biased;
                         () = cancelled(cancel) => None,
-                        Some(ended) = next_copy(&mut copies) => Some(ended),
+                        Some(done) = next_copy(&mut copies) => Some(done),
                         () = sleep_until(wake) => None,
                     };
                     now = Instant::now();
-                    match ended {
-                        Some(ended) => self.ended(ended, now, &mut value, &mut last_error),
+                    match done {
+                        Some(done) => ended.copy(done, now, &judge_value, &judge_error),
                         None if is_cancelled(cancel) => HedgeEvent::Cancelled,
                         None => HedgeEvent::Woke,
                     }
                 }
-                HedgeAction::Cancel { .. } => {
+                HedgeAction::Cancel { copies: named } => {
                     // Every copy still in the set is one the machine named: drop
                     // them all (their permits go back as abandoned attempts).
                     copies = None;
+                    for copy in named {
+                        hedge_copy_ended(copy, CopyOutcome::Cancelled);
+                    }
                     HedgeEvent::Stopped
                 }
                 HedgeAction::Done {
@@ -354,16 +433,20 @@ impl<E> Hedge<E> {
                     latency,
                 } => {
                     let elapsed = now.saturating_duration_since(start);
-                    let Some(value) = value.take() else {
+                    let Some(value) = ended.value.take() else {
                         // `Done` answers only a success, which stores its value;
                         // should that ever break, fail the call rather than panic.
-                        return Err(RetryError::new(
-                            GiveUpReason::NotStarted,
-                            launched,
-                            elapsed,
-                            last_error,
+                        return Err((
+                            RetryError::new(
+                                GiveUpReason::NotStarted,
+                                launched,
+                                elapsed,
+                                ended.last_error,
+                            ),
+                            None,
                         ));
                     };
+                    hedge_copy_ended(copy, CopyOutcome::Won);
                     if self.adaptive() {
                         self.latencies
                             .lock()
@@ -379,34 +462,99 @@ impl<E> Hedge<E> {
                 }
                 HedgeAction::GiveUp(give_up) => {
                     let elapsed = now.saturating_duration_since(start);
-                    return Err(RetryError::new(
-                        give_up.reason,
-                        give_up.attempts,
-                        elapsed,
-                        last_error,
-                    )
-                    .with_last_failure(give_up.last_failure));
+                    hedge_gave_up(&give_up, elapsed);
+                    // The last failed value is the answer only when the call
+                    // gave up on the failures (not a cancellation, a refusal or
+                    // its time limit).
+                    let failed_value = match give_up.reason {
+                        GiveUpReason::Exhausted
+                        | GiveUpReason::Permanent
+                        | GiveUpReason::RetryBudget
+                        | GiveUpReason::Budget => ended.failed_value,
+                        _ => None,
+                    };
+                    return Err((
+                        RetryError::new(
+                            give_up.reason,
+                            give_up.attempts,
+                            elapsed,
+                            ended.last_error,
+                        )
+                        .with_last_failure(give_up.last_failure),
+                        failed_value,
+                    ));
                 }
             };
         }
     }
+}
 
+/// `call` in a span named `hedge` (with the `tracing` feature), as the retry
+/// driver's calls are in one named `retry`.
+pub(crate) fn instrument<X: Future>(
+    policy: &HedgePolicy,
+    call: X,
+) -> impl Future<Output = X::Output> {
+    #[cfg(feature = "tracing")]
+    {
+        use tracing::Instrument as _;
+        call.instrument(tracing::info_span!(
+            "hedge",
+            copies = policy.allowed_attempts(),
+            mode = policy.mode().name()
+        ))
+    }
+    #[cfg(not(feature = "tracing"))]
+    {
+        let _ = policy;
+        call
+    }
+}
+
+/// What the copies that ended left behind: the winner's value, the last
+/// failed copy's value (when its failure was a value) and the last error.
+struct Ended<T, E> {
+    value: Option<T>,
+    failed_value: Option<T>,
+    last_error: Option<E>,
+}
+
+impl<T, E> Ended<T, E> {
     /// A copy ended: the breaker hears its outcome, then the machine.
-    fn ended<T, B: Breaker>(
-        &self,
+    fn copy<B: Breaker>(
+        &mut self,
         (copy, result, permit): CopyEnd<T, E, B>,
         now: Instant,
-        value: &mut Option<T>,
-        last_error: &mut Option<E>,
+        judge_value: impl Fn(&T) -> Option<Failure>,
+        judge_error: impl Fn(&E) -> Failure,
     ) -> HedgeEvent {
-        let (event, core_event) = match result {
-            Ok(v) => {
-                *value = Some(v);
-                (HedgeEvent::Succeeded { copy }, Event::Succeeded)
-            }
+        let failure = match result {
+            Ok(value) => match judge_value(&value) {
+                None => {
+                    self.value = Some(value);
+                    None
+                }
+                Some(failure) => {
+                    self.failed_value = Some(value);
+                    Some(failure)
+                }
+            },
             Err(error) => {
-                let failure = self.judge(&error);
-                *last_error = Some(error);
+                let failure = judge_error(&error);
+                self.failed_value = None;
+                self.last_error = Some(error);
+                Some(failure)
+            }
+        };
+        let (event, core_event) = match failure {
+            None => (HedgeEvent::Succeeded { copy }, Event::Succeeded),
+            Some(failure) => {
+                let outcome = if failure.is_retryable() {
+                    CopyOutcome::Failure
+                } else {
+                    CopyOutcome::Permanent
+                };
+                hedge_copy_ended(copy, outcome);
                 (HedgeEvent::Failed { copy, failure }, Event::Failed(failure))
             }
         };
@@ -414,6 +562,18 @@ impl<E> Hedge<E> {
             permit.finish(core_event, Some(now.into_std()));
         }
         event
+    }
+}
+
+/// The copies in flight, reported as cancelled when the call's future is
+/// dropped with them still running.
+struct InFlight(Copies);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        for copy in self.0 {
+            hedge_copy_ended(copy, CopyOutcome::Cancelled);
+        }
     }
 }
 

@@ -21,20 +21,38 @@
 //! - [`RetryStreamExt`]: map a stream through a retried operation with bounded
 //!   concurrency.
 //! - `tower` feature: [`tower::RetryLayer`], [`tower::HedgeLayer`] and
-//!   [`tower::BreakerLayer`]; the retry and breaker layers judge errors and
-//!   responses alike (a client's 503 is an `Ok` response).
+//!   [`tower::BreakerLayer`]; every layer judges errors and responses alike (a
+//!   client's 503 is an `Ok` response), and a request is sent twice only if
+//!   its method allows it or the caller marks it (see
+//!   [what is sent twice](tower#what-is-sent-twice)).
 //! - `http` feature: [`http`] classifies responses in one line.
-//! - `reqwest` feature: [`reqwest`] sends a request and judges the outcome
-//!   (status, retry headers, transport errors by method) in one call.
+//! - `reqwest` feature: [`reqwest_call`] sends a request and judges the outcome
+//!   (status, retry headers, transport errors and body errors by method) in
+//!   one call.
 //! - `tracing` and `metrics` features: a span per call, events per attempt, sleep
-//!   and give-up; the counters `retry.attempt.total`,
-//!   `circuit_breaker.state_change.total` and
+//!   and give-up, per hedged copy; the counters `retry.attempt.total` (one
+//!   outcome per attempt: `success`, `failure`, `permanent`, `timeout`,
+//!   `aborted` for one cancelled or abandoned, its future dropped, `rejected`
+//!   for one a breaker turned away), `hedge.copy.launched.total`,
+//!   `hedge.copy.total` (`won`, `failure`, `permanent`, `cancelled`,
+//!   `rejected`), `circuit_breaker.state_change.total` and
 //!   `circuit_breaker.call.rejected.total` (by reason), and the histograms
 //!   `retry.attempt.delay_ms` (labelled by curve and by reason: `curve`, `hint`,
 //!   `circuit_open`) and `circuit_breaker.call.duration_ms`, whose descriptions
 //!   and units [`describe_metrics`] registers.
 //!   Durations are milliseconds to the microsecond; a call cancelled between
-//!   attempts, or refused by an open breaker, counts once as `aborted`.
+//!   attempts counts its next attempt once as `aborted`.
+//!
+//! # Giving the runtime a turn
+//! Every retry gives the runtime a turn, a zero delay included: a sleep that is
+//! over at once (a zero delay, a delay already past) still yields
+//! ([`tokio::task::yield_now`]), so a retry loop whose operation fails without
+//! awaiting never keeps the thread from other tasks or from an outer timeout
+//! (the timer the driver waits on is polled outside tokio's cooperative budget,
+//! so that an attempt that spends the budget still sees its deadline; the
+//! yield is what hands the turn back). The same holds in [`tower::RetryLayer`],
+//! [`RetryStreamExt`] and [`Hedge`] (each copy after the first yields before it
+//! is sent). A first attempt that succeeds does not yield.
 //!
 //! # Time
 //! Sleeps and attempt deadlines are tokio timers, and tokio's timer counts in
@@ -51,19 +69,22 @@
 //!
 //! A call's future may be dropped at any point (an outer timeout, a `select!`, a
 //! task abort); a dropped attempt is *abandoned* and never leaks its breaker
-//! permit. If it ran longer than the breaker's slow-call duration, or reached its
-//! own deadline, it is recorded as a failure (so a hung backend behind an outer
-//! timeout still trips the breaker); otherwise the permit is released without
-//! recording, and a half-open probe frees its slot. A cancellation during an
-//! attempt, and an operation that panics inside a task, abandon it the same way.
+//! permit. By default ([`AbandonedRule::FailureIfSlow`]) if it ran longer than
+//! the breaker's slow-call duration, or reached its own deadline, it is
+//! recorded as a failure; otherwise the permit is released without recording,
+//! and a half-open probe frees its slot. [`Retry::abandoned`] chooses another
+//! rule: with [`AbandonedRule::Failure`] a hung backend that only an outer
+//! timeout ends trips the breaker. A timeout of the policy's own (an attempt
+//! timeout) is not an abandonment but a failure the breaker records. A
+//! cancellation during an attempt, and an operation that panics inside a task,
+//! abandon it the same way.
 //!
 //! ```
 //! use core::time::Duration;
-//! use retry_core::{Backoff, Jitter, RetryPolicy};
-//! use retry_tokio::Retry;
+//! use retry_tokio::{Backoff, Jitter, Retry, RetryPolicy};
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
-//! # async fn main() -> Result<(), retry_core::PolicyError> {
+//! # async fn main() -> Result<(), retry_tokio::PolicyError> {
 //! let policy = RetryPolicy::builder()
 //!     .max_attempts(5)
 //!     .backoff(Backoff::exponential(Duration::from_secs(1), 2.0))
@@ -93,7 +114,7 @@ mod timer;
 pub mod http;
 #[cfg(feature = "reqwest")]
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
-pub mod reqwest;
+pub mod reqwest_call;
 #[cfg(feature = "tower")]
 pub mod tower;
 
@@ -109,11 +130,11 @@ pub use retry_shared::{
 // enough: the policy and its parts, presets, the classifier's verdict, the
 // breaker's, budget's and hedge's configs, and the results and errors.
 pub use retry_core::{
-    Backoff, BasicRule, BreakerConfig, BreakerConfigBuilder, BreakerError, BreakerMetrics,
-    BreakerState, BudgetConfig, BudgetError, Failure, FailureKind, GiveUpReason, HedgeMode,
-    HedgePolicy, HedgePolicyBuilder, HedgePolicyError, HintMode, HttpClassifier, Idempotency,
-    Jitter, ManualState, PolicyError, Preset, Rate, Resolution, RetryError, RetryPolicy,
-    RetryPolicyBuilder, SnapshotError, Success, Transition, Window,
+    AbandonedRule, Backoff, BasicRule, BreakerConfig, BreakerConfigBuilder, BreakerError,
+    BreakerMetrics, BreakerState, BudgetConfig, BudgetError, Failure, FailureKind, GiveUpReason,
+    HedgeMode, HedgePolicy, HedgePolicyBuilder, HedgePolicyError, HintMode, HttpClassifier,
+    Idempotency, Jitter, ManualState, Method, PolicyError, Preset, Rate, Resolution, RetryError,
+    RetryPolicy, RetryPolicyBuilder, SnapshotError, Success, Transition, Window,
 };
 pub use stream::RetryStreamExt;
 pub use timer::{automatic_transitions, TimerError};

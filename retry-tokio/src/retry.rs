@@ -227,19 +227,30 @@ macro_rules! drive {
             // Pinned once for the whole call: the timer (an attempt's deadline
             // or the sleep before a retry) and the cancellation tokens' waits.
             let mut waits = core::pin::pin!(Waits::new(cancel));
+            // Whether the call has waited since the last attempt ended.
+            let mut turned = false;
             loop {
                 let input = match wait {
                     Wait::Attempt(attempt) => {
-                        let attempt_future = op(context(attempt, cancel));
-                        let ran = waits
-                            .as_mut()
-                            .attempt(attempt_future, attempt.deadline, || {
-                                driver.attempt_waiting();
-                            })
-                            .await;
-                        Input::Ended(ran)
+                        let go = turned || attempt.number == 1 || take_turn(cancel).await;
+                        turned = false;
+                        if go {
+                            let attempt_future = op(context(attempt, cancel));
+                            let ran = waits
+                                .as_mut()
+                                .attempt(attempt_future, attempt.deadline, || {
+                                    driver.attempt_waiting();
+                                })
+                                .await;
+                            Input::Ended(ran)
+                        } else {
+                            Input::Ended(Ran::Cancelled)
+                        }
                     }
-                    Wait::Sleep(sleep) => Input::Slept(waits.as_mut().sleep(sleep).await),
+                    Wait::Sleep(sleep) => {
+                        turned = true;
+                        Input::Slept(waits.as_mut().sleep(sleep).await)
+                    }
                 };
                 wait = match Wait::of(driver.poll(input)) {
                     Ok(wait) => wait,
@@ -689,19 +700,32 @@ impl<'a> Waits<'a> {
     }
 
     /// Sleeps out `sleep`, or until the call is cancelled if that comes first.
+    ///
+    /// A sleep that is over at once (a zero delay, or one already past) still
+    /// gives the runtime a turn ([`tokio::task::yield_now`]): the timer is
+    /// polled outside tokio's cooperative budget and would otherwise return
+    /// at once, so a retry loop with a zero delay and an operation that never
+    /// awaits would keep the thread from every other task, an outer timeout's
+    /// included. A sleep that waited has yielded already.
     pub(crate) async fn sleep(mut self: Pin<&mut Self>, sleep: retry_shared::Sleep) -> Slept {
         let wake = sleep.until.map_or_else(far_future, Instant::from_std);
         self.as_mut().set_timer(wake);
-        core::future::poll_fn(|cx| {
+        let mut waited = false;
+        let slept = core::future::poll_fn(|cx| {
             if self.as_mut().poll_cancelled(cx) {
                 Poll::Ready(Slept::Cancelled)
             } else if self.as_mut().poll_timer(cx) {
                 Poll::Ready(Slept::Elapsed)
             } else {
+                waited = true;
                 Poll::Pending
             }
         })
-        .await
+        .await;
+        if !waited {
+            tokio::task::yield_now().await;
+        }
+        slept
     }
 }
 
@@ -752,6 +776,16 @@ where
         }
         Poll::Pending
     }
+}
+
+/// Gives the runtime a turn before a retry that follows its failed attempt
+/// with no delay (the core starts it at once): without it, an operation that
+/// fails without awaiting would keep the thread from every other task, an
+/// outer timeout's included. `false` when the call was cancelled meanwhile (the
+/// attempt must not start).
+pub(crate) async fn take_turn(cancel: Cancel<'_>) -> bool {
+    tokio::task::yield_now().await;
+    !cancel.is_cancelled()
 }
 
 /// A wake-up time for a sleep that ends past what tokio can represent.

@@ -160,6 +160,52 @@ impl HttpClassifier {
     }
 }
 
+/// The verdict on a failed attempt, once the request it sent is known to be
+/// replayable (`may_replay`: its method is safe to send twice, or the caller
+/// marked it, as [`may_replay`](crate::may_replay) decides) or not.
+///
+/// A request that may not be replayed is sent again only when the failure
+/// says the server cannot have acted on it, or asked for it again itself:
+///
+/// - nothing was sent ([`FailureKind::NotSent`]: no connection could be had);
+/// - the server answered with a status the classifier retries (a 503, a 429:
+///   [`FailureKind::Status`]) or with a retry hint;
+///
+/// Any other retryable failure (a connection lost or a timeout after the
+/// request may have gone out, or an error of unknown kind: whatever failed, the
+/// request's bytes may have reached the server) becomes permanent, so a POST
+/// is never charged twice by a replay. An error of unknown kind is reported as
+/// kind [`FailureKind::Connection`]: the exchange failed after the request was
+/// handed over, and a circuit breaker counts it as a failure (see
+/// [`breaker_outcome`](crate::breaker_outcome)). A replayable request, and a
+/// failure already permanent, keep the verdict as it is.
+///
+/// ```
+/// use retry_core::{replay_verdict, Failure, FailureKind};
+/// let dropped = Failure::retryable().with_kind(FailureKind::Connection);
+/// assert!(replay_verdict(dropped, true).is_retryable());
+/// assert!(!replay_verdict(dropped, false).is_retryable());
+/// // Refused before anything was sent, or a 503: sent again all the same.
+/// let refused = Failure::retryable().with_kind(FailureKind::NotSent);
+/// assert!(replay_verdict(refused, false).is_retryable());
+/// let busy = Failure::retryable().with_kind(FailureKind::Status(503));
+/// assert!(replay_verdict(busy, false).is_retryable());
+/// // An error the classifier knows nothing about: it may have been sent.
+/// let unknown = replay_verdict(Failure::retryable(), false);
+/// assert_eq!((unknown.is_retryable(), unknown.kind()), (false, FailureKind::Connection));
+/// ```
+#[must_use]
+pub const fn replay_verdict(failure: Failure, may_replay: bool) -> Failure {
+    if may_replay || !failure.is_retryable() || failure.hint().is_some() {
+        return failure;
+    }
+    match failure.kind() {
+        FailureKind::NotSent | FailureKind::Status(_) => failure,
+        FailureKind::Error => Failure::permanent().with_kind(FailureKind::Connection),
+        kind => Failure::permanent().with_kind(kind),
+    }
+}
+
 /// A failure built from a gRPC pushback value: retry after exactly that long (and
 /// restart the curve), or stop.
 #[must_use]

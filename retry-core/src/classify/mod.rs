@@ -13,7 +13,7 @@ mod sets;
 
 pub use failure::{Failure, FailureKind};
 pub use goal::{Goal, ProcessGoal};
-pub use http::{pushback_failure, HttpClassifier};
+pub use http::{pushback_failure, replay_verdict, HttpClassifier};
 pub use process::{ChildHint, OutcomeSet, ProcessClassifier, SignalSet, SIGINT, SIGPIPE};
 pub use sets::{
     may_replay, may_retry_connection_error, ErrorCodeSet, ExitCodePolicy, ExitCodeSet, ExitCodes,

@@ -105,7 +105,9 @@ pub fn hedge_budget_steps(event: HedgeEvent, action: HedgeAction) -> BudgetSteps
 /// - `Succeeded` is a success;
 /// - a non-fatal failure is a failure;
 /// - a permanent failure is a success for the breaker (the dependency answered;
-///   the fault lies with the request);
+///   the fault lies with the request), unless it is of kind timeout, connection
+///   or not-sent (the dependency did not answer), as
+///   [`breaker_outcome`](crate::breaker_outcome) reads it;
 /// - anything else records nothing. A copy that lost and was cancelled records
 ///   nothing either: hand its permit back with
 ///   [`CircuitBreaker::release`](crate::CircuitBreaker::release).
@@ -122,7 +124,9 @@ pub fn hedge_budget_steps(event: HedgeEvent, action: HedgeAction) -> BudgetSteps
 pub fn hedge_breaker_outcome(event: HedgeEvent, took: Duration) -> Option<CallOutcome> {
     let success = match event {
         HedgeEvent::Succeeded { .. } => true,
-        HedgeEvent::Failed { failure, .. } => !failure.is_retryable(),
+        HedgeEvent::Failed { failure, .. } => {
+            !failure.is_retryable() && crate::compose::answered(failure.kind())
+        }
         _ => return None,
     };
     Some(CallOutcome {

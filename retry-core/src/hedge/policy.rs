@@ -7,6 +7,7 @@ use core::time::Duration;
 use super::copies::MAX_COPIES;
 use super::error::HedgePolicyError;
 use super::latency::LatencyHistogram;
+use crate::classify::{may_replay, Idempotency, Method};
 use crate::retry::{jitter_draw, Jitter};
 use crate::time::DisplayDuration as D;
 
@@ -259,6 +260,43 @@ impl HedgePolicy {
     #[must_use]
     pub const fn hedges_non_idempotent(&self) -> bool {
         self.hedge_non_idempotent
+    }
+
+    /// This policy for one request with `method`, marked with `idempotency` by
+    /// its caller: what an HTTP layer hedges under, so that the rule of
+    /// [`allowed_attempts`](Self::allowed_attempts) decides for each request.
+    ///
+    /// - [`Idempotency::Auto`] (no mark): the request is idempotent when the
+    ///   policy says the operation is and its method is safe to send twice
+    ///   (GET, HEAD, OPTIONS, as [`may_replay`](crate::may_replay) says); a
+    ///   POST, a PATCH, a PUT, a DELETE or an unknown method is sent once.
+    /// - [`Idempotency::Always`]: the caller vouches for this request (it
+    ///   carries an idempotency key, say): hedged like a GET.
+    /// - [`Idempotency::Never`]: sent once, even a GET.
+    ///
+    /// A request judged non-idempotent is still hedged when the policy says
+    /// [`hedge_non_idempotent`](HedgePolicyBuilder::hedge_non_idempotent), its
+    /// copies flagged as repeats.
+    ///
+    /// ```
+    /// use retry_core::{HedgePolicy, Idempotency, Method};
+    ///
+    /// let policy = HedgePolicy::builder().max_attempts(3).build()?;
+    /// assert_eq!(policy.for_request(Method::Get, Idempotency::Auto).allowed_attempts(), 3);
+    /// assert_eq!(policy.for_request(Method::Post, Idempotency::Auto).allowed_attempts(), 1);
+    /// assert_eq!(policy.for_request(Method::Post, Idempotency::Always).allowed_attempts(), 3);
+    /// assert_eq!(policy.for_request(Method::Get, Idempotency::Never).allowed_attempts(), 1);
+    /// # Ok::<(), retry_core::HedgePolicyError>(())
+    /// ```
+    #[must_use]
+    pub const fn for_request(&self, method: Method, idempotency: Idempotency) -> HedgePolicy {
+        let mut policy = *self;
+        policy.idempotent = match idempotency {
+            Idempotency::Always => true,
+            Idempotency::Never => false,
+            Idempotency::Auto => self.idempotent && may_replay(Idempotency::Auto, method, false),
+        };
+        policy
     }
 
     /// The delay before copy `copy` (2 or later) under `seed`, from `base`: the

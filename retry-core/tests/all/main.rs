@@ -26,6 +26,7 @@ mod presets;
 mod properties;
 mod resume;
 mod retry_after;
+mod seams;
 mod sets;
 mod start_time;
 mod timelines;

@@ -10,3 +10,4 @@ mod cancel;
 mod schedule;
 mod shared;
 mod support;
+mod zero_delay;

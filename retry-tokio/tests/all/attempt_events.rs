@@ -106,8 +106,8 @@ fn attempt_events_carry_the_failure_kind_and_whole_microsecond_milliseconds() {
         [
             (Some("failure"), Some("status 503")),
             (Some("failure"), Some("connection")),
-            (Some("failure"), Some("timeout")),
-            (Some("exhausted"), Some("error")),
+            (Some("timeout"), Some("timeout")),
+            (Some("failure"), Some("error")),
         ]
     );
     let sleeps: Vec<(Option<&str>, Option<&str>)> = events
@@ -133,4 +133,60 @@ fn attempt_events_carry_the_failure_kind_and_whole_microsecond_milliseconds() {
     let (whole, fraction) = elapsed.split_once('.').unwrap_or((elapsed, ""));
     assert!(whole.parse::<u64>().unwrap() > 6000, "{elapsed}");
     assert!(fraction.len() <= 3, "{elapsed}");
+}
+
+#[test]
+fn a_hedged_call_reports_each_copy_sent_and_how_it_ended() {
+    let subscriber = Memory::default();
+    let events = Arc::clone(&subscriber.events);
+    tracing::subscriber::with_default(subscriber, || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap()
+            .block_on(async {
+                let policy = retry_tokio::HedgePolicy::builder()
+                    .max_attempts(3)
+                    .fixed_delay(Duration::from_millis(20))
+                    .build()
+                    .unwrap();
+                // Copy 1 stalls, copy 2 fails at once, copy 3 (sent at once
+                // after it) answers in 5 ms.
+                let done = retry_tokio::Hedge::<&str>::new(policy)
+                    .call(|copy| async move {
+                        match copy.copy() {
+                            1 => core::future::pending().await,
+                            2 => Err("busy"),
+                            _ => {
+                                tokio::time::sleep(Duration::from_millis(5)).await;
+                                Ok(copy.copy())
+                            }
+                        }
+                    })
+                    .await
+                    .unwrap();
+                assert_eq!(done.copy, 3);
+            });
+    });
+    let events = events.lock().unwrap();
+    let sent: Vec<Option<&str>> = events
+        .iter()
+        .filter(|e| field(e, "message") == Some("hedge: copy sent"))
+        .map(|e| field(e, "copy"))
+        .collect();
+    assert_eq!(sent, [Some("1"), Some("2"), Some("3")]);
+    let ended: Vec<(Option<&str>, Option<&str>)> = events
+        .iter()
+        .filter(|e| field(e, "message") == Some("hedge: copy ended"))
+        .map(|e| (field(e, "copy"), field(e, "outcome")))
+        .collect();
+    assert_eq!(
+        ended,
+        [
+            (Some("2"), Some("failure")),
+            (Some("1"), Some("cancelled")),
+            (Some("3"), Some("won")),
+        ]
+    );
 }

@@ -514,7 +514,10 @@ mod tower_layer {
             async move { copy(&t, start, n, takes, Ok(request * 10 + n)).await }
         });
         let service = ServiceBuilder::new()
-            .layer(HedgeLayer::new(Hedge::new(hedge(2, 40).build().unwrap())))
+            .layer(
+                HedgeLayer::new(Hedge::new(hedge(2, 40).build().unwrap()))
+                    .idempotent_when(|_: &u32| true),
+            )
             .service(inner);
         let answer = service.clone().oneshot(7).await.unwrap();
         assert_eq!(answer, 72, "the second request answered");
@@ -544,7 +547,7 @@ mod tower_layer {
             }
         });
         let err = ServiceBuilder::new()
-            .layer(HedgeLayer::new(hedger))
+            .layer(HedgeLayer::new(hedger).idempotent_when(|_: &()| true))
             .service(inner)
             .oneshot(())
             .await

@@ -28,7 +28,7 @@ impl Clock for At {
         self.0
     }
 }
-use retry_tokio::reqwest::{send, Error};
+use retry_tokio::reqwest_call::{send, RequestError};
 use retry_tokio::{Breaker, CancellationToken, Retry, SharedBreaker, SharedBudget};
 use tokio::sync::{oneshot, Semaphore};
 
@@ -144,7 +144,7 @@ struct Tally {
 }
 
 impl Tally {
-    fn end<T>(&self, id: u32, result: &Result<Success<T>, RetryError<Error>>) {
+    fn end<T>(&self, id: u32, result: &Result<Success<T>, RetryError<RequestError>>) {
         self.ended[id as usize].fetch_add(1, Ordering::SeqCst);
         match result {
             Ok(done) => {
@@ -219,11 +219,11 @@ async fn ten_thousand_calls_end_once_and_match_the_server_count() {
     };
     let budget = SharedBudget::new(BudgetConfig::aws_standard());
     let quick = Retry::new(policy(Duration::from_millis(2)))
-        .classify(Error::failure)
+        .classify(RequestError::failure)
         .breaker(breaker.clone())
         .budget(budget.clone());
     let slow = Retry::new(policy(Duration::from_secs(60)))
-        .classify(Error::failure)
+        .classify(RequestError::failure)
         .breaker(breaker.clone())
         .budget(budget.clone());
 
@@ -315,8 +315,8 @@ async fn run_one(
     id: u32,
     server: &Arc<support::Server>,
     client: &reqwest::Client,
-    quick: &Retry<Error>,
-    slow: &Retry<Error>,
+    quick: &Retry<RequestError>,
+    slow: &Retry<RequestError>,
     tally: &Tally,
 ) {
     let started = Arc::new(AtomicU32::new(0));

@@ -144,8 +144,10 @@ fn attempts_delays_and_breaker_changes_are_counted() {
             .filter(|(n, l, _)| n == name && *l == labels(with))
             .count()
     };
-    assert_eq!(count("retry.attempt.total", &[("outcome", "failure")]), 2);
-    assert_eq!(count("retry.attempt.total", &[("outcome", "exhausted")]), 1);
+    // Every attempt once: the three failures (the last one too, on which the
+    // call gave up), then the success.
+    assert_eq!(count("retry.attempt.total", &[("outcome", "failure")]), 3);
+    assert_eq!(count("retry.attempt.total", &[("outcome", "exhausted")]), 0);
     assert_eq!(count("retry.attempt.total", &[("outcome", "success")]), 1);
     let delays: Vec<f64> = log
         .iter()
@@ -199,7 +201,9 @@ fn every_metric_has_a_description_and_a_unit() {
             "retry.attempt.delay_ms",
             "circuit_breaker.state_change.total",
             "circuit_breaker.call.duration_ms",
-            "circuit_breaker.call.rejected.total"
+            "circuit_breaker.call.rejected.total",
+            "hedge.copy.launched.total",
+            "hedge.copy.total",
         ]
     );
     for (name, unit, text) in described.iter() {
@@ -278,7 +282,8 @@ fn delays_are_labelled_with_their_reason() {
 }
 
 #[test]
-fn a_call_cancelled_between_attempts_or_refused_by_the_breaker_counts_as_aborted() {
+fn a_call_cancelled_between_attempts_counts_as_aborted_and_one_refused_by_the_breaker_as_rejected()
+{
     let recorder = Memory::default();
     let log = Arc::clone(&recorder.log);
     with_recorder(&recorder, async {
@@ -331,14 +336,18 @@ fn a_call_cancelled_between_attempts_or_refused_by_the_breaker_counts_as_aborted
     });
     // The first call: one failure, then aborted in its sleep. The second:
     // aborted before it began. The third: one failure (which opens the
-    // breaker), then refused: aborted.
+    // breaker), then refused: rejected.
     assert_eq!(
         counted(&log, "retry.attempt.total", &[("outcome", "failure")]),
         2
     );
     assert_eq!(
         counted(&log, "retry.attempt.total", &[("outcome", "aborted")]),
-        3
+        2
+    );
+    assert_eq!(
+        counted(&log, "retry.attempt.total", &[("outcome", "rejected")]),
+        1
     );
     assert_eq!(
         counted(&log, "retry.attempt.total", &[("outcome", "exhausted")]),
@@ -442,8 +451,9 @@ fn documented_labels(page: &str, metric: &str) -> Option<Vec<String>> {
 }
 
 /// The behaviour page and the adapters agree on every metric's labels: each
-/// metric the adapters record (all five, from calls that retry on the curve
-/// and on a hint, wait out an open breaker, and are turned away by one) is
+/// metric the adapters record (all of them, from calls that retry on the curve
+/// and on a hint, wait out an open breaker, are turned away by one, and are
+/// hedged) is
 /// named on the page with exactly the label keys it is recorded with.
 #[test]
 fn the_behaviour_page_names_every_metric_with_its_labels() {
@@ -479,6 +489,22 @@ fn the_behaviour_page_names_every_metric_with_its_labels() {
         let _ = Retry::<retry_core::Failure>::new(once)
             .breaker(breaker)
             .call(|_| async { Ok::<_, retry_core::Failure>(()) })
+            .await;
+        // A hedged call whose first copy fails: two copies launched, one
+        // failed, one won.
+        let hedged = retry_tokio::HedgePolicy::builder()
+            .max_attempts(2)
+            .fixed_delay(Duration::from_millis(10))
+            .build()
+            .unwrap();
+        let _ = retry_tokio::Hedge::<&str>::new(hedged)
+            .call(|ctx| async move {
+                if ctx.is_first() {
+                    Err("busy")
+                } else {
+                    Ok(())
+                }
+            })
             .await;
     });
     let mut recorded: Vec<(String, Vec<String>)> = log
@@ -539,4 +565,156 @@ fn a_move_made_by_the_timer_is_counted() {
         &[("from", "open"), ("to", "half-open")],
     );
     assert_eq!(moved, 1);
+}
+
+/// Every attempt against a real server counted once, with the outcome it had:
+/// `success`, `failure`, `permanent`, `timeout`, `aborted` (a cancellation, and
+/// a call dropped by an outer timeout mid-attempt), `rejected`; and a hedged
+/// call's copies.
+#[cfg(all(feature = "reqwest", feature = "tower"))]
+#[test]
+fn every_attempt_against_a_server_is_counted_once_with_its_outcome() {
+    use crate::support;
+    use retry_tokio::reqwest_call::{send, RequestError};
+    use retry_tokio::{Hedge, HedgePolicy};
+
+    let recorder = Memory::default();
+    let log = Arc::clone(&recorder.log);
+    let mut seen = 0;
+    metrics::with_local_recorder(&recorder, || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        seen = runtime.block_on(async {
+            let server = support::start().await;
+            let client = support::client();
+            let policy = |attempts: u32| {
+                RetryPolicy::builder()
+                    .max_attempts(attempts)
+                    .backoff(Backoff::constant(Duration::from_millis(5)))
+                    .jitter(Jitter::None)
+                    .build()
+                    .unwrap()
+            };
+            let retry = Retry::new(policy(3)).classify(RequestError::failure);
+            // 503, 503, 200: failure, failure, success.
+            let done = retry
+                .call(|_| async { send(client.get(server.url("/flaky"))).await?.text().await })
+                .await
+                .unwrap();
+            assert_eq!(done.value, "ok");
+            // A 400: permanent.
+            let err = retry
+                .call(|_| send(client.get(server.url("/bad"))))
+                .await
+                .unwrap_err();
+            assert_eq!(err.code(), "retry.permanent");
+            // Past the attempt's 50 ms deadline: timeout.
+            let timed = RetryPolicy::builder()
+                .max_attempts(1)
+                .attempt_timeout(Duration::from_millis(50))
+                .build()
+                .unwrap();
+            let err = Retry::new(timed)
+                .classify(RequestError::failure)
+                .call(|_| send(client.get(server.url("/hang"))))
+                .await
+                .unwrap_err();
+            assert_eq!(err.code(), "retry.timeout");
+            // Dropped by an outer timeout mid-attempt: aborted.
+            let once = Retry::new(policy(1)).classify(RequestError::failure);
+            let dropped = tokio::time::timeout(
+                Duration::from_millis(50),
+                once.call(|_| send(client.get(server.url("/hang")))),
+            )
+            .await;
+            assert!(dropped.is_err());
+            // Cancelled mid-attempt: aborted.
+            let token = retry_tokio::CancellationToken::new();
+            let cancel = token.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                cancel.cancel();
+            });
+            let err = once
+                .call_with(&token, |_| send(client.get(server.url("/hang"))))
+                .await
+                .unwrap_err();
+            assert!(err.is_cancelled());
+            // A 503 that opens the breaker (failure), then a refusal (rejected).
+            let breaker: SharedBreaker = SharedBreaker::new(
+                BreakerConfig::basic(BasicRule {
+                    failure_threshold: 1,
+                    open_duration: Duration::from_secs(60),
+                    success_threshold: 1,
+                })
+                .unwrap(),
+            )
+            .unwrap();
+            let guarded = once.clone().breaker(breaker);
+            for _ in 0..2 {
+                let _ = guarded
+                    .call(|_| send(client.get(server.url("/always-503"))))
+                    .await;
+            }
+            // A hedged call: copy 1 stalls, copy 2 (after 20 ms; the fourth
+            // request `/flaky` sees, which it answers) wins.
+            let hedge = Hedge::<RequestError>::new(
+                HedgePolicy::builder()
+                    .max_attempts(2)
+                    .fixed_delay(Duration::from_millis(20))
+                    .build()
+                    .unwrap(),
+            );
+            let done = hedge
+                .call(|copy| {
+                    let path = if copy.is_first() { "/hang" } else { "/flaky" };
+                    let url = server.url(path);
+                    let client = client.clone();
+                    async move { send(client.get(url)).await?.text().await }
+                })
+                .await;
+            assert_eq!(
+                done.map(|d| (d.copy, d.value)).ok(),
+                Some((2, "ok".to_owned()))
+            );
+            ["/flaky", "/bad", "/hang", "/always-503"]
+                .iter()
+                .map(|path| server.books.count(path))
+                .sum::<u32>()
+        });
+    });
+    let outcome = |label: &str| counted(&log, "retry.attempt.total", &[("outcome", label)]);
+    let counts = [
+        "success",
+        "failure",
+        "permanent",
+        "timeout",
+        "aborted",
+        "rejected",
+    ]
+    .map(|label| (label, outcome(label)));
+    assert_eq!(
+        counts,
+        [
+            ("success", 1),
+            ("failure", 3),
+            ("permanent", 1),
+            ("timeout", 1),
+            ("aborted", 2),
+            ("rejected", 1),
+        ]
+    );
+    // Every attempt the server saw has exactly one outcome (the refused one
+    // never reached it; the hedged copies are counted as copies).
+    let attempts: usize = counts.iter().map(|(_, n)| n).sum();
+    assert_eq!(attempts - 1 + 2, seen as usize);
+    let copies = |label: &str| counted(&log, "hedge.copy.total", &[("outcome", label)]);
+    assert_eq!(counted(&log, "hedge.copy.launched.total", &[]), 2);
+    assert_eq!(
+        (copies("won"), copies("cancelled"), copies("failure")),
+        (1, 1, 0),
+        "copy 2 won and copy 1 was cancelled"
+    );
 }

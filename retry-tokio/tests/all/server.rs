@@ -14,7 +14,7 @@ use retry_core::{
     Backoff, BasicRule, BreakerConfig, BreakerState, Failure, FailureKind, GiveUpReason, HintMode,
     Jitter, RetryPolicy, SleepReason,
 };
-use retry_tokio::reqwest::{send, Error};
+use retry_tokio::reqwest_call::{send, RequestError};
 use retry_tokio::tower::{
     BreakerLayer, BreakerServiceError, HttpStatus, RetryCountHeader, RetryLayer,
 };
@@ -58,7 +58,7 @@ type TimedDelay = (SystemTime, Duration, Option<SleepReason>);
 /// was told.
 type Notices = Arc<Mutex<Vec<(u32, Duration, Option<SleepReason>, Option<FailureKind>)>>>;
 
-fn recording(retry: Retry<Error>) -> (Retry<Error>, Notices) {
+fn recording(retry: Retry<RequestError>) -> (Retry<RequestError>, Notices) {
     let notices: Notices = Arc::default();
     let log = Arc::clone(&notices);
     let retry = retry.on_retry(move |n| {
@@ -78,7 +78,7 @@ fn gap(a: &support::Seen, b: &support::Seen) -> Duration {
 async fn two_503s_then_200() {
     let server = support::start().await;
     let client = support::client();
-    let (retry, notices) = recording(Retry::new(quick()).classify(Error::failure));
+    let (retry, notices) = recording(Retry::new(quick()).classify(RequestError::failure));
     let done = retry
         .call(|_| send(client.get(server.url("/flaky"))))
         .await
@@ -105,7 +105,7 @@ async fn two_503s_then_200() {
 async fn a_429_with_retry_after_one_second_is_honoured() {
     let server = support::start().await;
     let client = support::client();
-    let (retry, notices) = recording(Retry::new(hinted()).classify(Error::failure));
+    let (retry, notices) = recording(Retry::new(hinted()).classify(RequestError::failure));
     let done = retry
         .call(|_| send(client.get(server.url("/limited"))))
         .await
@@ -151,7 +151,7 @@ async fn an_http_date_retry_after_is_read_to_the_millisecond() {
     let told_at = Arc::new(Mutex::new(None));
     let told = Arc::clone(&told_at);
     let retry = Retry::new(hinted())
-        .classify(Error::failure)
+        .classify(RequestError::failure)
         .on_retry(move |n| {
             *told.lock().unwrap() = Some((SystemTime::now(), n.delay, n.reason));
         });
@@ -190,7 +190,7 @@ async fn an_http_date_retry_after_is_read_to_the_millisecond() {
 async fn retry_after_ms_wins_over_retry_after() {
     let server = support::start().await;
     let client = support::client();
-    let (retry, notices) = recording(Retry::new(hinted()).classify(Error::failure));
+    let (retry, notices) = recording(Retry::new(hinted()).classify(RequestError::failure));
     let done = retry
         .call(|_| send(client.get(server.url("/ms"))))
         .await
@@ -214,7 +214,7 @@ async fn a_400_is_not_retried_and_its_response_is_kept() {
     let server = support::start().await;
     let client = support::client();
     let err = Retry::new(quick())
-        .classify(Error::failure)
+        .classify(RequestError::failure)
         .call(|_| send(client.get(server.url("/bad"))))
         .await
         .unwrap_err();
@@ -240,7 +240,7 @@ async fn a_hang_past_the_attempt_timeout_times_out_every_attempt() {
         .build()
         .unwrap();
     let err = Retry::new(policy)
-        .classify(Error::failure)
+        .classify(RequestError::failure)
         .call(|_| send(client.get(server.url("/hang"))))
         .await
         .unwrap_err();
@@ -270,7 +270,7 @@ async fn a_timeout_after_an_error_says_which_attempt_the_error_came_from() {
         .build()
         .unwrap();
     let err = Retry::new(policy)
-        .classify(Error::failure)
+        .classify(RequestError::failure)
         .call(|_| send(client.get(server.url("/then-hang"))))
         .await
         .unwrap_err();
@@ -278,7 +278,9 @@ async fn a_timeout_after_an_error_says_which_attempt_the_error_came_from() {
     assert_eq!(err.attempts(), 3);
     assert_eq!(err.last_failure(), Some(FailureKind::Timeout));
     assert_eq!(
-        err.last_error().and_then(Error::status).map(|s| s.as_u16()),
+        err.last_error()
+            .and_then(RequestError::status)
+            .map(|s| s.as_u16()),
         Some(503)
     );
     assert_eq!(err.last_error_attempt(), Some(1));
@@ -298,7 +300,7 @@ async fn a_timeout_after_an_error_says_which_attempt_the_error_came_from() {
 async fn a_dropped_connection_is_retried_for_a_get_and_not_for_a_post() {
     let server = support::start().await;
     let client = support::client();
-    let retry = Retry::new(quick()).classify(Error::failure);
+    let retry = Retry::new(quick()).classify(RequestError::failure);
 
     let err = retry
         .call(|_| send(client.get(server.dropping_url())))
@@ -307,7 +309,10 @@ async fn a_dropped_connection_is_retried_for_a_get_and_not_for_a_post() {
     assert_eq!(err.code(), "retry.exhausted");
     assert_eq!(err.attempts(), 3);
     assert_eq!(err.last_failure(), Some(FailureKind::Connection));
-    assert!(matches!(err.last_error(), Some(Error::Transport { .. })));
+    assert!(matches!(
+        err.last_error(),
+        Some(RequestError::Transport { .. })
+    ));
     assert_eq!(
         server
             .books
@@ -342,7 +347,7 @@ async fn a_refused_connection_sent_nothing_and_is_retried_even_for_a_post() {
     };
     let client = support::client();
     let err = Retry::new(quick())
-        .classify(Error::failure)
+        .classify(RequestError::failure)
         .call(|_| {
             send(
                 client
@@ -385,7 +390,7 @@ fn layered_failure(error: &LayeredError) -> Failure {
     match error {
         BreakerServiceError::CircuitOpen { .. } => Failure::permanent(),
         BreakerServiceError::Inner(e) => {
-            retry_tokio::reqwest::classify_error(e, &http::Method::GET)
+            retry_tokio::reqwest_call::classify_error(e, &http::Method::GET)
         }
     }
 }
@@ -420,7 +425,7 @@ async fn through_tower_503s_are_retried_with_the_retry_count_stamped() {
             BreakerLayer::new(breaker.clone())
                 .classify_responses(HttpStatus)
                 .classify_errors(|e: &reqwest::Error| {
-                    retry_tokio::reqwest::classify_error(e, &http::Method::GET)
+                    retry_tokio::reqwest_call::classify_error(e, &http::Method::GET)
                 }),
         )
         .service(reqwest_service(support::client()));
@@ -505,7 +510,7 @@ async fn through_tower_400s_come_back_as_responses_and_leave_the_breaker_closed(
     .unwrap();
     let client = support::client();
     let retry = Retry::new(quick())
-        .classify(Error::failure)
+        .classify(RequestError::failure)
         .breaker(direct.clone());
     for _ in 0..3 {
         let err = retry

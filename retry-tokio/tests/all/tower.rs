@@ -34,7 +34,9 @@ async fn the_retry_layer_retries_until_success() {
             }
         }
     });
-    let service = RetryLayer::new(Retry::new(policy(5))).layer(inner);
+    let service = RetryLayer::new(Retry::new(policy(5)))
+        .idempotent_when(|_: &String| true)
+        .layer(inner);
     let response = service.oneshot("hello".to_owned()).await.unwrap();
     assert_eq!(response, "hello after 3 calls");
     assert_eq!(calls.load(Ordering::SeqCst), 3);
@@ -44,6 +46,7 @@ async fn the_retry_layer_retries_until_success() {
 async fn the_retry_layer_gives_up_with_a_retry_error() {
     let inner = service_fn(|_request: u32| async { Err::<u32, _>("down") });
     let err = RetryLayer::new(Retry::new(policy(2)))
+        .idempotent_when(|_: &u32| true)
         .layer(inner)
         .oneshot(7)
         .await
@@ -71,11 +74,13 @@ async fn the_retry_layer_recreates_requests_that_are_not_clone() {
             }
         }
     });
-    let layer = RetryLayer::new(Retry::new(policy(3))).recreate_with(
-        |u: &Upload, _attempt: &retry_tokio::AttemptContext| Upload {
-            body: u.body.clone(),
-        },
-    );
+    let layer = RetryLayer::new(Retry::new(policy(3)))
+        .recreate_with(
+            |u: &Upload, _attempt: &retry_tokio::AttemptContext| Upload {
+                body: u.body.clone(),
+            },
+        )
+        .idempotent_when(|_: &Upload| true);
     let sent = layer
         .layer(inner)
         .oneshot(Upload { body: vec![0; 12] })

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 echo "-- the README's firmware excerpt is the firmware's code"
-excerpt=$(awk '/^```rs$/ { on = 1; next } on && /^```$/ { exit } on' README.md)
+excerpt=$(awk '/^## On a microcontroller/ { section = 1 } section && /^```rs$/ { on = 1; next } on && /^```$/ { exit } on' README.md)
 [ -n "$excerpt" ] || { echo "README.md has no firmware excerpt (a \`\`\`rs block)"; exit 1; }
 if ! tr '\n' '\r' <embedded/firmware/src/main.rs | grep -qF "$(tr '\n' '\r' <<<"$excerpt")"; then
     echo "README.md's firmware excerpt is not in embedded/firmware/src/main.rs"

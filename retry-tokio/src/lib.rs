@@ -142,3 +142,10 @@ pub use timer::{automatic_transitions, TimerError};
 pub use retry_core;
 pub use retry_shared;
 pub use tokio_util::sync::CancellationToken;
+
+// The workspace README's Rust blocks, compiled and run as this crate's
+// doctests: they use retry-tokio (with `reqwest` and `tower`), retry-std,
+// reqwest, axum and tokio, all dependencies or dev-dependencies here.
+#[cfg(all(doctest, feature = "reqwest", feature = "tower"))]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

@@ -27,7 +27,9 @@
 //!   every answer while the restored machine is driven on;
 //! - breaker: a half-open period has a deadline exactly when the config has a
 //!   maximum wait, and the first request at that deadline ends the period;
-//!   probes in flight within the permits; a count window within its size;
+//!   probes in flight within the permits, probes reported below what the
+//!   verdict needs (and the half-open reading is theirs); a count window
+//!   within its size, in every state;
 //! - budget: tokens within the capacity, before and after more notifications.
 //!
 //! Either way the machine's own snapshot restores to an equal machine.
@@ -37,9 +39,9 @@ use core::time::Duration;
 use arbitrary::{Arbitrary, Unstructured};
 use retry_core::{
     Action, Admission, AttemptKind, BreakerConfig, BreakerState, BudgetConfig, BudgetSnapshot,
-    CallOutcome, CircuitBreaker, CircuitOpen, Event, HintMode, Instant, Jitter, ManualState,
-    Resolution, RetryBudget, RetryKind, RetryMachine, RetryPolicy, SleepReason, SnapshotError,
-    Window,
+    CallOutcome, CircuitBreaker, CircuitOpen, Event, HalfOpenVerdict, HintMode, Instant, Jitter,
+    ManualState, Resolution, RetryBudget, RetryKind, RetryMachine, RetryPolicy, SleepReason,
+    SnapshotError, Window,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -652,8 +654,31 @@ fn breaker_invariants(b: &Breaker, config: &BreakerConfig, step: usize) -> Resul
     if b.state() == BreakerState::Open {
         ensure(b.open_until().is_some(), TARGET, step, "open with no end")?;
     }
+    if b.state() == BreakerState::HalfOpen {
+        // Half-open, the dashboard reads the probes, and they stay below what
+        // the verdict needs (it is given as the last one reports).
+        let probes = b.probe_results();
+        ensure(
+            b.metrics(Instant::ORIGIN).window == probes,
+            TARGET,
+            step,
+            "a half-open reading that is not the probes'",
+        )?;
+        let needed = match config.half_open_verdict() {
+            HalfOpenVerdict::Consecutive => config.success_threshold(),
+            HalfOpenVerdict::Rates { probes } => probes,
+        };
+        ensure(
+            probes.calls < needed,
+            TARGET,
+            step,
+            "half-open with as many probes reported as the verdict needs",
+        )?;
+    }
     if let Some(Window::Count { calls }) = config.window() {
-        let held = b.metrics(Instant::ORIGIN).window.calls;
+        // The window itself (`stats`), in every state: the dashboard's
+        // reading is the probes' while half-open.
+        let held = b.stats(Instant::ORIGIN).calls;
         ensure(
             held <= u32::from(calls),
             TARGET,

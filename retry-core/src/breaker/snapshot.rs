@@ -360,7 +360,10 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// (probe counts that do not add up or exceed their limits, a failure streak
     /// that should have tripped the breaker, re-opens outside open and
     /// half-open, calls rejected in a state that admits every call or more
-    /// of them in the state than in all).
+    /// of them in the state than in all); a field of a later version than the
+    /// snapshot's (calls rejected in the state, or bucket durations, in a
+    /// version 1 snapshot); bucket durations not listed for every bucket of a
+    /// time window (version 2 lists one for each, `None` when not known).
     pub fn restore(snapshot: &BreakerSnapshot<WORDS, BUCKETS>) -> Result<Self, SnapshotError> {
         let s = snapshot;
         let versions = BreakerSnapshot::<WORDS, BUCKETS>::OLDEST_VERSION
@@ -370,6 +373,20 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 found: s.version,
                 supported: BreakerSnapshot::<WORDS, BUCKETS>::VERSION,
             });
+        }
+        if s.version < 2 {
+            // Version 1 kept neither of version 2's fields: a version 1
+            // record that lists one was not written by any breaker.
+            consistent(
+                s.rejected_in_state == 0,
+                "rejected_in_state",
+                "calls rejected in the state, which a version 1 snapshot does not count",
+            )?;
+            consistent(
+                s.bucket_nanos.given == 0,
+                "bucket_nanos",
+                "bucket durations, which a version 1 snapshot does not keep",
+            )?;
         }
         let config = s.config.config()?;
         let mut breaker = CircuitBreaker::new(config).map_err(SnapshotError::Breaker)?;
@@ -534,12 +551,13 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 }
                 let mut ring = BucketRing::<BUCKETS>::new();
                 let mut slots_taken = [false; BUCKETS];
-                // A version 1 snapshot lists no durations: not known.
+                // A version 1 snapshot lists no durations (not known); a
+                // later one lists one for every bucket (`None`: not known).
                 let nanos = s.bucket_nanos.kept();
                 consistent(
-                    nanos.is_empty() || nanos.len() == buckets.kept().len(),
+                    s.version < 2 || nanos.len() == buckets.kept().len(),
                     "bucket_nanos",
-                    "durations listed for some buckets and not others",
+                    "durations not listed for every bucket",
                 )?;
                 for (i, b) in buckets.kept().iter().enumerate() {
                     let counts = b.counts.stats("window.buckets")?;
@@ -582,9 +600,11 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
 }
 
 /// Reading a snapshot of either version: version 2 added two fields at the
-/// end, which a version 1 snapshot lacks. In a format that names fields
-/// (JSON), a missing one takes its default; in one that lists them by
-/// position (postcard), the version, read first, says whether they follow.
+/// end, which a version 1 snapshot lacks. In a format that lists fields by
+/// position (postcard), the version, read first, says whether they follow; in
+/// one that names them (JSON), the version says whether they must be there (a
+/// version 1 record that lists them anyway is refused by `restore` unless
+/// they hold what version 1 means: none).
 #[cfg(feature = "serde")]
 mod read {
     use core::fmt;
@@ -712,8 +732,21 @@ mod read {
                     }
                 }
             }
+            let version: u32 = version.ok_or_else(|| de::Error::missing_field("version"))?;
+            // Version 2 always writes its two fields: a record without them
+            // is refused here, as postcard refuses one that stops short. (A
+            // version this build does not know is left to `restore`, which
+            // refuses it as such.)
+            if version == 2 {
+                if rejected_in_state.is_none() {
+                    return Err(de::Error::missing_field("rejected_in_state"));
+                }
+                if bucket_nanos.is_none() {
+                    return Err(de::Error::missing_field("bucket_nanos"));
+                }
+            }
             Ok(BreakerSnapshot {
-                version: version.ok_or_else(|| de::Error::missing_field("version"))?,
+                version,
                 config: config.ok_or_else(|| de::Error::missing_field("config"))?,
                 state: state.ok_or_else(|| de::Error::missing_field("state"))?,
                 epoch: epoch.ok_or_else(|| de::Error::missing_field("epoch"))?,

@@ -904,6 +904,71 @@ fn a_version_1_snapshot_restores_with_what_it_did_not_keep_as_unknown() {
     assert_eq!(restored, closed);
 }
 
+/// A record holds the fields of the version it names, and only those: a
+/// version 1 record has no count of the calls rejected in the state and no
+/// bucket durations (a version 1 breaker kept neither), and a version 2 one
+/// lists both, with a duration (or `null`, not known) for every bucket of a
+/// time window, as a version 2 breaker always writes them. JSON and postcard
+/// read the same record the same way.
+#[test]
+fn a_record_holds_the_fields_of_its_version() {
+    let b = timed_breaker();
+    let s = b.snapshot();
+    let restore = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut json = serde_json::to_value(s).unwrap();
+        edit(&mut json);
+        serde_json::from_value::<BreakerSnapshot<0, 4>>(json)
+            .map_err(|e| e.to_string())
+            .and_then(|r| CircuitBreaker::<0, 4>::restore(&r).map_err(|e| e.field().to_owned()))
+    };
+    // As written, and as version 1 wrote it (both fields left out).
+    assert_eq!(restore(&|_| {}), Ok(b));
+    let as_v1 = |j: &mut serde_json::Value| {
+        j["version"] = 1.into();
+        let fields = j.as_object_mut().unwrap();
+        fields.remove("rejected_in_state");
+        fields.remove("bucket_nanos");
+    };
+    assert!(restore(&as_v1).is_ok());
+    // Version 1 with what only version 2 keeps: refused, naming the field
+    // (postcard never reads them from a version 1 record).
+    let e = restore(&|j| {
+        as_v1(j);
+        j["rejected_in_state"] = 2.into();
+    });
+    assert_eq!(e, Err("rejected_in_state".to_owned()));
+    let e = restore(&|j| {
+        as_v1(j);
+        j["bucket_nanos"] = serde_json::json!([5_000_000, 31_000_000]);
+    });
+    assert_eq!(e, Err("bucket_nanos".to_owned()));
+    // Version 2 with the durations of no bucket, or of some: refused.
+    for listed in [serde_json::json!([]), serde_json::json!([5_000_000])] {
+        let e = restore(&|j| j["bucket_nanos"] = listed.clone());
+        assert_eq!(e, Err("bucket_nanos".to_owned()), "{listed}");
+    }
+    // Durations not known (a breaker restored from version 1 writes these).
+    assert!(restore(&|j| j["bucket_nanos"] = serde_json::json!([null, null])).is_ok());
+    // Version 2 without either field: a decode error naming it, as postcard
+    // gives for a version 2 record cut short.
+    for field in ["rejected_in_state", "bucket_nanos"] {
+        let e = restore(&|j| {
+            j.as_object_mut().unwrap().remove(field);
+        })
+        .unwrap_err();
+        assert!(e.contains(field) && e.contains("missing"), "{e}");
+    }
+    let bytes = postcard::to_allocvec(&s).unwrap();
+    let cut = &bytes[..bytes.len() - 1];
+    assert!(postcard::from_bytes::<BreakerSnapshot<0, 4>>(cut).is_err());
+    // A version this build does not know is refused as that, fields or not.
+    let e = restore(&|j| {
+        as_v1(j);
+        j["version"] = 3.into();
+    });
+    assert_eq!(e, Err("version".to_owned()));
+}
+
 #[test]
 fn corrupt_budget_snapshots_are_typed_errors_naming_the_field() {
     let aws = RetryBudget::new(BudgetConfig::aws_standard()).snapshot();

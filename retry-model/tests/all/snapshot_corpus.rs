@@ -55,6 +55,10 @@ fn every_seed_means_what_its_name_says() {
             "breaker-streak-should-have-tripped.json",
             "consecutive_failures",
         ),
+        // Version 2's fields in a version 1 record; a version 2 record
+        // without a duration for each of its buckets.
+        ("breaker-v1-with-v2-count.json", "rejected_in_state"),
+        ("breaker-v2-durations-missing.json", "bucket_nanos"),
         ("budget-tokens-above-max.json", "state.millis"),
         ("budget-slice-out-of-place.json", "state.slices"),
     ];

@@ -604,19 +604,26 @@ impl BreakerConfig {
     pub(crate) fn bucket_shape(&self) -> Option<(u64, u16)> {
         match self.window {
             Some(Window::Time { length, buckets }) => {
-                // `Duration::checked_div`'s arithmetic, written out in 64-bit
-                // words (no `Duration` built, so no overflow check left behind
-                // on small targets), then in nanoseconds, saturating past 584
-                // years. No bucket count is zero (the builder refuses it).
+                // The length in nanoseconds divided by the bucket count,
+                // exactly, in 64-bit words (no u128 division and no `Duration`
+                // built, so no overflow check left behind on small targets):
+                // with secs = q × buckets + carry, length ÷ buckets is
+                // q × 10⁹ + (carry × 10⁹ + subsec) ÷ buckets. Saturates past
+                // 584 years. No bucket count is zero (the builder refuses it).
+                // (Dividing the seconds and the nanoseconds apart, as
+                // `Duration::checked_div` does, loses up to a nanosecond per
+                // bucket, which moves bucket edges late in a long run.)
                 let per_bucket = NonZeroU64::new(u64::from(buckets)).unwrap_or(NonZeroU64::MIN);
                 let secs = length.as_secs();
-                // carry < buckets ≤ 65,535: carry × 10⁹ fits in 64 bits.
+                // carry < buckets ≤ 65,535: carry × 10⁹ + subsec fits in 64 bits.
                 let carry = secs % per_bucket;
-                let subsec = (u64::from(length.subsec_nanos()) / per_bucket)
-                    .saturating_add(carry.saturating_mul(1_000_000_000) / per_bucket);
+                let rest = carry
+                    .saturating_mul(1_000_000_000)
+                    .saturating_add(u64::from(length.subsec_nanos()))
+                    / per_bucket;
                 let nanos = (secs / per_bucket)
                     .saturating_mul(1_000_000_000)
-                    .saturating_add(subsec);
+                    .saturating_add(rest);
                 Some((nanos.max(1), buckets))
             }
             _ => None,
@@ -993,6 +1000,39 @@ mod tests {
                         "basic({threshold}, {timeout:?}, {successes})"
                     );
                 }
+            }
+        }
+    }
+
+    /// A time window's bucket is its length divided by the bucket count to the
+    /// nanosecond (rounded down), for lengths whose seconds and nanoseconds
+    /// do not divide apart (found by the breaker fuzz target: 2.857 s in 3
+    /// buckets read 952,333,332 ns, so bucket edges near the end of the clock
+    /// fell a bucket later than the model's), and saturates past `u64::MAX`.
+    #[test]
+    fn a_bucket_is_the_length_divided_exactly() {
+        let lengths = [
+            Duration::from_millis(2_857),
+            Duration::from_nanos(1),
+            Duration::new(1, 999_999_999),
+            Duration::new(65_534, 999_999_999),
+            Duration::new(7, 1),
+            Duration::from_secs(u64::MAX / 1_000_000_000),
+            Duration::new(u64::MAX, 999_999_999),
+        ];
+        for length in lengths {
+            for buckets in [1u16, 2, 3, 7, 8, 1_000, u16::MAX] {
+                let c = BreakerConfig::builder()
+                    .window(Window::Time { length, buckets })
+                    .build();
+                let Ok(c) = c else { continue };
+                let exact = (length.as_nanos() / u128::from(buckets)).max(1);
+                let expected = u64::try_from(exact).unwrap_or(u64::MAX);
+                assert_eq!(
+                    c.bucket_shape(),
+                    Some((expected, buckets)),
+                    "{length:?} in {buckets} buckets"
+                );
             }
         }
     }

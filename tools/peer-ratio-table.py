@@ -1,5 +1,9 @@
 #!/usr/bin/env python3
-"""Prints the issue-14 table of BENCHMARKS.md from criterion's saved estimates.
+"""Prints the hot paths' ratios to their peers on settled workloads, from
+criterion's saved estimates: ours ÷ the peer's time from the same run, for the
+next delay, the retry decision, the breaker's closed path, a call guarded by
+the shared breaker and the tokio success path, and the size probe's `.text`
+against 8 KiB (BENCHMARKS.md, "Settled paths: three runs at 45f1e27").
 
 Run the benchmarks first (one after the other, on a machine as quiet as you can
 get), then this script from the workspace root:
@@ -8,14 +12,14 @@ get), then this script from the workspace root:
     cargo bench -p retry-core --bench breaker
     cargo bench -p retry-std --bench breaker
     cargo bench -p retry-tokio --bench success
-    python3 tools/issue14-table.py [--text BYTES]
+    python3 tools/peer-ratio-table.py [--text BYTES]
 
 Ratios this small move from run to run on a shared machine (our rows and the
 peers' both, by up to half between runs of the same binaries). To report
 several runs, copy `target/criterion` aside after each run of the four
 benchmarks and pass the copies:
 
-    python3 tools/issue14-table.py --runs DIR1,DIR2,DIR3 [--text BYTES]
+    python3 tools/peer-ratio-table.py --runs DIR1,DIR2,DIR3 [--text BYTES]
 
 which prints each run's ratio and the median, and judges each row by the
 median ratio.

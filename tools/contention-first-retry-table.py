@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Issue 32's table (BENCHMARKS.md) from saved criterion runs.
+"""The ratio table under contention and from the first retry (BENCHMARKS.md: a
+long-lived breaker shared by two threads and its scaling, next delay and one
+retry decision over retries 1 to 16, with the settled rows beside them) from
+saved criterion runs.
 
-`tools/issue32-runs.sh` runs the benchmarks three times, keeps a copy of
-`target/criterion` after each run, measures the size probe's `.text` and calls
-this script:
+`tools/contention-first-retry-runs.sh` runs the benchmarks three times, keeps a
+copy of `target/criterion` after each run, measures the size probe's `.text`
+and calls this script:
 
-    python3 tools/issue32-table.py --runs DIR1,DIR2,DIR3 [--text BYTES]
+    python3 tools/contention-first-retry-table.py --runs DIR1,DIR2,DIR3 [--text BYTES]
 
 Each row divides one benchmark's time by another's from the same run (ours by
 the peer's; for the scaling rows, two threads by one thread), prints every

@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# Issue 32's table in one command: three runs of the benchmarks its rows read
-# (each followed by a copy of target/criterion), the size probe's .text, then
-# tools/issue32-table.py on the three copies. Run it from anywhere, on a
-# machine as quiet as you can get (nothing else building: the two-thread rows
-# need both cores). Takes about 25 minutes.
+# The ratio table under contention and from the first retry (BENCHMARKS.md) in
+# one command: three runs of the benchmarks its rows read (each followed by a
+# copy of target/criterion), the size probe's .text, then
+# tools/contention-first-retry-table.py on the three copies. Run it from
+# anywhere, on a machine as quiet as you can get (nothing else building: the
+# two-thread rows need both cores). Takes about 25 minutes.
 #
-#   bash tools/issue32-runs.sh [OUT]      # copies go to OUT/run1..3 (default target/issue32)
+#   bash tools/contention-first-retry-runs.sh [OUT]
+#
+# The copies go to OUT/run1..3 (default target/contention-first-retry), with
+# the table in OUT/table.md and the load averages in OUT/load.txt.
 #
 # RUNS=1 makes a single run (a quick look; the table then has one column).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:-target/issue32}
+out=${1:-target/contention-first-retry}
 runs=${RUNS:-3}
 mkdir -p "$out"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$out/load.txt"
@@ -36,4 +40,4 @@ else
     echo "(no thumbv7em build or no llvm-size: the size row is left out)"
 fi
 
-python3 tools/issue32-table.py --runs "$(IFS=,; echo "${dirs[*]}")" "${text_arg[@]}" | tee "$out/table.md"
+python3 tools/contention-first-retry-table.py --runs "$(IFS=,; echo "${dirs[*]}")" "${text_arg[@]}" | tee "$out/table.md"

@@ -67,8 +67,9 @@ THE COMMAND'S ENVIRONMENT
   (sudo -u, su, setpriv, runuser) cannot write it there (Permission denied), so
   run retry inside the switch. A retry that is root, which commands often leave
   for another user, gives each attempt a file in a directory of its own instead
-  (/dev/shm/retry-<pid>-<random>, or under TMPDIR; mode 0711, the file 0622: any
-  user can write it, only root can list or read it), removed when retry ends
+  (/dev/shm/retry-<pid>-<random>, or under TMPDIR; mode 0711, the file 0622 under
+  a random name: only root can list the directory or read the file, so only a
+  process given the name can write it), removed when retry ends
   (not if it is killed with SIGKILL); sudo passes the variable on with
   --preserve-env=RETRY_HINT_FILE. The command sees no other descriptor of
   retry's: only 0, 1, 2 and those its caller passed (--events fd:N excepted).

@@ -84,7 +84,10 @@ impl HintDirectory {
         }
         let dir = self.directory()?;
         let mut path = dir.into_bytes();
-        path.extend_from_slice(format!("/hint-{attempt}").as_bytes());
+        // The directory's own name shows in a listing of its parent (which
+        // anyone may list); the file's name is drawn at random too, so that
+        // no one but root can find the file to write it.
+        path.extend_from_slice(format!("/hint-{attempt}-{:016x}", random_seed()).as_bytes());
         let path = CString::new(path).ok()?;
         // Any user may write it (a command that switched users); only retry
         // reads it.

@@ -1,13 +1,17 @@
 //! The system calls the program makes, through `rustix` (and `nix` for what
-//! rustix has no safe form of: `posix_spawnp(3)` and the signal mask). Each
-//! function here is safe to call with any argument; the logic lives in the
-//! modules that call them.
+//! rustix has no safe form of: the signal mask). Each function here is safe to
+//! call with any argument; the logic lives in the modules that call them.
 //!
-//! Four things have no safe form in either crate and stay `unsafe`, each with
+//! Five things have no safe form in either crate and stay `unsafe`, each with
 //! the reason it is sound: installing a signal handler (`sigaction`), reading
 //! the `siginfo_t` the kernel hands that handler, borrowing a descriptor the
-//! caller passed by number (`--events fd:N`), and reading the process's
-//! environment (`environ`) without copying it.
+//! caller passed by number (`--events fd:N`), reading the process's
+//! environment (`environ`) without copying it, and starting a command with a
+//! `vfork`-style `clone(2)` ([`spawn`]). The last one replaces
+//! `posix_spawnp(3)`, which is safe to call but whose child in the GNU C
+//! library asks about and resets every one of the 64 signal dispositions,
+//! about 120 system calls, most of what starting a short command costs after
+//! the loader; ours resets only the signals `retry` catches, and SIGPIPE.
 #![allow(unsafe_code)]
 
 use core::sync::atomic::{AtomicU64, Ordering};

@@ -2264,6 +2264,46 @@ fn a_command_that_dropped_privileges_can_write_its_hint_file() {
     }
 }
 
+/// A root retry's hint file can be found by no other user: its directory's
+/// name shows in `/dev/shm` (anyone may list that), but the directory itself
+/// cannot be listed by another user and the file's own name is drawn at
+/// random, not `hint-<attempt>`, which anyone who saw the directory could have
+/// opened and written.
+#[test]
+fn a_root_retrys_hint_file_cannot_be_found_by_another_user() {
+    if !common::is_root() {
+        println!("SKIPPED: the hint directory is made only by a root retry");
+        return;
+    }
+    let setpriv = common::command("setpriv")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    let dir = tmp();
+    let (out, _) = retry_events(
+        dir.path(),
+        &["-n", "1"],
+        "echo \"$RETRY_HINT_FILE\"; command -v setpriv >/dev/null && \
+         setpriv --reuid=65534 --regid=65534 --clear-groups \
+         ls \"$(dirname \"$RETRY_HINT_FILE\")\" >/dev/null 2>&1 && echo LISTED; true",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let path = Path::new(stdout.lines().next().unwrap());
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let random = name.strip_prefix("hint-1-").unwrap_or("");
+    assert!(
+        random.len() == 16 && random.bytes().all(|b| b.is_ascii_hexdigit()),
+        "the file's name is not drawn at random: {name}"
+    );
+    if setpriv {
+        assert!(!stdout.contains("LISTED"), "another user listed {stdout}");
+    } else {
+        println!("SKIPPED the listing as another user: needs setpriv");
+    }
+}
+
 /// The program's default jitter never shortens a stated delay by more than
 /// half (equal jitter: `-d 5s` waits 2.5 s to 5 s), and the status line and
 /// the plan show the range. Before, full jitter could retry at once.

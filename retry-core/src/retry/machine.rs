@@ -617,6 +617,16 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
         if let Some(action) = self.plain_step(&event, now) {
             return action;
         }
+        self.poll_any(event, now)
+    }
+
+    /// [`RetryMachine::poll`] for every event: out of line on 64-bit
+    /// targets, where `poll` first tries the two transitions of a plain
+    /// retry ([`RetryMachine::plain_step`]) with no call, and then comes
+    /// here (so that the common path saves no registers for this one).
+    #[cfg_attr(target_pointer_width = "64", inline(never))]
+    #[cfg_attr(not(target_pointer_width = "64"), inline)]
+    fn poll_any(&mut self, event: Event, now: Instant) -> Action {
         match self.step(event, now) {
             Some(action) => action,
             None => self.misuse(event).answer,
@@ -894,11 +904,11 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
     /// The two transitions every retry takes, on 64-bit targets, under a
     /// policy that [retries plainly](RetryPolicy::retries_plainly) (no time
     /// budget, no retry budget): a retryable failure with no hint, not of the
-    /// last attempt, answered with the curve's sleep
-    /// ([`RetryMachine::plain_retry`]), and a due wake answered with the next
-    /// attempt. The same state and answer as [`RetryMachine::step`], without
-    /// its checks, inlined where the machine is polled; `None` (the machine
-    /// unchanged) for every other event and phase.
+    /// last attempt, answered with the curve's sleep where the policy has its
+    /// delay in a few instructions ([`RetryMachine::plain_retry`]), and a due
+    /// wake answered with the next attempt. The same state and answer as
+    /// [`RetryMachine::step`], without its checks and with no call; `None`
+    /// (the machine unchanged) for every other event, phase and delay.
     #[cfg(target_pointer_width = "64")]
     #[inline(always)]
     fn plain_step(&mut self, event: &Event, now: Instant) -> Option<Action> {
@@ -913,7 +923,7 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
                     && !self.policy.is_last_attempt(*number) =>
             {
                 let (number, kind) = (*number, failure.kind());
-                self.plain_retry(number, kind, now)
+                self.plain_retry(number, kind, now)?
             }
             // With no budget, a due wake always starts the next attempt.
             (State::Sleeping { until, .. }, Event::Woke) if now >= *until => {
@@ -929,12 +939,13 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
     /// [`RetryMachine::after_failure`] for a retryable failure of kind `kind`
     /// with no hint, of attempt `number` (not the last), under a policy that
     /// retries plainly: the curve's sleep, with nothing to check it against.
+    /// `None` (the machine unchanged) where the policy's delay at this step
+    /// takes more than its short forms.
     #[cfg(target_pointer_width = "64")]
     #[inline(always)]
-    fn plain_retry(&mut self, number: u32, kind: FailureKind, now: Instant) -> Action {
-        let policy = &self.policy;
+    fn plain_retry(&mut self, number: u32, kind: FailureKind, now: Instant) -> Option<Action> {
         let step = number.saturating_sub(self.curve_origin);
-        let delay = policy.curve_delay(number, step, self.seed, self.previous_delay);
+        let delay = self.policy.short_delay(number, step, self.seed)?;
         self.last_failure = Some(kind);
         self.previous_delay = delay;
         // Every curve delay is made from a `u64` of nanoseconds: it converts
@@ -944,7 +955,7 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
             .as_nanos()
             .checked_add(exact_nanos(delay))
             .map_or(Instant::MAX, Instant::from_nanos);
-        self.sleep_until(number.saturating_add(1), delay, until, SleepReason::Curve, now)
+        Some(self.sleep_until(number.saturating_add(1), delay, until, SleepReason::Curve, now))
     }
 
     /// Sleeps `delay` before attempt `next`, or starts it at once if the delay is

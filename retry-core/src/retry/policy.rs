@@ -732,7 +732,7 @@ impl RetryPolicy {
     /// says which side of the settling step it is; nothing here calls out,
     /// so that wherever it is inlined it saves no registers.
     #[inline(always)]
-    fn short_delay(&self, retry: u32, step: u32, seed: u64) -> Option<Duration> {
+    pub(crate) fn short_delay(&self, retry: u32, step: u32, seed: u64) -> Option<Duration> {
         if !PLAN {
             None
         } else if step >= self.steady_step {

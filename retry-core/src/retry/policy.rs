@@ -433,7 +433,8 @@ impl RetryPolicy {
 
     /// [`RetryPolicy::delay`] where [`RetryPolicy::short_delay`] has no
     /// answer.
-    #[inline(never)]
+    #[cfg_attr(target_pointer_width = "64", inline(never))]
+    #[cfg_attr(not(target_pointer_width = "64"), inline)]
     fn long_delay(&self, retry: u32, seed: u64) -> Duration {
         // Only decorrelated jitter reads the previous delay.
         let previous = match self.jitter {
@@ -752,7 +753,8 @@ impl RetryPolicy {
     /// [`RetryPolicy::curve_delay`] in nanoseconds where
     /// [`RetryPolicy::short_delay`] has no answer: the other early short
     /// forms, or the full computation.
-    #[inline(never)]
+    #[cfg_attr(target_pointer_width = "64", inline(never))]
+    #[cfg_attr(not(target_pointer_width = "64"), inline)]
     fn long_nanos(&self, retry: u32, step: u32, seed: u64, previous: Duration) -> u64 {
         if PLAN && self.plan & EARLY_READY != 0 && step < self.steady_step {
             return self.early_short(retry, step, seed);

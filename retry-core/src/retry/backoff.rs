@@ -236,6 +236,35 @@ pub(crate) fn fibonacci_nanos(base: u64, retry: u32, max: u64) -> u64 {
     base.saturating_mul(f).min(max)
 }
 
+/// `base · F(retry)` (retry 0 read as 1) for a retry at which the
+/// Fibonacci curve from `base` lies below its cap: nothing saturates and
+/// nothing is capped, so it is one lookup and one multiply, with no check
+/// (the curve passes any cap by F(94), so such a retry is at most 93; the
+/// table's index is masked into it whatever the retry). 64-bit targets only.
+#[inline(always)]
+pub(crate) fn fibonacci_below_cap(base: u64, retry: u32) -> u64 {
+    let f = FIBONACCI_FROM_ONE
+        .get(usize::try_from(retry & 127).unwrap_or(0))
+        .copied()
+        .unwrap_or(u64::MAX);
+    base.wrapping_mul(f)
+}
+
+/// F(r) for r from 0 (read as 1, as retry 0 is) up to 93, then `u64::MAX`
+/// (past the last that fits), 128 of them, for [`fibonacci_below_cap`].
+// Worked out while compiling: an index out of range would fail the build.
+#[allow(clippy::indexing_slicing)]
+const FIBONACCI_FROM_ONE: [u64; 128] = {
+    let mut table = [u64::MAX; 128];
+    let mut r = 0;
+    while r < FIBONACCI.len() {
+        table[r] = FIBONACCI[r];
+        r += 1;
+    }
+    table[0] = 1;
+    table
+};
+
 /// `base · F(retry)` (retry 0 read as 1) capped at `max`, by adding the two
 /// before it up to the cap: exact while it fits, at most 92 additions (F(94)
 /// · 1 ns is past `u64::MAX`). The form of targets without the table.

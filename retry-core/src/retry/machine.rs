@@ -5,7 +5,7 @@ use core::fmt;
 use core::ops::Deref;
 use core::time::Duration;
 
-use super::nanos::{from_nanos, sat_nanos};
+use super::nanos::{exact_nanos, from_nanos, sat_nanos};
 use super::policy::{bounded, CircuitOpen, HintMode, RetryPolicy};
 use crate::classify::{Failure, FailureKind};
 use crate::hint::Hint;
@@ -613,6 +613,20 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
     /// Misuse is answered as the type's docs say and changes nothing.
     #[cfg_attr(target_pointer_width = "64", inline)]
     pub fn poll(&mut self, event: Event, now: Instant) -> Action {
+        #[cfg(target_pointer_width = "64")]
+        if let Some(action) = self.plain_step(&event, now) {
+            return action;
+        }
+        self.poll_any(event, now)
+    }
+
+    /// [`RetryMachine::poll`] for every event: out of line on 64-bit
+    /// targets, where `poll` first tries the two transitions of a plain
+    /// retry ([`RetryMachine::plain_step`]) with no call, and then comes
+    /// here (so that the common path saves no registers for this one).
+    #[cfg_attr(target_pointer_width = "64", inline(never))]
+    #[cfg_attr(not(target_pointer_width = "64"), inline)]
+    fn poll_any(&mut self, event: Event, now: Instant) -> Action {
         match self.step(event, now) {
             Some(action) => action,
             None => self.misuse(event).answer,
@@ -626,6 +640,10 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
     /// [`Misuse`] when the event does not fit the current phase.
     #[cfg_attr(target_pointer_width = "64", inline)]
     pub fn try_poll(&mut self, event: Event, now: Instant) -> Result<Action, Misuse> {
+        #[cfg(target_pointer_width = "64")]
+        if let Some(action) = self.plain_step(&event, now) {
+            return Ok(action);
+        }
         match self.step(event, now) {
             Some(action) => Ok(action),
             None => Err(self.misuse(event)),
@@ -881,6 +899,63 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
             };
         }
         self.sleep_or_attempt(number.saturating_add(1), delay, reason, now)
+    }
+
+    /// The two transitions every retry takes, on 64-bit targets, under a
+    /// policy that [retries plainly](RetryPolicy::retries_plainly) (no time
+    /// budget, no retry budget): a retryable failure with no hint, not of the
+    /// last attempt, answered with the curve's sleep where the policy has its
+    /// delay in a few instructions ([`RetryMachine::plain_retry`]), and a due
+    /// wake answered with the next attempt. The same state and answer as
+    /// [`RetryMachine::step`], without its checks and with no call; `None`
+    /// (the machine unchanged) for every other event, phase and delay.
+    #[cfg(target_pointer_width = "64")]
+    #[inline(always)]
+    fn plain_step(&mut self, event: &Event, now: Instant) -> Option<Action> {
+        if !self.policy.retries_plainly() {
+            return None;
+        }
+        let now = now.max(self.last_now);
+        let action = match (&self.state, event) {
+            (State::Attempting { number, .. }, Event::Failed(failure))
+                if failure.is_retryable()
+                    && failure.hint().is_none()
+                    && !self.policy.is_last_attempt(*number) =>
+            {
+                let (number, kind) = (*number, failure.kind());
+                self.plain_retry(number, kind, now)?
+            }
+            // With no budget, a due wake always starts the next attempt.
+            (State::Sleeping { until, .. }, Event::Woke) if now >= *until => {
+                let next = self.last_attempt.saturating_add(1);
+                self.begin_attempt(next, now)
+            }
+            _ => return None,
+        };
+        self.last_now = now;
+        Some(action)
+    }
+
+    /// [`RetryMachine::after_failure`] for a retryable failure of kind `kind`
+    /// with no hint, of attempt `number` (not the last), under a policy that
+    /// retries plainly: the curve's sleep, with nothing to check it against.
+    /// `None` (the machine unchanged) where the policy's delay at this step
+    /// takes more than its short forms.
+    #[cfg(target_pointer_width = "64")]
+    #[inline(always)]
+    fn plain_retry(&mut self, number: u32, kind: FailureKind, now: Instant) -> Option<Action> {
+        let step = number.saturating_sub(self.curve_origin);
+        let delay = self.policy.short_delay(number, step, self.seed)?;
+        self.last_failure = Some(kind);
+        self.previous_delay = delay;
+        // Every curve delay is made from a `u64` of nanoseconds: it converts
+        // back without a check. With no budget, a sleep past the last instant
+        // ends there (`sleep_end`).
+        let until = now
+            .as_nanos()
+            .checked_add(exact_nanos(delay))
+            .map_or(Instant::MAX, Instant::from_nanos);
+        Some(self.sleep_until(number.saturating_add(1), delay, until, SleepReason::Curve, now))
     }
 
     /// Sleeps `delay` before attempt `next`, or starts it at once if the delay is

@@ -23,6 +23,16 @@ pub(crate) const fn sat_nanos(d: Duration) -> u64 {
         .saturating_add(d.subsec_nanos() as u64)
 }
 
+/// The whole duration in nanoseconds, for a duration known to be at most
+/// `u64::MAX` ns (one made from a `u64` of nanoseconds, a curve's value
+/// below its cap): no saturation check.
+#[inline(always)]
+pub(crate) const fn exact_nanos(d: Duration) -> u64 {
+    d.as_secs()
+        .wrapping_mul(NANOS_PER_SEC_64)
+        .wrapping_add(d.subsec_nanos() as u64)
+}
+
 /// Nanoseconds back to a `Duration` (always exact: `u64::MAX` ns is far below
 /// [`Duration::MAX`]).
 #[inline]

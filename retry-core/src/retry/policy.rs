@@ -4,10 +4,10 @@
 use core::fmt;
 use core::time::Duration;
 
-use super::backoff::{fibonacci_nanos, Backoff};
+use super::backoff::{fibonacci_below_cap, Backoff};
 use super::error::PolicyError;
 use super::jitter::{jitter_draw_nanos, scaled_pick, Jitter};
-use super::nanos::{from_nanos, millis_rem, sat_nanos};
+use super::nanos::{exact_nanos, from_nanos, millis_rem, sat_nanos};
 
 /// How delays are rounded after jitter (see [the rules](crate::behaviour#jitter)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -155,6 +155,17 @@ const JITTER_READY: u8 = 8;
 /// unjittered, that value itself; with full jitter, the settled short form's
 /// draw on it.
 const EARLY_READY: u8 = 16;
+/// The policy has no total time budget and no shared retry budget: a retry
+/// after a failure with no hint sleeps the curve's delay, with nothing to
+/// check it against ([`RetryPolicy::retries_plainly`]). Worked out whatever
+/// the curve.
+const PLAIN: u8 = 1;
+/// With [`EARLY_READY`]: the curve is Fibonacci, whose early values are one
+/// lookup and one multiply ([`fibonacci_below_cap`]).
+const EARLY_FIBONACCI: u8 = 32;
+/// With [`EARLY_READY`]: the curve doubles (an exponential factor of exactly
+/// 2), whose early values are one shift.
+const EARLY_DOUBLING: u8 = 128;
 
 impl Default for RetryPolicy {
     fn default() -> Self {
@@ -414,15 +425,23 @@ impl RetryPolicy {
     #[must_use]
     #[inline]
     pub fn delay(&self, retry: u32, seed: u64) -> Duration {
-        if let Some(d) = self.settled_answer(retry, retry, seed) {
+        if let Some(d) = self.short_delay(retry, retry, seed) {
             return d;
         }
+        self.long_delay(retry, seed)
+    }
+
+    /// [`RetryPolicy::delay`] where [`RetryPolicy::short_delay`] has no
+    /// answer.
+    #[cfg_attr(target_pointer_width = "64", inline(never))]
+    #[cfg_attr(not(target_pointer_width = "64"), inline)]
+    fn long_delay(&self, retry: u32, seed: u64) -> Duration {
         // Only decorrelated jitter reads the previous delay.
         let previous = match self.jitter {
             Jitter::Decorrelated => self.backoff.initial(),
             _ => Duration::ZERO,
         };
-        from_nanos(self.delay_nanos(retry, retry, seed, previous))
+        from_nanos(self.long_nanos(retry, retry, seed, previous))
     }
 
     /// The policy with its plan worked out: the step from which the capped
@@ -432,7 +451,17 @@ impl RetryPolicy {
     /// exponential factors of at least 1.0001, whose computed powers then grow
     /// strictly); the rest keep `u32::MAX` and are computed in full at every
     /// step.
-    fn planned(mut self) -> RetryPolicy {
+    fn planned(self) -> RetryPolicy {
+        let mut planned = self.planned_curve();
+        if PLAN && planned.budget.is_none() && !planned.use_retry_budget {
+            planned.plan |= PLAIN;
+        }
+        planned
+    }
+
+    /// [`RetryPolicy::planned`] for the curve: the settling step, the
+    /// settled value and the short forms.
+    fn planned_curve(mut self) -> RetryPolicy {
         // Nothing from an earlier plan survives (a policy is compared whole).
         self.steady = Duration::ZERO;
         self.steady_step = u32::MAX;
@@ -485,13 +514,22 @@ impl RetryPolicy {
             // Unjittered, a settled step's delay depends on nothing but the
             // settled curve value: worked out once, by the path every delay
             // takes (reading the settled value just stored).
-            self.steady = from_nanos(self.delay_nanos(step, step, 0, Duration::ZERO));
+            self.steady = from_nanos(self.full_nanos(step, step, 0, Duration::ZERO));
             self.plan |= STEADY_READY;
         } else {
             self.plan_settled_jitter(steady);
         }
         if step > 1 && self.early_is_exact() {
-            self.plan |= EARLY_READY;
+            self.plan |= EARLY_READY
+                | match self.backoff {
+                    Backoff::Fibonacci { .. } => EARLY_FIBONACCI,
+                    Backoff::Exponential { factor, .. }
+                        if factor.to_bits() == super::binary64::TWO_BITS =>
+                    {
+                        EARLY_DOUBLING
+                    }
+                    _ => 0,
+                };
         }
         self
     }
@@ -537,34 +575,34 @@ impl RetryPolicy {
     }
 
     /// The delay in nanoseconds at `step` before the curve settles, for a
-    /// policy marked [`EARLY_READY`]: the capped curve value at `step` (one
-    /// lookup or a shift for the integer curves), below the cap there, as it
-    /// is or jittered in the settled short form. `None` from the settling
-    /// step on, for a policy not marked, and without the plan. Taken first by
-    /// [`RetryPolicy::delay_nanos`], out of line with it, so that the
-    /// settled answers stay the short code they are where they are inlined.
-    #[inline(always)]
-    fn early_nanos(&self, retry: u32, step: u32, seed: u64) -> Option<u64> {
-        if !PLAN || self.plan & EARLY_READY == 0 || step >= self.steady_step {
-            return None;
-        }
-        // The Fibonacci curve's closed form here, with no call (so that its
-        // path saves no registers); the other curves through the curve's own
-        // computation, out of line.
-        let Backoff::Fibonacci { initial } = self.backoff else {
-            return Some(self.early_other(retry, step, seed));
-        };
-        // The floor is at most the curve's first value (see `early_is_exact`):
-        // it never moves an early value.
-        let max = sat_nanos(self.max_delay);
-        let n = fibonacci_nanos(sat_nanos(initial), step, max);
-        Some(self.early_jittered(n, retry, seed))
+    /// policy marked [`EARLY_READY`] (`step` below the settling one): the
+    /// capped curve value at `step` (there the curve lies below the cap, and
+    /// the floor is at most the curve's first value, see `early_is_exact`:
+    /// neither moves it), as it is or jittered in the settled short form.
+    #[inline]
+    fn early_short(&self, retry: u32, step: u32, seed: u64) -> u64 {
+        let n = self
+            .closed_early_curve(step)
+            .unwrap_or_else(|| self.capped_nanos(step));
+        self.early_jittered(n, retry, seed)
     }
 
-    /// [`RetryPolicy::early_nanos`] for the curves other than Fibonacci.
-    #[inline(never)]
-    fn early_other(&self, retry: u32, step: u32, seed: u64) -> u64 {
-        self.early_jittered(self.capped_nanos(step), retry, seed)
+    /// The capped curve value at `step`, below the settling step of a policy
+    /// marked [`EARLY_FIBONACCI`] (one lookup and one multiply) or
+    /// [`EARLY_DOUBLING`] (one shift): nothing to saturate or cap there.
+    /// `None` for the other curves.
+    #[inline(always)]
+    fn closed_early_curve(&self, step: u32) -> Option<u64> {
+        if self.plan & EARLY_FIBONACCI != 0 {
+            if let Backoff::Fibonacci { initial } = self.backoff {
+                return Some(fibonacci_below_cap(exact_nanos(initial), step));
+            }
+        } else if self.plan & EARLY_DOUBLING != 0 {
+            if let Backoff::Exponential { initial, .. } = self.backoff {
+                return Some(exact_nanos(initial).wrapping_shl(step.saturating_sub(1)));
+            }
+        }
+        None
     }
 
     /// The early short form on the capped curve value `n`: `n` itself
@@ -625,12 +663,7 @@ impl RetryPolicy {
     #[inline(always)]
     fn settled_jittered(&self, retry: u32, seed: u64) -> u64 {
         // Stored from a u64 of nanoseconds: no saturation check.
-        let n = self
-            .steady
-            .as_secs()
-            .wrapping_mul(1_000_000_000)
-            .wrapping_add(u64::from(self.steady.subsec_nanos()));
-        self.short_jittered(n, retry, seed)
+        self.short_jittered(exact_nanos(self.steady), retry, seed)
     }
 
     /// The short form of [`RetryPolicy::finish`] for the curve value `n`,
@@ -651,6 +684,14 @@ impl RetryPolicy {
                 .wrapping_mul(MS)
                 .min(floor_millis(base.wrapping_add(width))),
         }
+    }
+
+    /// Whether a retry after a failure with no hint is the curve's sleep and
+    /// nothing else: no total time budget to fit it in, no shared retry
+    /// budget to ask (see [`PLAIN`]; never without the plan).
+    #[inline(always)]
+    pub(crate) const fn retries_plainly(&self) -> bool {
+        self.plan & PLAIN != 0
     }
 
     /// Whether the capped curve has settled by `step`.
@@ -676,58 +717,80 @@ impl RetryPolicy {
         seed: u64,
         previous: Duration,
     ) -> Duration {
-        if let Some(d) = self.settled_answer(retry, step, seed) {
+        if let Some(d) = self.short_delay(retry, step, seed) {
             return d;
         }
-        if let Some(n) = self.early_nanos(retry, step, seed) {
-            return from_nanos(n);
-        }
-        from_nanos(self.full_nanos(retry, step, seed, previous))
+        from_nanos(self.long_nanos(retry, step, seed, previous))
     }
 
-    /// The delay at `step` when the curve has settled there and the plan
-    /// has the answer ready: the stored value for an unjittered policy
-    /// ([`STEADY_READY`]), the short form for a jittered one
-    /// ([`JITTER_READY`]). `None` otherwise, and always where the plan is
-    /// not worked out.
+    /// The delay at `step` where the plan has it in a few instructions:
+    /// from the settling step on, the stored value of an unjittered policy
+    /// ([`STEADY_READY`]) or the short form of a jittered one
+    /// ([`JITTER_READY`]); before it, the early short form of a curve with a
+    /// closed form here ([`EARLY_FIBONACCI`], [`EARLY_DOUBLING`]). `None`
+    /// otherwise (the other early short forms included: they take a call),
+    /// and always where the plan is not worked out. One compare of the step
+    /// says which side of the settling step it is; nothing here calls out,
+    /// so that wherever it is inlined it saves no registers.
     #[inline(always)]
-    fn settled_answer(&self, retry: u32, step: u32, seed: u64) -> Option<Duration> {
-        if !PLAN || step < self.steady_step {
+    pub(crate) fn short_delay(&self, retry: u32, step: u32, seed: u64) -> Option<Duration> {
+        if !PLAN {
             None
-        } else if self.plan & STEADY_READY != 0 {
-            Some(self.steady)
-        } else if self.plan & JITTER_READY != 0 {
-            Some(from_nanos(self.settled_jittered(retry, seed)))
+        } else if step >= self.steady_step {
+            if self.plan & STEADY_READY != 0 {
+                Some(self.steady)
+            } else if self.plan & JITTER_READY != 0 {
+                Some(from_nanos(self.settled_jittered(retry, seed)))
+            } else {
+                None
+            }
         } else {
-            None
+            let n = self.closed_early_curve(step)?;
+            Some(from_nanos(self.early_jittered(n, retry, seed)))
         }
     }
 
-    /// [`RetryPolicy::curve_delay`] in nanoseconds: the bounded curve value
-    /// (the settled one from `steady_step` on), jittered, floored and
-    /// rounded. Kept out of line so that the settled answers (the stored
-    /// unjittered one, the jittered short form) stay a few instructions
-    /// wherever they are inlined.
-    #[inline(never)]
-    fn delay_nanos(&self, retry: u32, step: u32, seed: u64, previous: Duration) -> u64 {
-        match self.early_nanos(retry, step, seed) {
-            Some(n) => n,
-            None => self.full_nanos(retry, step, seed, previous),
+    /// [`RetryPolicy::curve_delay`] in nanoseconds where
+    /// [`RetryPolicy::short_delay`] has no answer: the other early short
+    /// forms, or the full computation.
+    #[cfg_attr(target_pointer_width = "64", inline(never))]
+    #[cfg_attr(not(target_pointer_width = "64"), inline)]
+    fn long_nanos(&self, retry: u32, step: u32, seed: u64, previous: Duration) -> u64 {
+        if PLAN && self.plan & EARLY_READY != 0 && step < self.steady_step {
+            return self.early_short(retry, step, seed);
         }
+        self.full_nanos(retry, step, seed, previous)
     }
 
-    /// [`RetryPolicy::delay_nanos`] in full, apart from the early short form
-    /// (so that one does not pay for this one's registers).
+    /// [`RetryPolicy::short_delay`] from the settling step on (for tests).
+    #[cfg(test)]
+    fn settled_answer(&self, retry: u32, step: u32, seed: u64) -> Option<Duration> {
+        if step < self.steady_step {
+            return None;
+        }
+        self.short_delay(retry, step, seed)
+    }
+
+    /// [`RetryPolicy::short_delay`] before the settling step, in nanoseconds
+    /// (for tests).
+    #[cfg(test)]
+    fn early_nanos(&self, retry: u32, step: u32, seed: u64) -> Option<u64> {
+        (PLAN && self.plan & EARLY_READY != 0 && step < self.steady_step)
+            .then(|| self.early_short(retry, step, seed))
+    }
+
+    /// [`RetryPolicy::curve_delay`] in nanoseconds, in full: the bounded
+    /// curve value (the settled one from `steady_step` on), jittered, floored
+    /// and rounded. Out of line, so that the short forms stay a few
+    /// instructions wherever they are inlined (and do not pay for this
+    /// one's registers).
     #[inline(never)]
     fn full_nanos(&self, retry: u32, step: u32, seed: u64, previous: Duration) -> u64 {
         let (max, min) = (sat_nanos(self.max_delay), sat_nanos(self.min_delay));
         let n = if self.settled(step) {
             // Stored from a u64 of nanoseconds: it converts back without a
             // saturation check.
-            self.steady
-                .as_secs()
-                .wrapping_mul(1_000_000_000)
-                .wrapping_add(u64::from(self.steady.subsec_nanos()))
+            exact_nanos(self.steady)
         } else {
             self.backoff.capped_nanos(step, max).max(min).min(max)
         };

@@ -60,6 +60,15 @@ printf '  %-62s %7s bytes of .text\n' \
     "embedded/firmware (embassy executor, time driver, 2 tasks)" \
     "$(text "embedded/firmware/target/$target/release/retry-embassy-firmware")"
 
+# The size probe's budget: retry-core's machine and breaker in at most 8,192
+# bytes of code on a Cortex-M4F (the target every performance change is held to).
+probe_text=$(text "embedded/target/$target/release/retry-embedded-footprint")
+if [ -z "$probe_text" ] || [ "$probe_text" -gt 8192 ]; then
+    echo "FAIL: the size probe's .text is ${probe_text:-unknown} bytes, over its 8,192-byte budget"
+    exit 1
+fi
+echo "size probe within its budget: $probe_text <= 8192 bytes"
+
 nm=$(command -v "$tools/llvm-nm" || command -v llvm-nm)
 if "$nm" "embedded/firmware/target/$target/release/retry-embassy-firmware" | grep -q '__rust_alloc\|__rdl_alloc'; then
     echo "the firmware links an allocator"

@@ -435,10 +435,6 @@ pub(crate) struct Probing {
     /// The probes that reported. Under the consecutive verdict every one was
     /// good (a bad one ends the period), so their count is the streak.
     pub(crate) results: WindowStats,
-    /// The breaker's count of rejected calls when the period began: the
-    /// calls rejected in it (every probe place taken) are those counted
-    /// since.
-    pub(crate) rejected_before: u64,
     /// When the breaker decides on its own, if `timed` (the origin
     /// otherwise, so that equal periods compare equal): an instant and a flag
     /// rather than an `Option`, whose 64-bit tag would become the tag of
@@ -449,12 +445,11 @@ pub(crate) struct Probing {
 }
 
 impl Probing {
-    /// A half-open period with these probe counts, begun when the breaker
-    /// had rejected `rejected_before` calls, with this maximum-wait deadline.
+    /// A half-open period with these probe counts, with this maximum-wait
+    /// deadline.
     pub(crate) const fn new(
         in_flight: u32,
         results: WindowStats,
-        rejected_before: u64,
         deadline: Option<Instant>,
     ) -> Probing {
         let (deadline_at, timed) = match deadline {
@@ -464,7 +459,6 @@ impl Probing {
         Probing {
             in_flight,
             results,
-            rejected_before,
             deadline_at,
             timed,
         }
@@ -489,18 +483,13 @@ impl Probing {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Mode {
     Closed,
-    /// Open until `until`, since the breaker had rejected `rejected_before`
-    /// calls. (Each rejecting state keeps the count it began at, so that a
-    /// rejection adds to one count only.)
+    /// Open until `until`.
     Open {
         until: Instant,
-        rejected_before: u64,
     },
     HalfOpen(Probing),
-    /// Forced open since the breaker had rejected `rejected_before` calls.
-    ForcedOpen {
-        rejected_before: u64,
-    },
+    /// Forced open by an operator.
+    ForcedOpen,
     Disabled,
     MetricsOnly,
 }
@@ -616,6 +605,11 @@ pub struct CircuitBreaker<const WORDS: usize = 2, const BUCKETS: usize = 0> {
     /// policy's, not a second one.
     count_window: u16,
     rejected: u64,
+    /// `rejected` when the breaker entered the state it is in: the calls
+    /// rejected in a rejecting state are those counted since. (One count
+    /// for every state, set where a state is entered, rather than one in
+    /// each rejecting state's record: less code where states change.)
+    rejected_at_entry: u64,
     calls: CountRing<WORDS>,
     buckets: BucketRing<BUCKETS>,
 }
@@ -629,6 +623,7 @@ impl<const WORDS: usize, const BUCKETS: usize> PartialEq for CircuitBreaker<WORD
             && self.reopens == other.reopens
             && self.consecutive_failures == other.consecutive_failures
             && self.rejected == other.rejected
+            && self.rejected_calls_in_state() == other.rejected_calls_in_state()
             && self.calls == other.calls
             && self.buckets == other.buckets
     }
@@ -660,6 +655,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             reopens: 0,
             consecutive_failures: 0,
             rejected: 0,
+            rejected_at_entry: 0,
             calls: CountRing::EMPTY,
             buckets: BucketRing::new(),
         })
@@ -745,7 +741,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             Mode::Closed => BreakerState::Closed,
             Mode::Open { .. } => BreakerState::Open,
             Mode::HalfOpen(_) => BreakerState::HalfOpen,
-            Mode::ForcedOpen { .. } => BreakerState::ForcedOpen,
+            Mode::ForcedOpen => BreakerState::ForcedOpen,
             Mode::Disabled => BreakerState::Disabled,
             Mode::MetricsOnly => BreakerState::MetricsOnly,
         }
@@ -844,13 +840,9 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     #[must_use]
     pub const fn rejected_calls_in_state(&self) -> u64 {
         match self.mode {
-            Mode::Open {
-                rejected_before, ..
+            Mode::Open { .. } | Mode::ForcedOpen | Mode::HalfOpen(_) => {
+                self.rejected.saturating_sub(self.rejected_at_entry)
             }
-            | Mode::ForcedOpen { rejected_before }
-            | Mode::HalfOpen(Probing {
-                rejected_before, ..
-            }) => self.rejected.saturating_sub(rejected_before),
             _ => 0,
         }
     }
@@ -1049,7 +1041,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         let mut probe = false;
         let (until, reason) = match self.mode {
             Mode::Closed | Mode::Disabled | Mode::MetricsOnly => (None, None),
-            Mode::ForcedOpen { .. } => (None, Some(RejectReason::ForcedOpen)),
+            Mode::ForcedOpen => (None, Some(RejectReason::ForcedOpen)),
             // At the end of time an open period may not end after now.
             Mode::Open { until, .. } => (Some(until), Some(RejectReason::Open)),
             Mode::HalfOpen(p) => {
@@ -1142,7 +1134,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 let ignored = match mode {
                     Mode::HalfOpen(_) => Ignored::Late,
                     Mode::Open { .. } => Ignored::Open,
-                    Mode::ForcedOpen { .. } => Ignored::ForcedOpen,
+                    Mode::ForcedOpen => Ignored::ForcedOpen,
                     _ => Ignored::Disabled,
                 };
                 return Recorded::ignored(ignored);
@@ -1392,21 +1384,16 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         cause: TransitionCause,
     ) -> Transition {
         let from = self.state();
+        self.rejected_at_entry = self.rejected;
         self.mode = match to {
             BreakerState::Closed => Mode::Closed,
-            BreakerState::Open => Mode::Open {
-                until,
-                rejected_before: self.rejected,
-            },
+            BreakerState::Open => Mode::Open { until },
             BreakerState::HalfOpen => Mode::HalfOpen(Probing::new(
                 0,
                 WindowStats::default(),
-                self.rejected,
                 timed.then_some(until),
             )),
-            BreakerState::ForcedOpen => Mode::ForcedOpen {
-                rejected_before: self.rejected,
-            },
+            BreakerState::ForcedOpen => Mode::ForcedOpen,
             BreakerState::Disabled => Mode::Disabled,
             BreakerState::MetricsOnly => Mode::MetricsOnly,
         };

@@ -289,7 +289,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                 reported: p.results.into(),
                 deadline: p.deadline(),
             },
-            Mode::ForcedOpen { .. } => StateRecord::ForcedOpen,
+            Mode::ForcedOpen => StateRecord::ForcedOpen,
             Mode::Disabled => StateRecord::Disabled,
             Mode::MetricsOnly => StateRecord::MetricsOnly,
         };
@@ -408,11 +408,8 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         )?;
         breaker.mode = match s.state {
             StateRecord::Closed => Mode::Closed,
-            StateRecord::Open { until } => Mode::Open {
-                until,
-                rejected_before,
-            },
-            StateRecord::ForcedOpen => Mode::ForcedOpen { rejected_before },
+            StateRecord::Open { until } => Mode::Open { until },
+            StateRecord::ForcedOpen => Mode::ForcedOpen,
             StateRecord::Disabled => Mode::Disabled,
             StateRecord::MetricsOnly => Mode::MetricsOnly,
             StateRecord::HalfOpen {
@@ -473,7 +470,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                     "a half-open deadline without a maximum wait in the config, or a \
                      maximum wait without its deadline",
                 )?;
-                Mode::HalfOpen(Probing::new(in_flight, results, rejected_before, deadline))
+                Mode::HalfOpen(Probing::new(in_flight, results, deadline))
             }
         };
         let open_or_probing = matches!(breaker.mode, Mode::Open { .. } | Mode::HalfOpen(_));
@@ -500,6 +497,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         breaker.reopens = s.reopens;
         breaker.consecutive_failures = s.consecutive_failures;
         breaker.rejected = s.rejected;
+        breaker.rejected_at_entry = rejected_before;
         s.bucket_nanos.fits("bucket_nanos")?;
         consistent(
             s.bucket_nanos.given == 0 || matches!(s.window, WindowRecord::Time { .. }),

@@ -5,7 +5,9 @@ use core::fmt;
 use core::ops::Deref;
 use core::time::Duration;
 
-use super::nanos::{exact_nanos, from_nanos, sat_nanos};
+#[cfg(target_pointer_width = "64")]
+use super::nanos::exact_nanos;
+use super::nanos::{from_nanos, sat_nanos};
 use super::policy::{bounded, CircuitOpen, HintMode, RetryPolicy};
 use crate::classify::{Failure, FailureKind};
 use crate::hint::Hint;
@@ -955,7 +957,13 @@ impl<P: Borrow<RetryPolicy>> RetryMachine<P> {
             .as_nanos()
             .checked_add(exact_nanos(delay))
             .map_or(Instant::MAX, Instant::from_nanos);
-        Some(self.sleep_until(number.saturating_add(1), delay, until, SleepReason::Curve, now))
+        Some(self.sleep_until(
+            number.saturating_add(1),
+            delay,
+            until,
+            SleepReason::Curve,
+            now,
+        ))
     }
 
     /// Sleeps `delay` before attempt `next`, or starts it at once if the delay is

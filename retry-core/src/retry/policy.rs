@@ -689,6 +689,7 @@ impl RetryPolicy {
     /// Whether a retry after a failure with no hint is the curve's sleep and
     /// nothing else: no total time budget to fit it in, no shared retry
     /// budget to ask (see [`PLAIN`]; never without the plan).
+    #[cfg(target_pointer_width = "64")]
     #[inline(always)]
     pub(crate) const fn retries_plainly(&self) -> bool {
         self.plan & PLAIN != 0

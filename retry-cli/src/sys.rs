@@ -713,13 +713,15 @@ pub(super) fn spawn(plan: &SpawnPlan) -> io::Result<ProcessId> {
         .chain(core::iter::once(core::ptr::null()))
         .collect();
     let mut stack = Box::<[u8]>::new_uninit_slice(CHILD_STACK);
-    // SAFETY: sigset_t is plain data, valid all zero; sigfillset and
-    // pthread_sigmask only write the sets they are given.
-    let (all, mut before) = unsafe {
-        let mut all: libc::sigset_t = core::mem::zeroed();
-        libc::sigfillset(&mut all);
-        (all, core::mem::zeroed::<libc::sigset_t>())
-    };
+    // Every signal is blocked from before the child exists until it has put
+    // `retry`'s handlers back to their defaults, so none of them runs in it;
+    // the command gets the mask `retry` had.
+    let mut before = SigSet::empty();
+    nix_signal::pthread_sigmask(
+        SigmaskHow::SIG_SETMASK,
+        Some(&SigSet::all()),
+        Some(&mut before),
+    )?;
     let mut setup = ChildSetup {
         argv: argv.as_ptr(),
         envp: envp.as_ptr(),
@@ -728,22 +730,17 @@ pub(super) fn spawn(plan: &SpawnPlan) -> io::Result<ProcessId> {
         reset: HANDLED.load(Ordering::SeqCst) | bit(libc::SIGPIPE),
         own_group: plan.own_group,
         moves: [plan.stdin.map(|fd| (fd, 0)), plan.stdout.map(|fd| (fd, 1))],
-        mask: before,
+        mask: *before.as_ref(),
         error: 0,
     };
-    // SAFETY: every signal is blocked from before the child exists until it
-    // has reset `retry`'s handlers, so none of them runs in it. The stack is
-    // a live allocation of CHILD_STACK bytes, its top 16-byte aligned as
-    // clone(2) wants; the child writes only its stack and `setup.error`, and
-    // with CLONE_VFORK this call returns only once the child has run the
-    // command or exited, so every pointer in `setup` stays valid as long as
-    // the child uses it. `argv`, `envp` and `paths` are null-terminated arrays
-    // of NUL-terminated strings that live until this function returns.
-    let pid = unsafe {
-        if libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut before) != 0 {
-            return Err(io::Error::from(io::ErrorKind::Other));
-        }
-        setup.mask = before;
+    // SAFETY: the stack is a live allocation of CHILD_STACK bytes, its top
+    // 16-byte aligned as clone(2) wants; the child writes only its stack and
+    // `setup.error`, and with CLONE_VFORK this call returns only once the
+    // child has run the command or exited, so every pointer in `setup` stays
+    // valid as long as the child uses it. `argv`, `envp` and `paths` are
+    // null-terminated arrays of NUL-terminated strings that live until this
+    // function returns. The errno is read before anything else can set it.
+    let (pid, clone_error) = unsafe {
         let base = stack.as_mut_ptr().cast::<u8>();
         let top = base.add(CHILD_STACK);
         let top = top.sub(top as usize % 16);
@@ -753,13 +750,12 @@ pub(super) fn spawn(plan: &SpawnPlan) -> io::Result<ProcessId> {
             libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
             core::ptr::addr_of_mut!(setup).cast(),
         );
-        let clone_error = errno();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &before, core::ptr::null_mut());
-        if pid < 0 {
-            return Err(io::Error::from_raw_os_error(clone_error));
-        }
-        pid
+        (pid, errno())
     };
+    let _ = nix_signal::pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&before), None);
+    if pid < 0 {
+        return Err(io::Error::from_raw_os_error(clone_error));
+    }
     let error = setup.error;
     drop(stack);
     let pid = process_id(pid).ok_or_else(|| io::Error::from(io::ErrorKind::Other))?;

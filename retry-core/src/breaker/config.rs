@@ -600,7 +600,8 @@ impl BreakerConfig {
     }
 
     /// The time window's bucket length in nanoseconds and bucket count, if the
-    /// window is time-based.
+    /// window is time-based. A length of 0 means a bucket longer than the
+    /// clock's whole range (past `u64::MAX` ns): every instant is in bucket 0.
     pub(crate) fn bucket_shape(&self) -> Option<(u64, u16)> {
         match self.window {
             Some(Window::Time { length, buckets }) => {
@@ -608,8 +609,8 @@ impl BreakerConfig {
                 // exactly, in 64-bit words (no u128 division and no `Duration`
                 // built, so no overflow check left behind on small targets):
                 // with secs = q × buckets + carry, length ÷ buckets is
-                // q × 10⁹ + (carry × 10⁹ + subsec) ÷ buckets. Saturates past
-                // 584 years. No bucket count is zero (the builder refuses it).
+                // q × 10⁹ + (carry × 10⁹ + subsec) ÷ buckets. No bucket count
+                // is zero (the builder refuses it).
                 // (Dividing the seconds and the nanoseconds apart, as
                 // `Duration::checked_div` does, loses up to a nanosecond per
                 // bucket, which moves bucket edges late in a long run.)
@@ -621,10 +622,14 @@ impl BreakerConfig {
                     .saturating_mul(1_000_000_000)
                     .saturating_add(u64::from(length.subsec_nanos()))
                     / per_bucket;
+                // Past 64 bits no instant reaches the second bucket: 0 says so
+                // (a saturated length would put the clock's very last instant
+                // in bucket 1).
                 let nanos = (secs / per_bucket)
-                    .saturating_mul(1_000_000_000)
-                    .saturating_add(rest);
-                Some((nanos.max(1), buckets))
+                    .checked_mul(1_000_000_000)
+                    .and_then(|n| n.checked_add(rest))
+                    .map_or(0, |n| n.max(1));
+                Some((nanos, buckets))
             }
             _ => None,
         }
@@ -1008,7 +1013,8 @@ mod tests {
     /// nanosecond (rounded down), for lengths whose seconds and nanoseconds
     /// do not divide apart (found by the breaker fuzz target: 2.857 s in 3
     /// buckets read 952,333,332 ns, so bucket edges near the end of the clock
-    /// fell a bucket later than the model's), and saturates past `u64::MAX`.
+    /// fell a bucket later than the model's), and is 0 past `u64::MAX` (a
+    /// bucket wider than the clock).
     #[test]
     fn a_bucket_is_the_length_divided_exactly() {
         let lengths = [
@@ -1027,7 +1033,8 @@ mod tests {
                     .build();
                 let Ok(c) = c else { continue };
                 let exact = (length.as_nanos() / u128::from(buckets)).max(1);
-                let expected = u64::try_from(exact).unwrap_or(u64::MAX);
+                // Wider than the clock's range: 0 (every instant in bucket 0).
+                let expected = u64::try_from(exact).unwrap_or(0);
                 assert_eq!(
                     c.bucket_shape(),
                     Some((expected, buckets)),

@@ -267,9 +267,10 @@ impl<const BUCKETS: usize> BucketRing<BUCKETS> {
     }
 
     /// The newest bucket number at `now`; time going backwards reads as the
-    /// newest bucket already written.
+    /// newest bucket already written. A `bucket_nanos` of 0 is a bucket wider
+    /// than the clock's range: every instant is in bucket 0.
     fn current(&self, now: Instant, bucket_nanos: u64) -> u64 {
-        let k = now.as_nanos().checked_div(bucket_nanos).unwrap_or(u64::MAX);
+        let k = now.as_nanos().checked_div(bucket_nanos).unwrap_or(0);
         self.ring.iter().fold(k, |k, b| {
             if b.counts.calls > 0 {
                 k.max(b.number)
@@ -499,6 +500,18 @@ mod tests {
             u64::MAX - 5,
         );
         assert_eq!(ring.nanos(Instant::from_millis(4000), sec, 4), None);
+    }
+
+    /// A bucket wider than the clock's range (length 0 here, as
+    /// `bucket_shape` gives it) holds every instant, the very last one too:
+    /// with the length saturated to `u64::MAX` ns instead, that instant fell
+    /// in bucket 1 and the window emptied (found by the breaker fuzz target).
+    #[test]
+    fn a_bucket_wider_than_the_clock_holds_every_instant() {
+        let mut ring = BucketRing::<1>::new();
+        ring.push(Instant::from_millis(500), 0, 1, (false, true), 3);
+        assert_eq!(ring.stats(Instant::MAX, 0, 1).calls, 1);
+        assert_eq!(ring.nanos(Instant::MAX, 0, 1), Some(3));
     }
 
     #[test]

@@ -57,7 +57,7 @@ pub fn start(test: &str) -> Option<RedisServer> {
     if !installed(test) {
         return None;
     }
-    Some(RedisServer::new(free_port(), Vec::new()))
+    Some(RedisServer::new(free_port, Vec::new()))
 }
 
 fn free_port() -> u16 {
@@ -66,24 +66,35 @@ fn free_port() -> u16 {
 }
 
 impl RedisServer {
-    fn new(port: u16, extra: Vec<String>) -> RedisServer {
-        let dir = std::env::temp_dir().join(format!("retry-redis-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("a temporary directory");
-        let mut server = RedisServer {
-            child: None,
-            port,
-            dir,
-            extra,
-        };
-        server.spawn();
-        server
+    /// A server on a port `pick` gives. A port found free can be taken by
+    /// another test's server before this one binds it (then redis-server
+    /// exits at once): up to five ports are tried.
+    fn new(pick: impl Fn() -> u16, extra: Vec<String>) -> RedisServer {
+        for _ in 0..5 {
+            let port = pick();
+            let dir =
+                std::env::temp_dir().join(format!("retry-redis-{}-{port}", std::process::id()));
+            std::fs::create_dir_all(&dir).expect("a temporary directory");
+            let mut server = RedisServer {
+                child: None,
+                port,
+                dir,
+                extra: extra.clone(),
+            };
+            if server.spawn() {
+                return server;
+            }
+        }
+        panic!("redis-server did not come up on any of five free ports");
     }
 
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}/", self.port)
     }
 
-    fn spawn(&mut self) {
+    /// Starts the server on its port and waits until it answers: false if
+    /// it exited first (its port was taken).
+    fn spawn(&mut self) -> bool {
         let child = Command::new("redis-server")
             .args(["--port", &self.port.to_string()])
             .args(["--bind", "127.0.0.1"])
@@ -97,11 +108,18 @@ impl RedisServer {
             .spawn()
             .expect("redis-server starts");
         self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(10);
+        // Generous: the tests run beside builds on a loaded machine.
+        let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if let Ok(mut conn) = self.client().get_connection() {
                 if redis::cmd("PING").query::<String>(&mut conn).is_ok() {
-                    return;
+                    return true;
+                }
+            }
+            if let Some(child) = self.child.as_mut() {
+                if child.try_wait().is_ok_and(|status| status.is_some()) {
+                    self.child = None;
+                    return false;
                 }
             }
             assert!(Instant::now() < deadline, "redis-server did not come up");
@@ -150,7 +168,7 @@ impl RedisServer {
     /// Starts it again on the same port (empty: nothing was saved).
     pub fn restart(&mut self) {
         self.kill();
-        self.spawn();
+        assert!(self.spawn(), "redis-server did not start again on its port");
     }
 
     /// The keys under `pattern`.
@@ -205,9 +223,8 @@ impl RedisCluster {
     fn start() -> RedisCluster {
         let nodes: Vec<RedisServer> = (0..3)
             .map(|_| {
-                let port = free_cluster_port();
                 RedisServer::new(
-                    port,
+                    free_cluster_port,
                     [
                         "--cluster-enabled",
                         "yes",

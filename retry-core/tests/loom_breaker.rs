@@ -21,7 +21,13 @@
 //!   counted in before a failure that follows them and after one they race,
 //!   never twice and never lost, also when an operator's reset races them;
 //! - a quiet success racing a late failure that leaves a rule standing is
-//!   judged: the trip it calls for is not lost.
+//!   judged: the trip it calls for is not lost;
+//! - failures kept on stripes (a full window, or a streak, far enough from
+//!   a rule) never pass the allowance: the failure that makes a rule stand
+//!   trips, once, whichever stripes the ones before it were kept on;
+//! - a failure kept on one stripe is counted in before a success recorded
+//!   after it on another, and a reset racing kept failures leaves a window
+//!   whose counts agree with its calls.
 #![cfg(retry_loom)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -71,12 +77,15 @@ impl Shared {
         self.record_on(0, permit, success);
     }
 
-    /// Records with quiet successes counted on stripe `stripe`.
+    /// Records with quiet outcomes kept on stripe `stripe`.
     fn record_on(&self, stripe: usize, permit: Permit, success: bool) {
-        let outcome = CallOutcome {
-            success,
-            duration: Duration::ZERO,
-        };
+        self.record_taking(stripe, permit, success, Duration::ZERO);
+    }
+
+    /// [`record_on`](Self::record_on) for a call that took `duration` (one
+    /// past the slow-call duration is never kept on a stripe).
+    fn record_taking(&self, stripe: usize, permit: Permit, success: bool, duration: Duration) {
+        let outcome = CallOutcome { success, duration };
         let transition = match self.path.record_on(stripe, permit, outcome) {
             Untimed::Recorded(_) => None,
             Untimed::Trip(trip) => {
@@ -394,6 +403,166 @@ fn a_quiet_success_racing_a_late_failure_is_judged() {
             let permit = shared.request().unwrap();
             shared.record(permit, true);
         }
+        let view = shared.view();
+        assert_eq!(view.state(), BreakerState::Open, "the trip was lost");
+        assert_eq!(shared.transitions.load(Ordering::SeqCst), 1);
+    });
+}
+
+/// `calls` successes, one at a time: a window of that many calls is full.
+fn filled_with(config: BreakerConfig, calls: usize) -> Arc<Shared> {
+    let shared = Shared::new(config);
+    for _ in 0..calls {
+        let permit = shared.request().unwrap();
+        shared.record(permit, true);
+    }
+    shared
+}
+
+#[test]
+fn failures_kept_on_two_stripes_trip_the_rate_once() {
+    loom::model(|| {
+        // 100 % of four calls: three failures may be kept, the fourth trips.
+        let config = BreakerConfig::failure_rate_over(Rate::from_percent(100), 4).unwrap();
+        let shared = filled_with(config, 4);
+        let failing = {
+            let shared = Arc::clone(&shared);
+            thread::spawn(move || {
+                for _ in 0..2 {
+                    if let Some(permit) = shared.request() {
+                        shared.record_on(1, permit, false);
+                    }
+                }
+            })
+        };
+        for _ in 0..2 {
+            if let Some(permit) = shared.request() {
+                shared.record_on(0, permit, false);
+            }
+        }
+        failing.join().unwrap();
+        let view = shared.view();
+        assert_eq!(view.state(), BreakerState::Open, "the trip was lost");
+        assert_eq!(shared.transitions.load(Ordering::SeqCst), 1);
+    });
+}
+
+#[test]
+fn failures_kept_on_two_stripes_trip_the_streak_once() {
+    loom::model(|| {
+        // No window, three in a row: two failures may be kept.
+        let shared = Shared::new(consecutive(3));
+        let failing = {
+            let shared = Arc::clone(&shared);
+            thread::spawn(move || {
+                if let Some(permit) = shared.request() {
+                    shared.record_on(1, permit, false);
+                }
+            })
+        };
+        for _ in 0..2 {
+            if let Some(permit) = shared.request() {
+                shared.record_on(0, permit, false);
+            }
+        }
+        failing.join().unwrap();
+        let view = shared.view();
+        assert_eq!(view.state(), BreakerState::Open, "the trip was lost");
+        assert_eq!(shared.transitions.load(Ordering::SeqCst), 1);
+    });
+}
+
+#[test]
+fn a_failure_kept_on_one_stripe_stays_before_a_later_success_on_another() {
+    loom::model(|| {
+        // 100 % of two calls, full of successes: one failure may be kept.
+        let config = BreakerConfig::failure_rate_over(Rate::from_percent(100), 2).unwrap();
+        let shared = filled_with(config, 2);
+        let failing = {
+            let shared = Arc::clone(&shared);
+            thread::spawn(move || {
+                let permit = shared.request().unwrap();
+                shared.record_on(1, permit, false);
+            })
+        };
+        failing.join().unwrap();
+        // After the failure (joined): the success goes after it, so the
+        // window is (failure, success) and one more failure does not trip.
+        let permit = shared.request().unwrap();
+        shared.record_on(0, permit, true);
+        let permit = shared.request().unwrap();
+        shared.record_on(0, permit, false);
+        let view = shared.view();
+        assert_eq!(
+            view.state(),
+            BreakerState::Closed,
+            "the success was counted in before the failure kept earlier"
+        );
+        let stats = view.stats(Instant::ORIGIN);
+        assert_eq!((stats.calls, stats.failures), (2, 1), "{stats}");
+        assert_eq!(view.consecutive_failures(), 1);
+    });
+}
+
+#[test]
+fn kept_failures_racing_a_reset_leave_a_consistent_window() {
+    loom::model(|| {
+        // 100 % of three calls: two failures may be kept.
+        let config = BreakerConfig::failure_rate_over(Rate::from_percent(100), 3).unwrap();
+        let shared = filled_with(config, 3);
+        let failing = {
+            let shared = Arc::clone(&shared);
+            thread::spawn(move || {
+                for _ in 0..2 {
+                    if let Some(permit) = shared.request() {
+                        shared.record_on(1, permit, false);
+                    }
+                }
+            })
+        };
+        {
+            let mut m = shared.machine.lock().unwrap();
+            m.suspend(&shared.path);
+            let _ = m.reset(Instant::ORIGIN);
+            m.resume(&shared.path);
+        }
+        failing.join().unwrap();
+        let view = shared.view();
+        let stats = view.stats(Instant::ORIGIN);
+        assert!(stats.calls <= 2, "{stats}");
+        assert_eq!(stats.failures, stats.calls, "{stats}");
+        assert_eq!(view.consecutive_failures(), stats.failures, "{stats}");
+        assert_eq!(view.state(), BreakerState::Closed);
+        assert!(shared.path.is_handed_out());
+        assert_eq!(shared.transitions.load(Ordering::SeqCst), 0);
+    });
+}
+
+#[test]
+fn a_failure_judged_while_others_are_kept_does_not_widen_the_allowance() {
+    loom::model(|| {
+        // 100 % of four calls: three failures may be kept. A slow failure
+        // (past the default 60 s) is judged under the fold lock while the
+        // other thread keeps failures; the fourth failure of the four trips.
+        let config = BreakerConfig::failure_rate_over(Rate::from_percent(100), 4).unwrap();
+        let shared = filled_with(config, 4);
+        let failing = {
+            let shared = Arc::clone(&shared);
+            thread::spawn(move || {
+                for _ in 0..2 {
+                    if let Some(permit) = shared.request() {
+                        shared.record_on(1, permit, false);
+                    }
+                }
+            })
+        };
+        if let Some(permit) = shared.request() {
+            shared.record_taking(0, permit, false, Duration::from_secs(61));
+        }
+        if let Some(permit) = shared.request() {
+            shared.record_on(0, permit, false);
+        }
+        failing.join().unwrap();
         let view = shared.view();
         assert_eq!(view.state(), BreakerState::Open, "the trip was lost");
         assert_eq!(shared.transitions.load(Ordering::SeqCst), 1);

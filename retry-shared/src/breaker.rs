@@ -219,11 +219,14 @@ type TransitionHook = dyn Fn(&Transition) + Send + Sync;
 /// without a lock and without reading the clock: the closed state lives in
 /// atomics ([`retry_core::ClosedPath`]), and decides exactly as the sequential
 /// machine when calls do not overlap (see its notes for what overlapping calls
-/// may reorder). Each thread counts its successes on a stripe of its own
-/// while the window is full and far from tripping, so threads sharing a
-/// busy breaker write no cache line in common on a success; failures take
-/// the closed path's short fold lock. Everything else (open, half-open, time windows, slow-call
-/// rules, the trip itself, operators' moves) goes to the
+/// may reorder). Each thread keeps its outcomes on a stripe of its own
+/// while the window is full and far from tripping (failures only as many as
+/// could not make a rule stand, however they fell), so threads sharing a
+/// busy breaker seldom write a cache line in common; the outcomes kept are
+/// counted in, in the order the calls were made, by the next outcome that
+/// must be judged, under the closed path's short fold lock. Everything else
+/// (open, half-open, time windows, slow-call rules, the trip itself,
+/// operators' moves) goes to the
 /// [`CircuitBreaker`] behind a `std::sync::Mutex`, held only for the core call,
 /// never across an `.await` or while an operation runs; it is the one source of
 /// state changes, each reported once. Time is `std::time::Instant`, read only
@@ -755,9 +758,9 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
     }
 }
 
-/// The calling thread's stripe of every [`ClosedPath`]: its quiet successes
-/// are counted there, so that threads sharing a breaker do not write a cache
-/// line in common when their calls succeed. Threads take numbers in the order
+/// The calling thread's stripe of every [`ClosedPath`]: its quiet outcomes
+/// are kept there, so that threads sharing a breaker do not write a cache
+/// line in common while the window is far from tripping. Threads take numbers in the order
 /// they first record (the path folds them onto its
 /// [`STRIPES`](ClosedPath::STRIPES)), so the first that many threads each have
 /// a stripe of their own.

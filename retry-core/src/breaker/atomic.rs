@@ -14,90 +14,104 @@
 //! [`CircuitBreaker::suspend`] (or [`CircuitBreaker::trip`]).
 //!
 //! # Where each outcome goes
-//! The state is kept in three places, so that the outcome most calls have
-//! writes nothing another thread reads:
-//! - **The gate** (its own cache line, read by every call and written only
-//!   when the closed state is handed out or taken back, or when the window
-//!   starts or stops taking quiet successes): open or shut, the closed
-//!   period's epoch, a generation, and the *striped* bit.
-//! - **Stripes**: [`ClosedPath::STRIPES`] counters, each on a cache line of its
-//!   own. While the striped bit is set (the count window is full and holds
-//!   fewer failures than any rule needs to stand after a success; or there is
-//!   no window), a success that is not slow and not late only adds one to its
-//!   caller's stripe ([`ClosedPath::record_quiet_on`] names it; a thread-shared
-//!   breaker gives each thread its own). Nothing is judged: such a success
-//!   can make no rule stand, and the streak it clears is cleared when the
-//!   successes are next counted in. It reads the gate again after adding:
-//!   if the gate changed meanwhile (the striped bit cleared by a late
-//!   failure that left a rule standing, or the state taken back), it takes
-//!   the fold lock and has the window judged as after a success, so that a
-//!   trip it calls for is not lost.
-//! - **The window and streak** (the tail's cache line, and the window's rings),
-//!   changed only under the *fold lock*: a bit of a lock word on a cache line
-//!   of its own (a recorder waiting for it reads that line, not the one the
-//!   holder writes), taken with one compare-and-swap. Every other outcome (a
-//!   failure, a slow or late call, any outcome while the window fills or
-//!   while the striped bit is clear) takes it, first counts in the successes
-//!   the stripes gathered since the last time (the sum of the stripes, less
-//!   the sum already counted: that many successes, cleared into the window's
-//!   next slots, and the streak cleared), then records itself and judges the
-//!   rules as the machine does, and sets or clears the striped bit for what
-//!   the window now holds. The lock side ([`CircuitBreaker::suspend`],
+//! The state is kept in three places, so that the outcomes most calls have
+//! write nothing another thread writes:
+//! - **The head** (its own cache line, read by every call): the gate, the
+//!   ticket and the config. The gate (written only when the closed state is
+//!   handed out or taken back, or when the window starts or stops taking
+//!   quiet outcomes) says open or shut, the closed period's epoch, a
+//!   generation, and the *striped* bit. The ticket is the number the next
+//!   failure kept on a stripe takes, and the *allowance*: how many more
+//!   failures may be kept before one must be judged.
+//! - **Stripes**: [`ClosedPath::STRIPES`] of them, each a short list of
+//!   outcomes on lines of its own, behind a spin lock of its own
+//!   ([`ClosedPath::record_quiet_on`] names the stripe; a thread-shared
+//!   breaker gives each thread its own, so the lock is uncontended). While
+//!   the striped bit is set (the count window is full and holds fewer
+//!   failures than any rule needs to stand after a success; or there is no
+//!   window), an outcome that is not slow and not late is *kept* on its
+//!   caller's stripe, and nothing is judged:
+//!   - a success reads the ticket's number (its *tag*: how many kept
+//!     failures were numbered before it) and joins the stripe's last run of
+//!     successes with that tag, or starts one. It can make no rule stand.
+//!   - a failure is kept only while the allowance lasts: it takes a number
+//!     and one of the allowance with one compare-and-swap on the ticket.
+//!     The allowance is set, whenever the stripes are counted in, to the
+//!     failures that could follow without a rule standing however they fell
+//!     (the rate rule's threshold less the failures held, less one; the
+//!     streak rule's less the streak, less one), so a kept failure can make
+//!     no rule stand either.
+//! - **The window and streak** (the tail's cache line, and the window's
+//!   rings), changed only under the *fold lock*: a bit of a lock word on a
+//!   cache line of its own (a recorder waiting for it reads that line, not
+//!   the one the holder writes), taken with one compare-and-swap. Every other
+//!   outcome (a failure once the allowance is spent, a slow or late call,
+//!   any outcome while the window fills or while the striped bit is clear,
+//!   one whose stripe is full) takes it. It first *counts in* what the
+//!   stripes kept: it spends the allowance (no failure is kept meanwhile),
+//!   takes every stripe's lock, and merges their entries into the window's
+//!   next slots and the streak, in the order the tags and numbers give
+//!   (successes tagged `t` just before the failure numbered `t`). Then it
+//!   records itself, judges the rules as the machine does, sets or clears
+//!   the striped bit for what the window now holds, and sets the allowance
+//!   again. The lock side ([`CircuitBreaker::suspend`],
 //!   [`CircuitBreaker::view`]) counts the stripes in the same way before it
 //!   reads the window.
 //!
-//! The stripes only ever grow; the sum already counted moves only under the
-//! fold lock, so each success is counted in exactly once. The successes
-//! gathered between two outcomes that take the lock are indistinguishable
-//! from one another, so counting them in just before the second one gives
-//! the window the sequential machine has.
+//! A stripe's entries are counted in once: the fold empties every stripe
+//! while it holds their locks. Kept outcomes are counted in in an order
+//! consistent with the order their calls were made in: a success made after
+//! a kept failure returned reads a later number than that failure's, one
+//! made before that failure began reads its number or an earlier one, and the successes
+//! between two numbered failures are indistinguishable from one another;
+//! each stripe keeps its own outcomes in the order they came.
 //!
 //! # What concurrency can and cannot change
 //! Calls made one after another (one thread, or threads whose calls are
 //! ordered by other means) get exactly the decisions of the sequential
 //! machine: the same trip on the same outcome, with the same cause, the same
-//! window and the same streak. A success made before a failure is on its
-//! stripe when the failure's recorder adds the stripes up. Calls that overlap
-//! may differ only in these ways:
+//! window and the same streak. Calls that overlap may differ only in these
+//! ways:
 //! - Two outcomes recorded at the same time may be counted in either order (in
-//!   the streak and in the window); a quiet success is counted in by the next
-//!   outcome that takes the fold lock, so it may land after a failure that
-//!   overlapped it.
+//!   the streak and in the window); a quiet success kept while another
+//!   outcome is being judged may be counted in after it.
 //! - Every recorder that takes the fold lock judges the trip rules on the
 //!   window and streak as they stand after its own outcome. The recorder that
 //!   takes the lock last sees the state all of them made, so a trip that state
-//!   calls for is never lost to a race; quiet successes never make a rule
-//!   stand (the striped bit is clear whenever one could). Several recorders
-//!   may see a trip, and the breaker still opens at most once, because
+//!   calls for is never lost to a race; kept outcomes never make a rule stand
+//!   (the striped bit is clear whenever a success could, and the allowance
+//!   is spent before a failure could). Several recorders may see a trip, and
+//!   the breaker still opens at most once, because
 //!   [`CircuitBreaker::trip`] applies a trip only if the closed state the
 //!   recorder saw is still the one handed out.
 //! - When the lock takes the closed state back (a trip, an operator's move), a
 //!   call that read the gate before but has not yet taken the fold lock fails
 //!   to take it and goes to the machine, as a call arriving just after would.
-//!   A quiet success that read the gate before but adds to its stripe only
-//!   after the stripes were counted is dropped, as the sequential machine
-//!   drops an outcome arriving once the breaker is open (after a reset or a
-//!   forced close it would have counted it in the fresh window instead); one
-//!   stalled so long that it adds to its stripe after the state was handed
-//!   out again takes the place of one call in that window.
+//!   An outcome kept on its stripe before the gate shut is counted in by the
+//!   lock side as it takes the state back (a stripe's caller reads the gate
+//!   under the stripe's lock, and the lock side takes every stripe's lock
+//!   after shutting it), so it lands in the window the state had, as if it
+//!   had come just before the trip or the operator's move.
 //! - Permits are never lost: a closed breaker's permit holds no place (its
 //!   release does nothing), and half-open probes are admitted and counted only
 //!   by the machine behind the lock, so their bound is exact. Transitions come
 //!   only from the machine, each once.
 //!
-//! The fold lock is held for a bounded piece of work (adding up the stripes,
-//! clearing at most the window's words, recording one outcome, judging it)
-//! and never while waiting for anything else; a recorder that finds it taken
-//! spins until it is free.
+//! The fold lock is held for a bounded piece of work (merging at most the
+//! stripes' entries, clearing at most the window's words, recording one
+//! outcome, judging it) and never while waiting for anything but a stripe's
+//! lock, itself held for a few loads and stores; a caller that finds either
+//! taken spins until it is free. A stripe's lock is never held while waiting
+//! for the fold lock.
 //!
 //! # For changes to the breaker's counts
 //! While the closed state is handed out, the machine's own window and
 //! consecutive-failure count are stale: the live ones are the tail's plus
-//! what the stripes gathered. [`CircuitBreaker::suspend`] (and
+//! what the stripes kept. [`CircuitBreaker::suspend`] (and
 //! [`CircuitBreaker::view`], on a copy) brings them into the machine, and
-//! [`CircuitBreaker::resume`] hands them out again, taking the stripes as
-//! they stand as counted (so a reset or any other change made between the
-//! two starts from the machine's values). Nothing else about the breaker
+//! [`CircuitBreaker::resume`] hands them out again, to empty stripes (so a
+//! reset or any other change made between the two starts from the machine's
+//! values). Nothing else about the breaker
 //! lives here: calls refused, probes, epochs, open periods and transitions
 //! are the machine's, changed only under the caller's lock (a refusal never
 //! comes through the closed path: it is handed out only while closed). A
@@ -132,7 +146,7 @@ use crate::Instant;
 /// The gate's bit saying the closed state is handed out.
 const OPEN_GATE: u64 = 1;
 
-/// The gate's bit saying quiet successes go to the stripes.
+/// The gate's bit saying quiet outcomes are kept on the stripes.
 const STRIPED: u64 = 2;
 
 /// The gate's generation: bits 2 to 31.
@@ -141,12 +155,36 @@ const GENERATION_MASK: u64 = 0x3FFF_FFFF;
 /// The lock word's bit saying a recorder holds the fold lock.
 const LOCKED: u32 = 1;
 
-/// How many stripes a path counts quiet successes on (a power of two). Under
-/// loom, two: enough for every race between stripes, few enough to explore.
+/// How many stripes a path keeps quiet outcomes on (a power of two, at most
+/// 32: [`Head::used`] has a bit for each). Under loom, two: enough for every
+/// race between stripes, few enough to explore.
 #[cfg(not(retry_loom))]
 const STRIPE_COUNT: usize = 16;
 #[cfg(retry_loom)]
 const STRIPE_COUNT: usize = 2;
+
+/// How many entries a stripe holds before its outcomes must be counted in
+/// (62: with its lock and length, a stripe takes 512 bytes). Under loom,
+/// three, so that a stripe running full is explored too.
+#[cfg(not(retry_loom))]
+const ENTRIES: usize = 62;
+#[cfg(retry_loom)]
+const ENTRIES: usize = 3;
+
+/// An entry's bit saying it is a failure (its low 47 bits: the failure's
+/// number); without it, the entry is a run of successes (bits 16 to 62: the
+/// tag they read, bits 0 to 15: how many, at most `RUN_MAX`).
+const FAILURE_ENTRY: u64 = 1 << 63;
+
+/// Failure numbers and tags are counted modulo 2⁴⁷.
+const NUMBER_MASK: u64 = (1 << 47) - 1;
+
+/// The ticket's low 16 bits: how many more failures may be kept on stripes
+/// before one must be judged (see [`Head::ticket`]).
+const ALLOWANCE_MASK: u64 = 0xFFFF;
+
+/// The most successes one run entry counts.
+const RUN_MAX: u64 = 0xFFFF;
 
 /// A value on a cache line of its own, so that what every call reads (the gate,
 /// the config) is not evicted by what the outcomes that take the fold lock
@@ -155,12 +193,107 @@ const STRIPE_COUNT: usize = 2;
 #[repr(align(64))]
 struct Line<T>(T);
 
-/// One stripe's count of quiet successes, on 128 bytes of its own (two cache
-/// lines: x86's adjacent-line prefetch pairs them), so that threads counting
-/// on different stripes never write a line another one writes.
-#[derive(Debug, Default)]
+/// One stripe's quiet outcomes, in the order its callers recorded them, on
+/// 512 bytes of its own (the 128-byte alignment keeps x86's adjacent-line
+/// prefetch from pairing it with another stripe's line), so that threads
+/// recording on different stripes never write a line another one writes.
+///
+/// Guarded by its own spin lock: its callers take it for a handful of loads
+/// and stores (uncontended, it is one compare-and-swap on a line already
+/// theirs); the fold takes every stripe's lock while it counts them in.
+#[derive(Debug)]
 #[repr(align(128))]
-struct Stripe(AtomicU64);
+struct Stripe {
+    /// 1 while held.
+    lock: AtomicU32,
+    /// The entries in use, from 0.
+    len: AtomicU32,
+    /// Runs of successes and failures (see [`FAILURE_ENTRY`]), oldest first.
+    entries: [AtomicU64; ENTRIES],
+}
+
+impl Default for Stripe {
+    fn default() -> Self {
+        Stripe {
+            lock: AtomicU32::new(0),
+            len: AtomicU32::new(0),
+            entries: core::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+}
+
+impl Stripe {
+    fn acquire(&self) {
+        while self.lock.compare_exchange(0, 1, SeqCst, SeqCst).is_err() {
+            // Wait reading, which leaves the holder's line where it is.
+            spin_loop();
+            while self.lock.load(SeqCst) != 0 {
+                spin_loop();
+            }
+        }
+    }
+
+    fn release(&self) {
+        self.lock.store(0, Release);
+    }
+
+    fn len(&self) -> usize {
+        usize::try_from(self.len.load(Relaxed)).map_or(ENTRIES, |n| n.min(ENTRIES))
+    }
+
+    /// Adds a success that read the tag `tag` (held): to the last run if it
+    /// read the same one, else as a new run. False when the stripe is full.
+    fn push_success(&self, tag: u64) -> bool {
+        let len = self.len();
+        if let Some(last) = len.checked_sub(1).and_then(|i| self.entries.get(i)) {
+            let entry = last.load(Relaxed);
+            if entry & FAILURE_ENTRY == 0 && entry >> 16 == tag && entry & RUN_MAX < RUN_MAX {
+                last.store(entry.wrapping_add(1), Relaxed);
+                return true;
+            }
+        }
+        self.push(tag << 16 | 1)
+    }
+
+    /// Appends `entry` (held). False when the stripe is full.
+    fn push(&self, entry: u64) -> bool {
+        let len = self.len();
+        match self.entries.get(len) {
+            Some(slot) => {
+                slot.store(entry, Relaxed);
+                self.len
+                    .store(u32::try_from(len.saturating_add(1)).unwrap_or(0), Relaxed);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Where an entry goes among those counted in on one fold, whose failures are
+/// numbered from `base`: a run of successes that read tag `t` just before
+/// failure `t` (key `2(t - base)`), failure `n` at key `2(n - base) + 1`. An
+/// entry numbered before `base` (a success that read its tag while the
+/// stripes were being counted in) goes first.
+fn key(entry: u64, base: u64) -> u64 {
+    let (number, odd) = if entry & FAILURE_ENTRY != 0 {
+        (entry & NUMBER_MASK, 1)
+    } else {
+        (entry >> 16 & NUMBER_MASK, 0)
+    };
+    let distance = number.wrapping_sub(base) & NUMBER_MASK;
+    if distance > NUMBER_MASK / 2 {
+        0
+    } else {
+        distance << 1 | odd
+    }
+}
+
+/// The stripes a mask names (bit `i`: stripe `i`).
+fn named(mask: u32) -> impl Iterator<Item = usize> {
+    (0..STRIPE_COUNT)
+        .filter(move |i| mask & 1u32.wrapping_shl(u32::try_from(*i).unwrap_or(31)) != 0)
+}
 
 /// The lock-free closed state of a breaker shared between threads: admits and
 /// records without a lock or a clock while its [`CircuitBreaker`] is closed with
@@ -177,8 +310,9 @@ struct Stripe(AtomicU64);
 ///   [`CircuitBreaker::trip`]) or [`Untimed::Locked`] (lock, read the clock,
 ///   call [`CircuitBreaker::record`] with the permit handed back).
 ///   [`record_on`](ClosedPath::record_on) is the same, counting a quiet
-///   success on a stripe the caller names: threads that name different
-///   stripes record their successes without writing a cache line in common.
+///   outcome on a stripe the caller names: threads that name different
+///   stripes record their quiet outcomes without writing a cache line in
+///   common.
 /// - [`release`](ClosedPath::release) does nothing for a permit that holds no
 ///   place, and hands back the others for [`CircuitBreaker::release`].
 /// - Around anything else done to the machine under the lock, call
@@ -225,7 +359,7 @@ pub struct ClosedPath<const WORDS: usize> {
     lock: Line<AtomicU32>,
     /// Written by every outcome that takes the fold lock.
     tail: Line<Tail<WORDS>>,
-    /// Written by quiet successes, each by the callers that name it.
+    /// Written by quiet outcomes, each by the callers that name it.
     stripes: [Stripe; STRIPE_COUNT],
 }
 
@@ -234,6 +368,18 @@ struct Head {
     /// `epoch << 32 | generation << 2 | STRIPED | OPEN_GATE`: the generation
     /// changes every time the lock hands the closed state out or takes it back.
     gate: AtomicU64,
+    /// `number << 16 | allowance`: the number the next failure kept on a
+    /// stripe takes (modulo 2⁴⁷; it orders that failure among the outcomes
+    /// of every stripe), and how many more failures may be kept on stripes
+    /// before one must be judged. A quiet success reads it (its tag: the
+    /// failures numbered before it); a failure kept on a stripe takes a number
+    /// and one of the allowance with one compare-and-swap. The fold empties
+    /// the allowance while it counts the stripes in, and sets it again for
+    /// the window it leaves (zero unless the gate is striped).
+    ticket: AtomicU64,
+    /// The stripes ever recorded on (bit `i`: stripe `i`): the fold takes the
+    /// locks of these only. Set once per stripe, before its first outcome.
+    used: AtomicU32,
     /// The count window's size (0: none).
     size: u32,
     /// The same, as the cursor holds it.
@@ -251,8 +397,8 @@ struct Head {
     /// For a full window (or none): the failures from which a rule may stand
     /// after a success (the rate rule's threshold over the whole window; 0 when
     /// the streak rule trips on no streak, so that every outcome is judged;
-    /// `u32::MAX` when nothing can stand). Quiet successes go to the stripes
-    /// only below it.
+    /// `u32::MAX` when nothing can stand). Quiet outcomes are kept on the
+    /// stripes only below it.
     full_trip: u32,
     slow_after: Duration,
 }
@@ -267,8 +413,9 @@ struct Tail<const WORDS: usize> {
     streak: AtomicU32,
     /// The window's cursor, fill and failure count (see [`Cursor`]).
     cursor: AtomicU64,
-    /// The sum of the stripes already counted in.
-    folded: AtomicU64,
+    /// The ticket's number when the stripes were last counted in: the
+    /// failures kept on stripes since are numbered from it.
+    base: AtomicU64,
     failed: [AtomicU64; WORDS],
     slow: [AtomicU64; WORDS],
 }
@@ -354,23 +501,6 @@ impl Cursor {
     }
 }
 
-/// Nothing, but under loom a sequentially consistent fence.
-///
-/// A quiet success adds to its stripe, then reads the gate; a recorder
-/// clearing the striped bit writes the gate, then reads the stripes. Both
-/// pairs are sequentially consistent accesses, which the C11 model orders so
-/// that at least one side sees the other's write. Loom models such accesses
-/// as acquire-release only (its README: "`SeqCst` accesses ... are regarded
-/// as `AcqRel`"), which would let both miss; it does model a sequentially
-/// consistent fence, so under loom one stands between the two accesses of
-/// each pair. Compiled code has none (on x86 the add is a locked
-/// instruction, a full barrier already).
-#[inline(always)]
-fn ordered_under_loom() {
-    #[cfg(retry_loom)]
-    loom::sync::atomic::fence(SeqCst);
-}
-
 /// The gate's generation (30 bits), as the lock word carries it.
 #[allow(clippy::cast_possible_truncation)]
 const fn generation_of(gate: u64) -> u32 {
@@ -454,7 +584,7 @@ fn full_trip(config: &super::BreakerConfig, size: u32) -> u32 {
 }
 
 impl<const WORDS: usize> ClosedPath<WORDS> {
-    /// How many stripes quiet successes are counted on
+    /// How many stripes quiet outcomes are kept on
     /// ([`record_on`](Self::record_on) takes a stripe's number modulo this).
     pub const STRIPES: usize = STRIPE_COUNT;
 
@@ -468,6 +598,8 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
         ClosedPath {
             head: Line(Head {
                 gate: AtomicU64::new(0),
+                ticket: AtomicU64::new(0),
+                used: AtomicU32::new(0),
                 size,
                 size16: u16::try_from(size).unwrap_or(u16::MAX),
                 eligible: counted && fits && config.slow_call_rate().is_none(),
@@ -485,7 +617,7 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
             tail: Line(Tail {
                 streak: AtomicU32::new(0),
                 cursor: AtomicU64::new(0),
-                folded: AtomicU64::new(0),
+                base: AtomicU64::new(0),
                 failed: core::array::from_fn(|_| AtomicU64::new(0)),
                 slow: core::array::from_fn(|_| AtomicU64::new(0)),
             }),
@@ -529,7 +661,7 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
     /// Records `outcome` for `permit` in the closed state, as
     /// [`CircuitBreaker::record`] would while closed: in the window, in the
     /// streak unless late, and judged by the trip rules unless late. A duration
-    /// of zero (unmeasured) is never slow. A quiet success is counted on
+    /// of zero (unmeasured) is never slow. A quiet outcome is kept on
     /// stripe 0: callers on several threads should name their own with
     /// [`record_on`](Self::record_on).
     #[inline]
@@ -537,10 +669,10 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
         self.record_on(0, permit, outcome)
     }
 
-    /// [`record`](Self::record), counting a quiet success on stripe `stripe`
+    /// [`record`](Self::record), keeping a quiet outcome on stripe `stripe`
     /// (modulo [`STRIPES`](Self::STRIPES)). Any stripe gives the same answers;
     /// threads that name different ones do not write a cache line in common
-    /// when their calls succeed.
+    /// while their outcomes are kept.
     #[inline]
     pub fn record_on(&self, stripe: usize, permit: Permit, outcome: CallOutcome) -> Untimed {
         self.record_quiet_on(stripe, permit, outcome)
@@ -551,21 +683,24 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
     /// `Untimed::Recorded(Exceeded::NONE)`: the outcome is in, no rate reached
     /// its threshold with it, nothing trips. That is the common case, and a
     /// caller with nothing to report then has nothing to do (`Some` may still
-    /// carry that answer when a general path found it). Counts a quiet
-    /// success on stripe 0 (see [`record_quiet_on`](Self::record_quiet_on)).
+    /// carry that answer when a general path found it). Keeps a quiet
+    /// outcome on stripe 0 (see [`record_quiet_on`](Self::record_quiet_on)).
     #[inline]
     pub fn record_quiet(&self, permit: Permit, outcome: CallOutcome) -> Option<Untimed> {
         self.record_quiet_on(0, permit, outcome)
     }
 
-    /// [`record_quiet`](Self::record_quiet), counting a quiet success on
+    /// [`record_quiet`](Self::record_quiet), keeping a quiet outcome on
     /// stripe `stripe` (modulo [`STRIPES`](Self::STRIPES)).
     ///
-    /// The common case takes a read of the gate, one add to the stripe and a
-    /// second read of the gate (which no call writes): a success that is
-    /// neither slow nor late, while the striped bit is set (a full count
-    /// window holding fewer failures than a rule needs to stand after a
-    /// success, or no window). Every other outcome takes the fold lock.
+    /// The common case takes the stripe's lock (one compare-and-swap on a
+    /// line the caller's thread already holds), reads the gate and the
+    /// ticket, and adds the outcome to the stripe: a success that is neither
+    /// slow nor late while the gate is striped (a full count window holding
+    /// fewer failures than a rule needs to stand, or no window), or such a
+    /// failure while the ticket's allowance says no rule can stand however
+    /// the outcomes kept on stripes fall (it then takes a number and one of
+    /// the allowance). Every other outcome takes the fold lock.
     #[inline]
     pub fn record_quiet_on(
         &self,
@@ -573,44 +708,66 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
         permit: Permit,
         outcome: CallOutcome,
     ) -> Option<Untimed> {
-        let head = &self.head.0;
-        let gate = head.gate.load(SeqCst);
-        if outcome.success
-            && outcome.duration <= head.slow_after
-            && gate & (STRIPED | OPEN_GATE) == STRIPED | OPEN_GATE
-            && permit.epoch == epoch_of(gate)
+        if outcome.duration <= self.head.0.slow_after
+            && self.keep(stripe % STRIPE_COUNT, &permit, outcome.success)
         {
-            if let Some(count) = self.stripes.get(stripe % STRIPE_COUNT) {
-                count.0.fetch_add(1, SeqCst);
-            }
-            ordered_under_loom();
-            // The gate changed meanwhile (the striped bit cleared, or the state
-            // taken back): the success may not be counted in by the outcome
-            // that changed it, so it is judged as the machine would.
-            if head.gate.load(SeqCst) != gate {
-                return self.judge_striped(permit.epoch);
-            }
             return None;
         }
         Some(self.record_any(permit, outcome))
     }
 
-    /// A quiet success of `epoch` counted on a stripe while the gate changed:
-    /// with the fold lock, the stripes are counted in and the window judged
-    /// as after a success. Nothing to do if the closed state is no longer
-    /// handed out (the lock side counted it in, or will drop it), or belongs to
-    /// another epoch (the success is late there).
-    #[cold]
-    #[inline(never)]
-    fn judge_striped(&self, epoch: u32) -> Option<Untimed> {
-        let gate = self.lock()?;
-        let cursor = self.fold();
-        let answer = if epoch == epoch_of(gate) {
-            self.judge_success(gate, cursor)
-        } else {
-            Untimed::Recorded(Exceeded::NONE)
+    /// Keeps a quiet outcome of `permit` on stripe `index`, if the gate is
+    /// striped and of the permit's epoch, the stripe has room, and (for a
+    /// failure) the allowance is not spent. False: it was not kept.
+    #[inline]
+    fn keep(&self, index: usize, permit: &Permit, success: bool) -> bool {
+        let head = &self.head.0;
+        let Some(stripe) = self.stripes.get(index) else {
+            return false;
         };
-        Some(self.unlock_after(gate, cursor, answer))
+        let bit = 1u32.wrapping_shl(u32::try_from(index).unwrap_or(31));
+        // Named before the stripe is first written: a fold that takes the
+        // stripes' locks after emptying the allowance either sees the bit
+        // or comes before this outcome's read of the ticket (then the
+        // allowance it reads is spent: a failure is judged, and a success's
+        // tag is the fold's last number, so it is counted in after all the
+        // fold counted in).
+        if head.used.load(SeqCst) & bit == 0 {
+            head.used.fetch_or(bit, SeqCst);
+        }
+        stripe.acquire();
+        let gate = head.gate.load(SeqCst);
+        let kept = gate & (STRIPED | OPEN_GATE) == STRIPED | OPEN_GATE
+            && permit.epoch == epoch_of(gate)
+            && if success {
+                stripe.push_success(head.ticket.load(SeqCst) >> 16)
+            } else {
+                self.keep_failure(stripe)
+            };
+        stripe.release();
+        kept
+    }
+
+    /// Keeps a failure on `stripe` (held): takes a number and one of the
+    /// allowance, if the stripe has room and the allowance is not spent.
+    fn keep_failure(&self, stripe: &Stripe) -> bool {
+        if stripe.len() >= ENTRIES {
+            return false;
+        }
+        let ticket = &self.head.0.ticket;
+        let mut current = ticket.load(SeqCst);
+        loop {
+            if current & ALLOWANCE_MASK == 0 {
+                return false;
+            }
+            let number = current >> 16;
+            let next = (number.wrapping_add(1) & NUMBER_MASK) << 16
+                | (current & ALLOWANCE_MASK).wrapping_sub(1);
+            match ticket.compare_exchange(current, next, SeqCst, SeqCst) {
+                Ok(_) => return stripe.push(FAILURE_ENTRY | number),
+                Err(now) => current = now,
+            }
+        }
     }
 
     /// The rules on the window at `cursor` as they stand after a success in
@@ -667,30 +824,111 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
         self.lock.0.store(free_lock(gate), Release);
     }
 
-    /// Counts in the successes the stripes gathered since the last time: that
-    /// many calls (at most the window) cleared into the window's next slots,
-    /// and the streak cleared. Only with the fold lock held (or the lock word
-    /// moved to a generation no recorder holds). The window's cursor after it.
-    fn fold(&self) -> Cursor {
+    /// Counts in the outcomes the stripes kept since the last time, in the
+    /// order their tags and numbers give: the window takes them in its next
+    /// slots and the streak follows them. Only with the fold lock held (or
+    /// the lock word moved to a generation no recorder holds). Empties the
+    /// allowance first, so no failure is kept while the stripes are counted
+    /// in; the caller sets it again ([`refill`](Self::refill)). The window's
+    /// cursor after it, and whether anything was counted in.
+    fn fold(&self) -> (Cursor, bool) {
+        let head = &self.head.0;
         let tail = &self.tail.0;
-        let cursor = Cursor::unpack(tail.cursor.load(SeqCst));
-        let total = self
-            .stripes
-            .iter()
-            .fold(0u64, |sum, count| sum.wrapping_add(count.0.load(SeqCst)));
-        let pending = total.wrapping_sub(tail.folded.load(SeqCst));
-        if pending == 0 {
-            return cursor;
+        let mut ticket = head.ticket.load(SeqCst);
+        while ticket & ALLOWANCE_MASK != 0 {
+            match head
+                .ticket
+                .compare_exchange(ticket, ticket & !ALLOWANCE_MASK, SeqCst, SeqCst)
+            {
+                Ok(_) => break,
+                Err(now) => ticket = now,
+            }
         }
-        tail.folded.store(total, Relaxed);
-        if tail.streak.load(SeqCst) != 0 {
-            tail.streak.store(0, Relaxed);
+        // Every stripe recorded on, its lock held: a failure holds its
+        // stripe's lock while it takes a number, so once all are held every
+        // failure numbered so far is on its stripe.
+        let mut held = 0u32;
+        loop {
+            let more = head.used.load(SeqCst) & !held;
+            if more == 0 {
+                break;
+            }
+            for i in named(more) {
+                if let Some(stripe) = self.stripes.get(i) {
+                    stripe.acquire();
+                }
+            }
+            held |= more;
         }
+        let number = head.ticket.load(SeqCst) >> 16;
+        let base = tail.base.load(SeqCst);
+        let mut cursor = Cursor::unpack(tail.cursor.load(SeqCst));
+        let mut streak = tail.streak.load(SeqCst);
+        let mut lens = [0usize; STRIPE_COUNT];
+        for i in named(held) {
+            if let (Some(len), Some(stripe)) = (lens.get_mut(i), self.stripes.get(i)) {
+                *len = stripe.len();
+            }
+        }
+        let mut at = [0usize; STRIPE_COUNT];
+        let mut counted = false;
+        // The stripes merged by key; each stripe's own entries are in order.
+        loop {
+            let mut next: Option<(u64, usize, u64)> = None;
+            for i in named(held) {
+                let (Some(&pos), Some(&len), Some(stripe)) =
+                    (at.get(i), lens.get(i), self.stripes.get(i))
+                else {
+                    continue;
+                };
+                if pos >= len {
+                    continue;
+                }
+                let entry = stripe.entries.get(pos).map_or(0, |e| e.load(Relaxed));
+                let k = key(entry, base);
+                if next.is_none_or(|(best, _, _)| k < best) {
+                    next = Some((k, i, entry));
+                }
+            }
+            let Some((_, i, entry)) = next else {
+                break;
+            };
+            if let Some(pos) = at.get_mut(i) {
+                *pos = pos.saturating_add(1);
+            }
+            counted = true;
+            if entry & FAILURE_ENTRY != 0 {
+                cursor = self.count_failure(cursor);
+                streak = streak.saturating_add(1);
+            } else {
+                let run = u16::try_from(entry & RUN_MAX).unwrap_or(u16::MAX);
+                cursor = self.count_successes(cursor, run);
+                streak = 0;
+            }
+        }
+        for i in named(held) {
+            if let Some(stripe) = self.stripes.get(i) {
+                stripe.len.store(0, Relaxed);
+                stripe.release();
+            }
+        }
+        tail.base.store(number, SeqCst);
+        if counted {
+            tail.cursor.store(cursor.pack(), SeqCst);
+            tail.streak.store(streak, SeqCst);
+        }
+        (cursor, counted)
+    }
+
+    /// The window at `cursor` with `count` successes (neither slow) in its
+    /// next slots (the rings written; the cursor returned, not stored).
+    fn count_successes(&self, cursor: Cursor, count: u16) -> Cursor {
+        let tail = &self.tail.0;
         let size = self.head.0.size16;
-        if size == 0 {
+        if size == 0 || count == 0 {
             return cursor;
         }
-        let count = u16::try_from(pending).unwrap_or(u16::MAX).min(size);
+        let count = count.min(size);
         // The slots from `next` on, wrapping at the window's end; a ring
         // holding no call of its kind is left alone.
         let first = size.saturating_sub(cursor.next).min(count);
@@ -704,18 +942,69 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
             }
             u16::try_from(cleared).unwrap_or(u16::MAX)
         };
-        let cursor = Cursor {
+        // Once full, every slot written held a call, which leaves.
+        Cursor {
             failures: cursor
                 .failures
                 .saturating_sub(clear(&tail.failed, cursor.failures)),
             slow: cursor.slow.saturating_sub(clear(&tail.slow, cursor.slow)),
             ..cursor.advanced(count, size)
-        };
-        tail.cursor.store(cursor.pack(), Relaxed);
-        cursor
+        }
     }
 
-    /// Whether quiet successes may go to the stripes with the window at
+    /// The window at `cursor` with a failure (not slow) in its next slot.
+    fn count_failure(&self, cursor: Cursor) -> Cursor {
+        let tail = &self.tail.0;
+        let size = self.head.0.size16;
+        if size == 0 {
+            return cursor;
+        }
+        let slot = u32::from(cursor.next.min(size.saturating_sub(1)));
+        let full = cursor.len >= size;
+        let was_failed = put(&tail.failed, slot, true);
+        let was_slow = cursor.slow > 0 && put(&tail.slow, slot, false);
+        let out = |was: bool| u16::from(was && full);
+        Cursor {
+            failures: cursor
+                .failures
+                .saturating_sub(out(was_failed))
+                .saturating_add(1),
+            slow: cursor.slow.saturating_sub(out(was_slow)),
+            ..cursor.advanced(1, size)
+        }
+    }
+
+    /// How many failures may be kept on stripes with the window at `cursor`
+    /// and the streak at `streak`, so that no rule can stand however they
+    /// and the successes kept with them fall: the failures the window holds
+    /// grow by at most one per failure kept, and so does the streak.
+    fn allowance(&self, cursor: Cursor, streak: u32) -> u64 {
+        let head = &self.head.0;
+        let by_rate = head
+            .full_trip
+            .saturating_sub(1)
+            .saturating_sub(cursor.failures());
+        let by_streak = head
+            .threshold
+            .map_or(u32::MAX, |n| n.saturating_sub(1).saturating_sub(streak));
+        u64::from(by_rate.min(by_streak)).min(ALLOWANCE_MASK)
+    }
+
+    /// Sets the allowance for the window at `cursor` (the streak as the tail
+    /// holds it) if `gate` is striped; leaves it spent otherwise. Only with
+    /// the fold lock held, after [`fold`](Self::fold).
+    fn refill(&self, gate: u64, cursor: Cursor) {
+        if gate & STRIPED == 0 {
+            return;
+        }
+        let head = &self.head.0;
+        let allowance = self.allowance(cursor, self.tail.0.streak.load(SeqCst));
+        // Spent since the fold: no failure takes a number meanwhile.
+        let number = head.ticket.load(SeqCst) & !ALLOWANCE_MASK;
+        head.ticket.store(number | allowance, SeqCst);
+    }
+
+    /// Whether quiet outcomes may be kept on the stripes with the window at
     /// `cursor`: it is full (or there is none) and holds fewer failures than
     /// a rule needs to stand after a success.
     fn stripes_apply(&self, cursor: Cursor) -> bool {
@@ -726,14 +1015,14 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
     /// The end of every outcome recorded under the fold lock taken under
     /// `gate`, whose `answer` is computed on the window at `cursor`: sets or
     /// clears the gate's striped bit for that window (a gate shut meanwhile is
-    /// left alone), frees the lock, and answers.
+    /// left alone), sets the allowance again, frees the lock, and answers.
     ///
-    /// A quiet success may have read the gate before its striped bit was
-    /// cleared and added to its stripe after this recorder counted the
-    /// stripes in. Once the bit is cleared, the stripes are counted in again,
-    /// and what they brought is judged: the success that reads the gate
-    /// again after adding to its stripe either sees the bit cleared (and is
-    /// judged itself) or added before this second count.
+    /// A quiet success may have been kept on its stripe after this recorder
+    /// counted the stripes in, while the gate was still striped (no failure
+    /// can be: the allowance is spent). Once the bit is cleared, the stripes
+    /// are counted in again, and what they brought is judged: a success
+    /// reads the gate under its stripe's lock, so it either was kept before
+    /// this second count or sees the bit cleared and is judged itself.
     fn unlock_after(&self, gate: u64, cursor: Cursor, answer: Untimed) -> Untimed {
         let head = &self.head.0;
         let striped = if self.stripes_apply(cursor) {
@@ -742,28 +1031,33 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
             0
         };
         let mut answer = answer;
+        let mut now = gate;
         if gate & STRIPED != striped {
             let changed = (gate & !STRIPED) | striped;
-            let cleared = head
+            if head
                 .gate
                 .compare_exchange(gate, changed, SeqCst, SeqCst)
                 .is_ok()
-                && striped == 0;
-            if cleared && !matches!(answer, Untimed::Trip(_)) {
-                ordered_under_loom();
-                let folded = self.tail.0.folded.load(SeqCst);
-                let cursor = self.fold();
-                if self.tail.0.folded.load(SeqCst) != folded {
-                    if let Untimed::Trip(trip) = self.judge_success(changed, cursor) {
-                        let exceeded = match answer {
-                            Untimed::Recorded(exceeded) => exceeded,
-                            _ => Exceeded::NONE,
-                        };
-                        answer = Untimed::Trip(Trip { exceeded, ..trip });
+            {
+                now = changed;
+                if striped == 0 && !matches!(answer, Untimed::Trip(_)) {
+                    let (cursor, counted) = self.fold();
+                    if counted {
+                        if let Untimed::Trip(trip) = self.judge_success(changed, cursor) {
+                            let exceeded = match answer {
+                                Untimed::Recorded(exceeded) => exceeded,
+                                _ => Exceeded::NONE,
+                            };
+                            answer = Untimed::Trip(Trip { exceeded, ..trip });
+                        }
                     }
                 }
+            } else {
+                // Shut by the lock side meanwhile: it counts the stripes in.
+                now = 0;
             }
         }
+        self.refill(now, cursor);
         self.unlock(gate);
         answer
     }
@@ -785,7 +1079,7 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
         let Some(gate) = self.lock() else {
             return Untimed::Locked(permit);
         };
-        let mut cursor = self.fold();
+        let (mut cursor, _) = self.fold();
         let failed = !outcome.success;
         let slow = outcome.duration > head.slow_after;
         let size = head.size16;
@@ -898,7 +1192,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     }
 
     /// Takes the closed state back from `path` (its window and streak, with
-    /// the successes its stripes gathered), so that the breaker can be changed
+    /// the outcomes its stripes kept), so that the breaker can be changed
     /// under the caller's lock. Calls on `path` go to the machine until
     /// [`resume`](Self::resume). Does nothing if the state is not handed out.
     /// Waits for a recorder that holds the path's fold lock to finish.
@@ -957,29 +1251,34 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             slow: slow_calls,
         };
         tail.cursor.store(cursor.pack(), SeqCst);
-        // Successes a stripe gathers from here on count in this window.
-        let total = path
-            .stripes
-            .iter()
-            .fold(0u64, |sum, count| sum.wrapping_add(count.0.load(SeqCst)));
-        tail.folded.store(total, SeqCst);
+        // The stripes are empty (the lock side counted them in when it took
+        // the state back): failures kept from here on are numbered from the
+        // ticket's number.
+        let number = head.ticket.load(SeqCst) & !ALLOWANCE_MASK;
+        tail.base.store(number >> 16, SeqCst);
         path.lock.0.store(free_lock(open), SeqCst);
         let striped = if path.stripes_apply(cursor) {
+            head.ticket.store(
+                number | path.allowance(cursor, self.consecutive_failures),
+                SeqCst,
+            );
             STRIPED
         } else {
+            head.ticket.store(number, SeqCst);
             0
         };
         head.gate.store(open | striped, SeqCst);
     }
 
     /// A copy of the breaker with what `path` holds of the closed state (for
-    /// metrics and snapshots; the successes its stripes gathered counted in).
+    /// metrics and snapshots; the outcomes its stripes kept counted in).
     /// Outcomes being recorded meanwhile may or may not be in it.
     #[must_use]
     pub fn view(&self, path: &ClosedPath<WORDS>) -> Self {
         let mut copy = self.clone();
         if let Some(gate) = path.lock() {
-            copy.pull(path);
+            let cursor = copy.pull(path);
+            path.refill(gate, cursor);
             path.unlock(gate);
         }
         copy
@@ -1004,10 +1303,10 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     }
 
     /// Copies the window and streak `path` holds into the machine, with the
-    /// successes its stripes gathered counted in first. Only with the fold
+    /// outcomes its stripes kept counted in first. Only with the fold
     /// lock held, or the lock word moved to a generation no recorder holds.
-    fn pull(&mut self, path: &ClosedPath<WORDS>) {
-        let cursor = path.fold();
+    fn pull(&mut self, path: &ClosedPath<WORDS>) -> Cursor {
+        let (cursor, _) = path.fold();
         let tail = &path.tail.0;
         self.consecutive_failures = tail.streak.load(SeqCst);
         // The streak and window change under the cache of when rules are next
@@ -1015,7 +1314,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         self.quiet = 0;
         let size = path.head.0.size16;
         if size == 0 {
-            return;
+            return cursor;
         }
         let len = cursor.len.min(size);
         // The oldest call sits `len` slots behind the next one.
@@ -1031,6 +1330,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             let _ = ring.push(size, bit(&tail.failed, slot), bit(&tail.slow, slot));
         }
         self.calls = ring;
+        cursor
     }
 }
 

@@ -237,7 +237,8 @@ type TransitionHook = dyn Fn(&Transition) + Send + Sync;
 /// and, with the `tracing` and `metrics` features, to traces and metrics.
 ///
 /// [`SharedBreaker::new`] holds a count window of up to 1,024 calls (a
-/// `CircuitBreaker<16, 0>`, 480 bytes behind its `Arc` on 64-bit targets), so
+/// `CircuitBreaker<16, 0>`, 480 bytes behind its `Arc` on 64-bit targets,
+/// beside the closed path's 16 stripes of 512 bytes, one per thread), so
 /// every count window a Resilience4j user configures (up to 1,000 calls) fits
 /// and the type needs no annotation. The capacity costs no time: a 100-call
 /// window costs what it costs in the core's 128-call breaker. Another capacity

@@ -1336,7 +1336,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
 
 #[cfg(test)]
 mod tests {
-    use super::{bit, clear_run, full_trip, Cursor};
+    use super::{bit, clear_run, full_trip, key, Cursor, FAILURE_ENTRY, NUMBER_MASK};
     use crate::{BreakerConfig, Rate};
     #[cfg(not(retry_loom))]
     use core::sync::atomic::AtomicU64;
@@ -1385,6 +1385,40 @@ mod tests {
             }
         }
         assert!(checked > 100_000, "{checked}");
+    }
+
+    /// A stripe is the 512 bytes its docs say, so 16 take 8 KiB.
+    #[test]
+    #[cfg(not(retry_loom))]
+    fn a_stripe_takes_512_bytes() {
+        assert_eq!(core::mem::size_of::<super::Stripe>(), 512);
+        assert_eq!(core::mem::align_of::<super::Stripe>(), 128);
+    }
+
+    /// Successes tagged `t` sort just before the failure numbered `t` and
+    /// after the one numbered `t - 1`, from any base, across the numbers'
+    /// wrap; an entry numbered before the base sorts first.
+    #[test]
+    fn entries_sort_by_their_numbers_from_the_base() {
+        let success = |tag: u64| (tag & NUMBER_MASK) << 16 | 1;
+        let failure = |number: u64| FAILURE_ENTRY | (number & NUMBER_MASK);
+        for base in [0, 1, 1_000, NUMBER_MASK - 2, NUMBER_MASK] {
+            let at = |d: u64| base.wrapping_add(d) & NUMBER_MASK;
+            let order = [
+                success(at(0)),
+                failure(at(0)),
+                success(at(1)),
+                failure(at(1)),
+                failure(at(2)),
+                success(at(3)),
+                failure(at(3)),
+            ];
+            for pair in order.windows(2) {
+                assert!(key(pair[0], base) < key(pair[1], base), "{base}: {pair:x?}");
+            }
+            assert_eq!(key(success(base.wrapping_sub(1) & NUMBER_MASK), base), 0);
+            assert_eq!(key(success(base), base), 0);
+        }
     }
 
     /// Advancing by `count` slots at once is advancing by one slot `count`

@@ -399,3 +399,63 @@ fn a_stale_trip_is_not_applied_twice() {
     assert_eq!(machine.trip(&path, second, Instant::ORIGIN), None);
     assert_eq!(machine.reopens(), 1);
 }
+
+/// Outcomes kept on stripes until a stripe runs full, with nothing reading
+/// the breaker in between: a window of 1,000 calls (a quarter failing trips
+/// it) full of successes, then calls from three stripes in turn (300 calls
+/// each: a stripe's 62 entries run out within them), failing more and more
+/// often. Every answer matches the sequential machine's; the view after
+/// each stretch of 600 calls has the machine's window, and the trip comes
+/// on the same call.
+#[test]
+fn stripes_that_run_full_still_decide_as_the_sequential_machine() {
+    let config = BreakerConfig::builder()
+        .failure_threshold(None)
+        .failure_rate(Rate::from_percent(25))
+        .count_window(1_000)
+        .minimum_calls(1_000)
+        .build()
+        .unwrap();
+    let mut reference = CircuitBreaker::<16, 0>::new(config).unwrap();
+    let mut split = Split::new(reference.clone());
+    let now = Instant::ORIGIN;
+    let mut call = |split: &mut Split<16, 0>, reference: &mut CircuitBreaker<16, 0>, fail: bool| {
+        let (Admission::Admitted { permit: p, .. }, Admission::Admitted { permit: q, .. }) =
+            (reference.request(now), split.request(now))
+        else {
+            return None;
+        };
+        let outcome = CallOutcome {
+            success: !fail,
+            duration: Duration::ZERO,
+        };
+        let a = reference.record(p, outcome, now);
+        let b = split.record(q, outcome, now);
+        assert_eq!(a, b);
+        Some(a)
+    };
+    for _ in 0..1_000 {
+        call(&mut split, &mut reference, false);
+    }
+    let mut tripped_at = None;
+    for i in 0..3_000u32 {
+        split.stripe = (i / 300 % 3) as usize;
+        // One call in 7, then in 5, then in 3 fails, then one in 2.
+        let every = [7, 5, 3, 2][(i / 750) as usize];
+        match call(&mut split, &mut reference, i % every == every - 1) {
+            Some(r) if r.transition.is_some() => {
+                tripped_at = Some(i);
+                break;
+            }
+            Some(_) => {}
+            None => panic!("call {i} refused while closed"),
+        }
+        if i % 600 == 599 {
+            let view = split.machine.view(&split.path);
+            assert_eq!(view.snapshot(), reference.snapshot(), "after call {i}");
+        }
+    }
+    assert!(tripped_at.is_some(), "the rate never stood");
+    assert_eq!(split.machine.state(), BreakerState::Open);
+    assert_eq!(split.machine.snapshot(), reference.snapshot());
+}

@@ -419,7 +419,7 @@ fn stripes_that_run_full_still_decide_as_the_sequential_machine() {
     let mut reference = CircuitBreaker::<16, 0>::new(config).unwrap();
     let mut split = Split::new(reference.clone());
     let now = Instant::ORIGIN;
-    let mut call = |split: &mut Split<16, 0>, reference: &mut CircuitBreaker<16, 0>, fail: bool| {
+    let call = |split: &mut Split<16, 0>, reference: &mut CircuitBreaker<16, 0>, fail: bool| {
         let (Admission::Admitted { permit: p, .. }, Admission::Admitted { permit: q, .. }) =
             (reference.request(now), split.request(now))
         else {

@@ -25,6 +25,8 @@
 //! - failures kept on stripes (a full window, or a streak, far enough from
 //!   a rule) never pass the allowance: the failure that makes a rule stand
 //!   trips, once, whichever stripes the ones before it were kept on;
+//! - a failure is kept only while the failures in a row it can end stay
+//!   below the streak rule's: three in a row across two stripes trip, once;
 //! - a failure kept on one stripe is counted in before a success recorded
 //!   after it on another, and a reset racing kept failures leaves a window
 //!   whose counts agree with its calls.
@@ -566,5 +568,42 @@ fn a_failure_judged_while_others_are_kept_does_not_widen_the_allowance() {
         let view = shared.view();
         assert_eq!(view.state(), BreakerState::Open, "the trip was lost");
         assert_eq!(shared.transitions.load(Ordering::SeqCst), 1);
+    });
+}
+
+#[test]
+fn a_streak_across_two_stripes_trips_once_when_it_stands() {
+    loom::model(|| {
+        // Three in a row, no window. One thread: a success, then a failure
+        // (its success bounds the streak its failure ends); the other: two
+        // failures. Three in a row stand when the first thread's failure
+        // comes right before or right after the other two.
+        let shared = Shared::new(consecutive(3));
+        let failing = {
+            let shared = Arc::clone(&shared);
+            thread::spawn(move || {
+                for _ in 0..2 {
+                    if let Some(permit) = shared.request() {
+                        shared.record_on(1, permit, false);
+                    }
+                }
+            })
+        };
+        for success in [true, false] {
+            if let Some(permit) = shared.request() {
+                shared.record_on(0, permit, success);
+            }
+        }
+        failing.join().unwrap();
+        let view = shared.view();
+        let transitions = shared.transitions.load(Ordering::SeqCst);
+        match view.state() {
+            BreakerState::Closed => {
+                assert!(view.consecutive_failures() < 3, "the trip was lost");
+                assert_eq!(transitions, 0);
+            }
+            BreakerState::Open => assert_eq!(transitions, 1),
+            other => panic!("{other:?}"),
+        }
     });
 }

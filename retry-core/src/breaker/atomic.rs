@@ -37,10 +37,14 @@
 //!   - a failure is kept only while the allowance lasts: it takes a number
 //!     and one of the allowance with one compare-and-swap on the ticket.
 //!     The allowance is set, whenever the stripes are counted in, to the
-//!     failures that could follow without a rule standing however they fell
-//!     (the rate rule's threshold less the failures held, less one; the
-//!     streak rule's less the streak, less one), so a kept failure can make
-//!     no rule stand either.
+//!     failures that could follow without the rate rule standing however
+//!     they fell (its threshold less the failures held, less one). With a
+//!     streak rule, a failure is also kept only if the failures in a row it
+//!     can end stay below the rule's: at most those numbered since its own
+//!     stripe's last success (which came after every failure numbered
+//!     before its tag), or, with none on the stripe, the streak the last
+//!     fold left plus every failure numbered since. So a kept failure can
+//!     make no rule stand either.
 //! - **The window and streak** (the tail's cache line, and the window's
 //!   rings), changed only under the *fold lock*: a bit of a lock word on a
 //!   cache line of its own (a recorder waiting for it reads that line, not
@@ -253,6 +257,17 @@ impl Stripe {
             }
         }
         self.push(tag << 16 | 1)
+    }
+
+    /// The tag of the stripe's last run of successes, if it holds one (held).
+    fn last_success_tag(&self) -> Option<u64> {
+        self.entries
+            .iter()
+            .take(self.len())
+            .rev()
+            .map(|e| e.load(Relaxed))
+            .find(|e| e & FAILURE_ENTRY == 0)
+            .map(|e| e >> 16)
     }
 
     /// Appends `entry` (held). False when the stripe is full.
@@ -749,18 +764,44 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
     }
 
     /// Keeps a failure on `stripe` (held): takes a number and one of the
-    /// allowance, if the stripe has room and the allowance is not spent.
+    /// allowance, if the stripe has room, the allowance is not spent, and
+    /// (with a streak rule) the streak the failure can end is shorter than
+    /// the rule's.
+    ///
+    /// That streak is bounded from what the failing caller knows: its own
+    /// last success still on the stripe, tagged `t`, comes after every
+    /// failure numbered below `t` and before this one (numbered `n`), so the
+    /// failures in a row up to this one are at most those numbered `t` to
+    /// `n`; with none on the stripe, at most the streak the last fold left
+    /// and every failure numbered since. The base and streak are read after
+    /// the ticket, and the compare-and-swap checks they are still those of
+    /// its fold: every fold changes the ticket (it spends the allowance, and
+    /// the refill takes a number of its own).
     fn keep_failure(&self, stripe: &Stripe) -> bool {
         if stripe.len() >= ENTRIES {
             return false;
         }
-        let ticket = &self.head.0.ticket;
+        let head = &self.head.0;
+        let ticket = &head.ticket;
         let mut current = ticket.load(SeqCst);
         loop {
             if current & ALLOWANCE_MASK == 0 {
                 return false;
             }
             let number = current >> 16;
+            if let Some(threshold) = head.threshold {
+                let in_a_row = match stripe.last_success_tag() {
+                    Some(tag) => (number.wrapping_sub(tag) & NUMBER_MASK).saturating_add(1),
+                    None => {
+                        let tail = &self.tail.0;
+                        let since = number.wrapping_sub(tail.base.load(SeqCst)) & NUMBER_MASK;
+                        since.saturating_add(u64::from(tail.streak.load(SeqCst)))
+                    }
+                };
+                if in_a_row >= u64::from(threshold) {
+                    return false;
+                }
+            }
             let next = (number.wrapping_add(1) & NUMBER_MASK) << 16
                 | (current & ALLOWANCE_MASK).wrapping_sub(1);
             match ticket.compare_exchange(current, next, SeqCst, SeqCst) {
@@ -974,34 +1015,37 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
         }
     }
 
-    /// How many failures may be kept on stripes with the window at `cursor`
-    /// and the streak at `streak`, so that no rule can stand however they
-    /// and the successes kept with them fall: the failures the window holds
-    /// grow by at most one per failure kept, and so does the streak.
-    fn allowance(&self, cursor: Cursor, streak: u32) -> u64 {
-        let head = &self.head.0;
-        let by_rate = head
+    /// How many failures may be kept on stripes with the window at `cursor`,
+    /// so that the rate rule cannot stand however they and the successes
+    /// kept with them fall: the failures the window holds grow by at most one
+    /// per failure kept. (The streak rule is checked per failure, by
+    /// [`keep_failure`](Self::keep_failure).)
+    fn allowance(&self, cursor: Cursor) -> u64 {
+        let by_rate = self
+            .head
+            .0
             .full_trip
             .saturating_sub(1)
             .saturating_sub(cursor.failures());
-        let by_streak = head
-            .threshold
-            .map_or(u32::MAX, |n| n.saturating_sub(1).saturating_sub(streak));
-        u64::from(by_rate.min(by_streak)).min(ALLOWANCE_MASK)
+        u64::from(by_rate).min(ALLOWANCE_MASK)
     }
 
-    /// Sets the allowance for the window at `cursor` (the streak as the tail
-    /// holds it) if `gate` is striped; leaves it spent otherwise. Only with
-    /// the fold lock held, after [`fold`](Self::fold).
+    /// Sets the allowance for the window at `cursor` if `gate` is striped;
+    /// leaves it spent otherwise. Only with the fold lock held, after
+    /// [`fold`](Self::fold) (or from the lock side, the state not handed
+    /// out), with the tail's base and streak final. The ticket takes a number
+    /// of its own, so that it never holds again a value it held before this
+    /// fold (see [`keep_failure`](Self::keep_failure)).
     fn refill(&self, gate: u64, cursor: Cursor) {
         if gate & STRIPED == 0 {
             return;
         }
         let head = &self.head.0;
-        let allowance = self.allowance(cursor, self.tail.0.streak.load(SeqCst));
         // Spent since the fold: no failure takes a number meanwhile.
-        let number = head.ticket.load(SeqCst) & !ALLOWANCE_MASK;
-        head.ticket.store(number | allowance, SeqCst);
+        let number = head.ticket.load(SeqCst) >> 16;
+        let next = number.wrapping_add(1) & NUMBER_MASK;
+        head.ticket
+            .store(next << 16 | self.allowance(cursor), SeqCst);
     }
 
     /// Whether quiet outcomes may be kept on the stripes with the window at
@@ -1255,16 +1299,13 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         // the state back): failures kept from here on are numbered from the
         // ticket's number.
         let number = head.ticket.load(SeqCst) & !ALLOWANCE_MASK;
+        head.ticket.store(number, SeqCst);
         tail.base.store(number >> 16, SeqCst);
         path.lock.0.store(free_lock(open), SeqCst);
         let striped = if path.stripes_apply(cursor) {
-            head.ticket.store(
-                number | path.allowance(cursor, self.consecutive_failures),
-                SeqCst,
-            );
+            path.refill(STRIPED, cursor);
             STRIPED
         } else {
-            head.ticket.store(number, SeqCst);
             0
         };
         head.gate.store(open | striped, SeqCst);

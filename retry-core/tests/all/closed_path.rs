@@ -459,3 +459,68 @@ fn stripes_that_run_full_still_decide_as_the_sequential_machine() {
     assert_eq!(split.machine.state(), BreakerState::Open);
     assert_eq!(split.machine.snapshot(), reference.snapshot());
 }
+
+/// The streak rule with outcomes kept on a few stripes and read seldom: a
+/// failure is kept only while the failures in a row it can end stay below
+/// the rule's (bounded by its stripe's last success, or by the last fold's
+/// streak), so the trip still comes on the sequential machine's failure.
+/// Streak rules of 2 to 6, alone and beside a rate over a window, callers
+/// taking turns on three stripes, the breaker read every 40 calls.
+#[test]
+fn a_streak_across_a_few_stripes_trips_on_the_same_failure() {
+    let mut rng = Rng(0x57_4EA_u64);
+    let mut trips = 0;
+    for round in 0..600u64 {
+        let threshold = 2 + (round % 5) as u32;
+        let builder = BreakerConfig::builder()
+            .failure_threshold(threshold)
+            .open_duration(Duration::from_millis(1));
+        let config = if round % 2 == 0 {
+            builder.build()
+        } else {
+            builder
+                .failure_rate(Rate::from_percent(90))
+                .count_window(20)
+                .minimum_calls(20)
+                .build()
+        }
+        .unwrap();
+        let mut reference = CircuitBreaker::<1, 0>::new(config).unwrap();
+        let mut split = Split::new(reference.clone());
+        let mut now = Instant::ORIGIN;
+        let failing = 20 + rng.below(40);
+        for step in 0..300 {
+            if rng.chance(3) {
+                now = now + Duration::from_millis(2);
+            }
+            split.stripe = rng.below(3) as usize;
+            let a = reference.request(now);
+            let b = split.request(now);
+            assert_eq!(a, b, "round {round} step {step}: request");
+            let (Admission::Admitted { permit: p, .. }, Admission::Admitted { permit: q, .. }) =
+                (a, b)
+            else {
+                continue;
+            };
+            let outcome = CallOutcome {
+                success: !rng.chance(failing),
+                duration: Duration::ZERO,
+            };
+            let a = reference.record(p, outcome, now);
+            let b = split.record(q, outcome, now);
+            assert_eq!(a, b, "round {round} step {step}: record {outcome:?}");
+            if a.transition.is_some_and(|t| t.to == BreakerState::Open) {
+                trips += 1;
+            }
+            if step % 40 == 39 {
+                let view = split.machine.view(&split.path);
+                assert_eq!(
+                    view.snapshot(),
+                    reference.snapshot(),
+                    "round {round} step {step}"
+                );
+            }
+        }
+    }
+    assert!(trips > 1_000, "only {trips} trips");
+}

@@ -35,6 +35,10 @@ ROWS = [
      "long_lived_two_threads/retry_std", "long_lived_one_thread/retry_std", 2.0),
     ("scaling: the shared breaker alone per call, two threads ÷ one thread",
      "long_lived_two_threads/shared_breaker", "long_lived_one_thread/shared_breaker", 2.0),
+    ("scaling: the shared breaker with the default config (five in a row, no window), "
+     "two threads ÷ one thread",
+     "long_lived_two_threads/shared_breaker_five_in_a_row",
+     "long_lived_one_thread/shared_breaker_five_in_a_row", 2.0),
     ("next delay, fibonacci (1 s, cap 60 s), retries 1–16 cycled, vs backon",
      "next_delay_retries_1_to_16/retry_core_fibonacci_none",
      "next_delay_retries_1_to_16/backon_fibonacci_none", 1.0),

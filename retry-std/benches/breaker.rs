@@ -23,7 +23,10 @@
 //!   the successes; the figures of record use the default, 5.
 //!
 //! Our breaker judges the failure rate (50 %) over the last 100 calls once it
-//! holds 100, recloser's default rule; failsafe keeps its default.
+//! holds 100, recloser's default rule; failsafe keeps its default. The
+//! long-lived groups also time our default config (five failures in a row,
+//! no window) as `shared_breaker_five_in_a_row`, a row of our own scaling
+//! with no peer beside it.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
@@ -272,6 +275,18 @@ fn long_lived(c: &mut Criterion, threads: u64) {
             long_lived_time(threads, iters, |i| {
                 let fail = fails(i);
                 refused.count(1, black_box(shared_call(&b, fail)) == fail);
+            })
+        })
+    });
+    // The default config (five failures in a row, no window), as
+    // `SharedBreaker::new(BreakerConfig::default())` builds it: every 5th
+    // call failing never makes a streak of two.
+    let five = SharedBreaker::new(BreakerConfig::default()).unwrap();
+    g.bench_function("shared_breaker_five_in_a_row", |bench| {
+        bench.iter_custom(|iters| {
+            long_lived_time(threads, iters, |i| {
+                let fail = fails(i);
+                refused.count(1, black_box(shared_call(&five, fail)) == fail);
             })
         })
     });

@@ -208,48 +208,75 @@ struct Line<T>(T);
 #[derive(Debug)]
 #[repr(align(128))]
 struct Stripe {
-    /// 1 while held.
-    lock: AtomicU32,
-    /// The entries in use, from 0.
-    len: AtomicU32,
+    /// `len << 2 | NAMED | HELD`: the entries in use (from 0), whether the
+    /// stripe is named in [`Head::used`], and whether its lock is held. One
+    /// word, so that taking the lock reads the length and freeing it writes
+    /// the new one.
+    state: AtomicU32,
     /// Runs of successes and failures (see [`FAILURE_ENTRY`]), oldest first.
     entries: [AtomicU64; ENTRIES],
 }
 
+/// A stripe's state bit saying its lock is held.
+const HELD: u32 = 1;
+
+/// A stripe's state bit saying it is named in [`Head::used`].
+const NAMED: u32 = 2;
+
 impl Default for Stripe {
     fn default() -> Self {
         Stripe {
-            lock: AtomicU32::new(0),
-            len: AtomicU32::new(0),
+            state: AtomicU32::new(0),
             entries: core::array::from_fn(|_| AtomicU64::new(0)),
         }
     }
 }
 
+/// A stripe whose lock is held, with its state as the holder changes it.
+struct Held<'a> {
+    stripe: &'a Stripe,
+    /// The state to leave when the lock is freed (without [`HELD`]).
+    state: u32,
+}
+
 impl Stripe {
-    fn acquire(&self) {
-        while self.lock.compare_exchange(0, 1, SeqCst, SeqCst).is_err() {
+    /// Takes the stripe's lock (spinning while another holds it).
+    fn acquire(&self) -> Held<'_> {
+        loop {
+            let state = self.state.load(SeqCst);
+            if state & HELD == 0
+                && self
+                    .state
+                    .compare_exchange(state, state | HELD, SeqCst, SeqCst)
+                    .is_ok()
+            {
+                return Held {
+                    stripe: self,
+                    state,
+                };
+            }
             // Wait reading, which leaves the holder's line where it is.
             spin_loop();
-            while self.lock.load(SeqCst) != 0 {
-                spin_loop();
-            }
         }
     }
+}
 
-    fn release(&self) {
-        self.lock.store(0, Release);
-    }
-
+impl Held<'_> {
+    /// The entries in use.
     fn len(&self) -> usize {
-        usize::try_from(self.len.load(Relaxed)).map_or(ENTRIES, |n| n.min(ENTRIES))
+        usize::try_from(self.state >> 2).map_or(ENTRIES, |n| n.min(ENTRIES))
     }
 
-    /// Adds a success that read the tag `tag` (held): to the last run if it
-    /// read the same one, else as a new run. False when the stripe is full.
-    fn push_success(&self, tag: u64) -> bool {
+    /// Frees the lock, leaving the entries and name as changed.
+    fn release(self) {
+        self.stripe.state.store(self.state & !HELD, Release);
+    }
+
+    /// Adds a success that read the tag `tag`: to the last run if it read the
+    /// same one, else as a new run. False when the stripe is full.
+    fn push_success(&mut self, tag: u64) -> bool {
         let len = self.len();
-        if let Some(last) = len.checked_sub(1).and_then(|i| self.entries.get(i)) {
+        if let Some(last) = len.checked_sub(1).and_then(|i| self.stripe.entries.get(i)) {
             let entry = last.load(Relaxed);
             if entry & FAILURE_ENTRY == 0 && entry >> 16 == tag && entry & RUN_MAX < RUN_MAX {
                 last.store(entry.wrapping_add(1), Relaxed);
@@ -259,9 +286,10 @@ impl Stripe {
         self.push(tag << 16 | 1)
     }
 
-    /// The tag of the stripe's last run of successes, if it holds one (held).
+    /// The tag of the stripe's last run of successes, if it holds one.
     fn last_success_tag(&self) -> Option<u64> {
-        self.entries
+        self.stripe
+            .entries
             .iter()
             .take(self.len())
             .rev()
@@ -270,18 +298,22 @@ impl Stripe {
             .map(|e| e >> 16)
     }
 
-    /// Appends `entry` (held). False when the stripe is full.
-    fn push(&self, entry: u64) -> bool {
+    /// Appends `entry`. False when the stripe is full.
+    fn push(&mut self, entry: u64) -> bool {
         let len = self.len();
-        match self.entries.get(len) {
+        match self.stripe.entries.get(len) {
             Some(slot) => {
                 slot.store(entry, Relaxed);
-                self.len
-                    .store(u32::try_from(len.saturating_add(1)).unwrap_or(0), Relaxed);
+                self.state = self.state.wrapping_add(4);
                 true
             }
             None => false,
         }
+    }
+
+    /// Empties the stripe (its name stays).
+    fn empty(&mut self) {
+        self.state &= NAMED;
     }
 }
 
@@ -740,26 +772,29 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
         let Some(stripe) = self.stripes.get(index) else {
             return false;
         };
-        let bit = 1u32.wrapping_shl(u32::try_from(index).unwrap_or(31));
-        // Named before the stripe is first written: a fold that takes the
-        // stripes' locks after emptying the allowance either sees the bit
-        // or comes before this outcome's read of the ticket (then the
-        // allowance it reads is spent: a failure is judged, and a success's
-        // tag is the fold's last number, so it is counted in after all the
-        // fold counted in).
-        if head.used.load(SeqCst) & bit == 0 {
-            head.used.fetch_or(bit, SeqCst);
+        let mut held = stripe.acquire();
+        if held.state & NAMED == 0 {
+            // Named before the stripe is first written: a fold that takes
+            // the stripes' locks after emptying the allowance either sees the
+            // bit or comes before this outcome's read of the ticket (then the
+            // allowance it reads is spent: a failure is judged, and a
+            // success's tag is the fold's last number, so it is counted in
+            // after all the fold counted in).
+            head.used.fetch_or(
+                1u32.wrapping_shl(u32::try_from(index).unwrap_or(31)),
+                SeqCst,
+            );
+            held.state |= NAMED;
         }
-        stripe.acquire();
         let gate = head.gate.load(SeqCst);
         let kept = gate & (STRIPED | OPEN_GATE) == STRIPED | OPEN_GATE
             && permit.epoch == epoch_of(gate)
             && if success {
-                stripe.push_success(head.ticket.load(SeqCst) >> 16)
+                held.push_success(head.ticket.load(SeqCst) >> 16)
             } else {
-                self.keep_failure(stripe)
+                self.keep_failure(&mut held)
             };
-        stripe.release();
+        held.release();
         kept
     }
 
@@ -777,7 +812,7 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
     /// the ticket, and the compare-and-swap checks they are still those of
     /// its fold: every fold changes the ticket (it spends the allowance, and
     /// the refill takes a number of its own).
-    fn keep_failure(&self, stripe: &Stripe) -> bool {
+    fn keep_failure(&self, stripe: &mut Held<'_>) -> bool {
         if stripe.len() >= ENTRIES {
             return false;
         }
@@ -888,56 +923,67 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
         // Every stripe recorded on, its lock held: a failure holds its
         // stripe's lock while it takes a number, so once all are held every
         // failure numbered so far is on its stripe.
-        let mut held = 0u32;
+        let mut named_held = 0u32;
+        let mut held: [Option<Held<'_>>; STRIPE_COUNT] = core::array::from_fn(|_| None);
         loop {
-            let more = head.used.load(SeqCst) & !held;
+            let more = head.used.load(SeqCst) & !named_held;
             if more == 0 {
                 break;
             }
             for i in named(more) {
-                if let Some(stripe) = self.stripes.get(i) {
-                    stripe.acquire();
+                if let (Some(stripe), Some(slot)) = (self.stripes.get(i), held.get_mut(i)) {
+                    *slot = Some(stripe.acquire());
                 }
             }
-            held |= more;
+            named_held |= more;
         }
         let number = head.ticket.load(SeqCst) >> 16;
         let base = tail.base.load(SeqCst);
         let mut cursor = Cursor::unpack(tail.cursor.load(SeqCst));
         let mut streak = tail.streak.load(SeqCst);
-        let mut lens = [0usize; STRIPE_COUNT];
-        for i in named(held) {
-            if let (Some(len), Some(stripe)) = (lens.get_mut(i), self.stripes.get(i)) {
-                *len = stripe.len();
+        // The stripes holding entries, and how far each has been counted in.
+        let mut active = [(0usize, 0usize, 0usize); STRIPE_COUNT];
+        let mut live = 0usize;
+        for (i, h) in held.iter().enumerate() {
+            let len = h.as_ref().map_or(0, Held::len);
+            if len > 0 {
+                if let Some(slot) = active.get_mut(live) {
+                    *slot = (i, 0, len);
+                    live = live.saturating_add(1);
+                }
             }
         }
-        let mut at = [0usize; STRIPE_COUNT];
-        let mut counted = false;
-        // The stripes merged by key; each stripe's own entries are in order.
-        loop {
-            let mut next: Option<(u64, usize, u64)> = None;
-            for i in named(held) {
-                let (Some(&pos), Some(&len), Some(stripe)) =
-                    (at.get(i), lens.get(i), self.stripes.get(i))
-                else {
-                    continue;
-                };
-                if pos >= len {
-                    continue;
-                }
-                let entry = stripe.entries.get(pos).map_or(0, |e| e.load(Relaxed));
-                let k = key(entry, base);
-                if next.is_none_or(|(best, _, _)| k < best) {
-                    next = Some((k, i, entry));
+        let counted = live > 0;
+        let entry_at = |i: usize, pos: usize| {
+            held.get(i)
+                .and_then(Option::as_ref)
+                .and_then(|h| h.stripe.entries.get(pos))
+                .map_or(0, |e| e.load(Relaxed))
+        };
+        // The stripes merged by key (each stripe's own entries are in order;
+        // one stripe alone is taken as it is).
+        while live > 0 {
+            let mut best = 0usize;
+            if live > 1 {
+                let mut best_key = u64::MAX;
+                for (n, &(i, pos, _)) in active.iter().take(live).enumerate() {
+                    let k = key(entry_at(i, pos), base);
+                    if k < best_key {
+                        best_key = k;
+                        best = n;
+                    }
                 }
             }
-            let Some((_, i, entry)) = next else {
+            let Some((i, pos, len)) = active.get_mut(best) else {
                 break;
             };
-            if let Some(pos) = at.get_mut(i) {
-                *pos = pos.saturating_add(1);
+            let entry = entry_at(*i, *pos);
+            *pos = pos.saturating_add(1);
+            if *pos >= *len {
+                // Exhausted: the last active stripe takes its place.
+                live = live.saturating_sub(1);
+                active.swap(best, live);
             }
-            counted = true;
             if entry & FAILURE_ENTRY != 0 {
                 cursor = self.count_failure(cursor);
                 streak = streak.saturating_add(1);
@@ -947,11 +993,9 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
                 streak = 0;
             }
         }
-        for i in named(held) {
-            if let Some(stripe) = self.stripes.get(i) {
-                stripe.len.store(0, Relaxed);
-                stripe.release();
-            }
+        for mut h in held.into_iter().flatten() {
+            h.empty();
+            h.release();
         }
         tail.base.store(number, SeqCst);
         if counted {

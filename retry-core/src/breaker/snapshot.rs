@@ -272,7 +272,9 @@ fn word_bit(words: &[u64], i: u16) -> bool {
         .is_some_and(|w| w >> (i % 64) & 1 == 1)
 }
 
-impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
+impl<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize>
+    CircuitBreaker<WORDS, BUCKETS, DURATIONS>
+{
     /// The breaker's state as a [`BreakerSnapshot`]: restored with
     /// [`CircuitBreaker::restore`], it answers every later input as this breaker
     /// would. Permits in flight are not part of it: a driver that restores a
@@ -537,6 +539,9 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                     ring.push(size, word_bit(failed.kept(), i), word_bit(slow.kept(), i));
                 }
                 breaker.calls = ring;
+                // A snapshot keeps no call's duration: those of the calls
+                // restored are not known until they leave the window.
+                breaker.durations.forget(*calls);
             }
             (Some(Window::Time { buckets: size, .. }), WindowRecord::Time { buckets }) => {
                 buckets.fits("window.buckets")?;

@@ -430,14 +430,14 @@ impl<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize>
     /// The breaker's state now, read from the system clock, as a [`Saved`]
     /// snapshot ([`SharedBreaker::save_at`] with `Instant::now()`).
     #[must_use]
-    pub fn save(&self) -> Saved<BreakerSnapshot<WORDS, BUCKETS>> {
+    pub fn save(&self) -> Saved<BreakerSnapshot<WORDS, BUCKETS, DURATIONS>> {
         self.save_at(Instant::now())
     }
 
     /// The breaker's state at `now` as a [`Saved`] snapshot: what
     /// [`SharedBreaker::restore`] resumes from, here or in another process.
     #[must_use]
-    pub fn save_at(&self, now: Instant) -> Saved<BreakerSnapshot<WORDS, BUCKETS>> {
+    pub fn save_at(&self, now: Instant) -> Saved<BreakerSnapshot<WORDS, BUCKETS, DURATIONS>> {
         let mut cell = self.lock();
         let at = cell.origin.at(now);
         Saved {
@@ -451,7 +451,9 @@ impl<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize>
     ///
     /// # Errors
     /// As [`SharedBreaker::restore_at`].
-    pub fn restore(saved: &Saved<BreakerSnapshot<WORDS, BUCKETS>>) -> Result<Self, SnapshotError> {
+    pub fn restore(
+        saved: &Saved<BreakerSnapshot<WORDS, BUCKETS, DURATIONS>>,
+    ) -> Result<Self, SnapshotError> {
         SharedBreaker::restore_at(saved, Instant::now())
     }
 
@@ -464,7 +466,7 @@ impl<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize>
     /// The [`SnapshotError`] naming the field a corrupt or inconsistent snapshot
     /// gets wrong.
     pub fn restore_at(
-        saved: &Saved<BreakerSnapshot<WORDS, BUCKETS>>,
+        saved: &Saved<BreakerSnapshot<WORDS, BUCKETS, DURATIONS>>,
         now: Instant,
     ) -> Result<Self, SnapshotError> {
         let breaker = CircuitBreaker::restore(&saved.snapshot)?;

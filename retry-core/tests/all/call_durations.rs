@@ -420,3 +420,32 @@ fn the_closed_path_is_not_used_while_durations_are_kept() {
     let b = CircuitBreaker::<0, 4, 64>::new(timed).unwrap();
     assert!(!b.closed_path().is_untimed());
 }
+
+/// The record is the same whatever the type keeps: a breaker that keeps
+/// durations writes, in JSON and postcard, exactly what one that keeps none
+/// writes after the same calls, and either record restores into either type
+/// (the type it restores into is the record's third parameter).
+#[cfg(feature = "serde")]
+#[test]
+fn a_snapshot_is_the_same_record_whatever_durations_the_type_keeps() {
+    use retry_core::BreakerSnapshot;
+    let t = Instant::from_secs(2);
+    let mut kept = CircuitBreaker::<2, 0, 100>::new(rate_over(100)).unwrap();
+    let mut plain = CircuitBreaker::<2, 0>::new(rate_over(100)).unwrap();
+    for i in 0..150u64 {
+        call(&mut kept, t, i % 7 == 0, Duration::from_millis(i));
+        call(&mut plain, t, i % 7 == 0, Duration::from_millis(i));
+    }
+    let json = serde_json::to_string(&kept.snapshot()).unwrap();
+    assert_eq!(json, serde_json::to_string(&plain.snapshot()).unwrap());
+    let bytes = postcard::to_allocvec(&kept.snapshot()).unwrap();
+    assert_eq!(bytes, postcard::to_allocvec(&plain.snapshot()).unwrap());
+    // The type to restore into comes from the record's type.
+    let record: BreakerSnapshot<2, 0, 100> = serde_json::from_str(&json).unwrap();
+    let restored = CircuitBreaker::restore(&record).unwrap();
+    assert_eq!(restored, kept);
+    assert_eq!(durations(&restored.metrics(t)), (None, None));
+    let record: BreakerSnapshot<2, 0> = postcard::from_bytes(&bytes).unwrap();
+    let restored = CircuitBreaker::restore(&record).unwrap();
+    assert_eq!(restored, plain);
+}

@@ -581,7 +581,9 @@ pub(crate) enum Mode {
 /// size and how many outcomes may still be
 /// recorded before a rate rule must be checked. Each further 64 calls of
 /// capacity add 16 bytes (`CircuitBreaker<16, 0>`, 1,024 calls, holds the
-/// 1,000-call windows Resilience4j users configure). Capacity costs no time:
+/// 1,000-call windows Resilience4j users configure); each call whose
+/// duration is kept (`DURATIONS`) adds 8 (`CircuitBreaker<2, 0, 128>`, 1,280
+/// bytes on 64-bit targets). Capacity costs no time:
 /// the window's counts are kept as calls come and go, so recording an outcome
 /// costs the same in any window and any capacity. While the window is far
 /// enough from every rate threshold that no run of outcomes short of a bound

@@ -6,7 +6,8 @@
 //! failure mix (every 5th call fails) in a `CircuitBreaker<2, 0>`; each with the
 //! failure-rate rule of `benches/breaker.rs` (50 % over the window, judged once
 //! it is full). `t8` is the closed path of a time window (the last 4 s in 8
-//! buckets, the same rule) in a `CircuitBreaker<0, 8>`.
+//! buckets, the same rule) in a `CircuitBreaker<0, 8>`. `d2-100` is `c2-100`
+//! in a breaker that keeps its calls' durations (`CircuitBreaker<2, 0, 128>`).
 //!
 //! ```text
 //! cargo build --release -p retry-core --example breaker_rows
@@ -24,8 +25,8 @@ fn config(window: u16) -> BreakerConfig {
     BreakerConfig::failure_rate_over(Rate::from_percent(50), window).unwrap()
 }
 
-fn call<const W: usize, const B: usize>(
-    b: &mut CircuitBreaker<W, B>,
+fn call<const W: usize, const B: usize, const D: usize>(
+    b: &mut CircuitBreaker<W, B, D>,
     now: Instant,
     fail: bool,
 ) -> bool {
@@ -81,6 +82,12 @@ fn main() {
         }
         "c2-100" => {
             let mut b = CircuitBreaker::<2, 0>::new(config(100)).unwrap();
+            for i in 0..n {
+                sum += u32::from(call(black_box(&mut b), Instant::from_micros(i), false));
+            }
+        }
+        "d2-100" => {
+            let mut b = CircuitBreaker::<2, 0, 128>::new(config(100)).unwrap();
             for i in 0..n {
                 sum += u32::from(call(black_box(&mut b), Instant::from_micros(i), false));
             }

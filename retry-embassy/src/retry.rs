@@ -345,9 +345,9 @@ impl<'a, E, C, R, G, S> Retry<'a, E, C, R, G, S> {
     /// [`on_circuit_open`](retry_core::RetryPolicyBuilder::on_circuit_open) says
     /// whether the call gives up or waits.
     #[must_use]
-    pub fn breaker<M, const WORDS: usize, const BUCKETS: usize>(
+    pub fn breaker<M, const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize>(
         mut self,
-        breaker: &'a SharedBreaker<M, WORDS, BUCKETS>,
+        breaker: &'a SharedBreaker<M, WORDS, BUCKETS, DURATIONS>,
     ) -> Self
     where
         M: RawMutex + Sync,

@@ -40,6 +40,10 @@ fn with<M: RawMutex, T, U>(mutex: &Mutex<M, RefCell<T>>, f: impl FnOnce(&mut T) 
 /// it is locked in thread mode). A call needs the mutex to be `Sync`, which
 /// `NoopRawMutex` is not. `WORDS` and `BUCKETS` size the breaker's fixed windows,
 /// as in the core; the defaults hold a count window of up to 128 calls.
+/// `DURATIONS` (0 unless named) is how many calls' durations it keeps, as in
+/// the core: a count window of at most that many calls reports their total
+/// and mean duration (in the metrics of [`SharedBreaker::snapshot`]), for 8
+/// bytes a call.
 ///
 /// ```
 /// use core::time::Duration;
@@ -70,14 +74,21 @@ fn with<M: RawMutex, T, U>(mutex: &Mutex<M, RefCell<T>>, f: impl FnOnce(&mut T) 
 /// embassy-time timer until the breaker's next deadline (the end of its open
 /// period, or of its half-open maximum wait) and moves it then, with no call,
 /// telling its callback of each move within one tick of the instant.
-pub struct SharedBreaker<M: RawMutex, const WORDS: usize = 2, const BUCKETS: usize = 0> {
-    inner: Mutex<M, RefCell<CircuitBreaker<WORDS, BUCKETS>>>,
+pub struct SharedBreaker<
+    M: RawMutex,
+    const WORDS: usize = 2,
+    const BUCKETS: usize = 0,
+    const DURATIONS: usize = 0,
+> {
+    inner: Mutex<M, RefCell<CircuitBreaker<WORDS, BUCKETS, DURATIONS>>>,
     /// Signalled after every transition, so that a task running
     /// [`SharedBreaker::automatic_transitions`] reads the next deadline again.
     changed: Signal<M, ()>,
 }
 
-impl<M: RawMutex, const WORDS: usize, const BUCKETS: usize> SharedBreaker<M, WORDS, BUCKETS> {
+impl<M: RawMutex, const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize>
+    SharedBreaker<M, WORDS, BUCKETS, DURATIONS>
+{
     /// A closed breaker following `config`.
     ///
     /// # Errors
@@ -90,7 +101,7 @@ impl<M: RawMutex, const WORDS: usize, const BUCKETS: usize> SharedBreaker<M, WOR
     /// Shares an existing breaker (one restored from a snapshot, say). Its times
     /// are read on the boot clock.
     #[must_use]
-    pub const fn from_breaker(breaker: CircuitBreaker<WORDS, BUCKETS>) -> Self {
+    pub const fn from_breaker(breaker: CircuitBreaker<WORDS, BUCKETS, DURATIONS>) -> Self {
         SharedBreaker {
             inner: Mutex::new(RefCell::new(breaker)),
             changed: Signal::new(),
@@ -112,7 +123,7 @@ impl<M: RawMutex, const WORDS: usize, const BUCKETS: usize> SharedBreaker<M, WOR
     /// A copy of the breaker as it stands (`None` only if called from inside
     /// another access to it, which this crate never does).
     #[must_use]
-    pub fn snapshot(&self) -> Option<CircuitBreaker<WORDS, BUCKETS>> {
+    pub fn snapshot(&self) -> Option<CircuitBreaker<WORDS, BUCKETS, DURATIONS>> {
         with(&self.inner, |b| b.clone())
     }
 
@@ -209,8 +220,8 @@ impl<M: RawMutex, const WORDS: usize, const BUCKETS: usize> SharedBreaker<M, WOR
     }
 }
 
-impl<M: RawMutex, const WORDS: usize, const BUCKETS: usize> fmt::Debug
-    for SharedBreaker<M, WORDS, BUCKETS>
+impl<M: RawMutex, const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize> fmt::Debug
+    for SharedBreaker<M, WORDS, BUCKETS, DURATIONS>
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SharedBreaker")
@@ -234,8 +245,8 @@ pub(crate) trait Breaker {
     fn release(&self, permit: Permit);
 }
 
-impl<M: RawMutex, const WORDS: usize, const BUCKETS: usize> Breaker
-    for SharedBreaker<M, WORDS, BUCKETS>
+impl<M: RawMutex, const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize> Breaker
+    for SharedBreaker<M, WORDS, BUCKETS, DURATIONS>
 {
     fn request(&self) -> Gate {
         let answer = with(&self.inner, |b| {

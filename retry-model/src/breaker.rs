@@ -10,8 +10,9 @@
 //! and the half-open maximum wait, the driver's timer (when the breaker moves
 //! on its own, and the move a wake makes then), the operator's actions and the
 //! counts of rejected calls (in all since the last reset, and in the state),
-//! the dashboard's readings per state (half-open reads the probes) and a time
-//! window's call durations, computes each open duration from the curve and the
+//! the dashboard's readings per state (half-open reads the probes) and the
+//! window's call durations (a time window's, and a count window's in a breaker
+//! that keeps them), computes each open duration from the curve and the
 //! jitter formulas itself, and holds every transition to the transition table
 //! written out here. It reads the config only through its getters; the
 //! breaker's window, curve and table code is never called.
@@ -34,8 +35,14 @@ pub const TARGET: &str = "breaker";
 const BREAKER_STEPS: usize = 256;
 /// Permits the driver can hold at once.
 const PERMIT_SLOTS: usize = 16;
-/// The breaker type under test: up to 128 calls or 8 buckets.
-type Breaker = CircuitBreaker<2, 8>;
+/// The breaker types under test: up to 128 calls or 8 buckets, keeping the
+/// durations of `DURATIONS` calls. Every input runs against two: one that
+/// keeps none (the default) and one that keeps 64, so that count windows up
+/// to 64 calls report their durations and larger ones do not.
+type Breaker<const DURATIONS: usize> = CircuitBreaker<2, 8, DURATIONS>;
+
+/// The durations the second breaker type keeps.
+const KEPT_DURATIONS: usize = 64;
 
 pub(crate) fn breaker_config(
     u: &mut Unstructured<'_>,
@@ -193,6 +200,9 @@ struct BreakerModel {
     rejected_in_state: u64,
     history: [Call; BREAKER_STEPS],
     recorded: usize,
+    /// The largest count window whose calls' durations the breaker keeps
+    /// (its type's `DURATIONS`).
+    durations: usize,
 }
 
 /// `count` of `calls` in basis points, rounded down.
@@ -205,8 +215,9 @@ fn basis_points(count: u32, calls: u32) -> u16 {
 }
 
 impl BreakerModel {
-    fn new(config: BreakerConfig) -> Self {
+    fn new(config: BreakerConfig, durations: usize) -> Self {
         BreakerModel {
+            durations,
             config,
             state: BreakerState::Closed,
             open_until: Instant::ORIGIN,
@@ -240,11 +251,17 @@ impl BreakerModel {
         stats
     }
 
-    /// How long the calls a time window holds at `now` took, added up in
-    /// nanoseconds; `None` for any other window (they keep no durations), or
-    /// past what 64 bits hold.
+    /// How long the calls the window holds at `now` took, added up in
+    /// nanoseconds: a time window's, a count window's of at most `durations`
+    /// calls; `None` for any other window (they keep no durations), or past
+    /// what 64 bits hold.
     fn window_nanos(&self, now: Instant) -> Option<u64> {
-        if !matches!(self.config.window(), Some(Window::Time { .. })) {
+        let kept = match self.config.window() {
+            Some(Window::Time { .. }) => true,
+            Some(Window::Count { calls }) => usize::from(calls) <= self.durations,
+            None => false,
+        };
+        if !kept {
             return None;
         }
         let mut total = 0u128;
@@ -284,7 +301,7 @@ impl BreakerModel {
     /// probes' counts, judged once the verdict has as many as it needs
     /// (`success_threshold`, or the rates verdict's probes); otherwise the
     /// window's. Returns the counts, the failure and slow-call readings, and
-    /// the durations' total (time windows, outside half-open).
+    /// the durations' total (where the window keeps them, outside half-open).
     fn readings(&self, now: Instant) -> (WindowStats, RateReading, RateReading, Option<u64>) {
         if self.state == BreakerState::HalfOpen {
             let needed = match self.config.half_open_verdict() {
@@ -973,21 +990,33 @@ fn manual_target(u: &mut Unstructured<'_>, now: Instant) -> ManualState {
 /// and a wake with nothing due, change nothing; every transition is in the
 /// table and stamped with now.
 ///
+/// Each input runs twice: against the default breaker type (a count
+/// window keeps no durations) and against one that keeps 64 calls'
+/// durations.
+///
 /// # Errors
 /// The first [`Violation`].
 pub fn check(data: &[u8]) -> Result<(), Violation> {
     check_table()?;
+    check_with::<0>(data)?;
+    check_with::<KEPT_DURATIONS>(data)
+}
+
+/// [`check`] against `Breaker<DURATIONS>`.
+fn check_with<const DURATIONS: usize>(data: &[u8]) -> Result<(), Violation> {
     let mut u = Unstructured::new(data);
     let Ok(Ok(config)) = breaker_config(&mut u) else {
         return Ok(());
     };
-    let mut breaker = match Breaker::new(config) {
+    let mut breaker = match Breaker::<DURATIONS>::new(config) {
         Ok(b) => b,
         Err(e) => {
             let too_big = match config.window() {
-                Some(Window::Count { calls }) => usize::from(calls) > Breaker::CALL_CAPACITY,
+                Some(Window::Count { calls }) => {
+                    usize::from(calls) > Breaker::<DURATIONS>::CALL_CAPACITY
+                }
                 Some(Window::Time { buckets, .. }) => {
-                    usize::from(buckets) > Breaker::BUCKET_CAPACITY
+                    usize::from(buckets) > Breaker::<DURATIONS>::BUCKET_CAPACITY
                 }
                 None => false,
             };
@@ -999,7 +1028,7 @@ pub fn check(data: &[u8]) -> Result<(), Violation> {
             );
         }
     };
-    let mut model = BreakerModel::new(config);
+    let mut model = BreakerModel::new(config, DURATIONS);
     let mut permits: [Option<(Permit, Ticket)>; PERMIT_SLOTS] = Default::default();
     let mut now = Instant::ORIGIN;
     for step in 0..BREAKER_STEPS {

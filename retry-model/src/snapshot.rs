@@ -12,15 +12,19 @@
 //! the end of the input it answers as a copy restored through the other format
 //! does, with attempts never above the maximum, sleeps and rejections always in
 //! the future, probes never above their permits, tokens never above the
-//! maximum.
+//! maximum. A breaker snapshot is also restored into a type that keeps its
+//! calls' durations (`CircuitBreaker<2, 8, 64>`): the same record restores
+//! there, answers alike, and reads every metric alike but a count window's
+//! durations, which are not known while a restored call is in the window and
+//! are then exactly those of the calls recorded since.
 
 use core::time::Duration;
 
 use arbitrary::Unstructured;
 use retry_core::{
-    Action, Admission, AttemptKind, BreakerSnapshot, BudgetSnapshot, CallOutcome, CircuitBreaker,
-    Event, Failure, Instant, Permit, RetryBudget, RetryKind, RetryMachine, RetrySnapshot,
-    SnapshotError,
+    Action, Admission, AttemptKind, BreakerSnapshot, BreakerState, BudgetSnapshot, CallOutcome,
+    CircuitBreaker, Event, Failure, Instant, Permit, RetryBudget, RetryKind, RetryMachine,
+    RetrySnapshot, SnapshotError, Transition,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -34,6 +38,10 @@ pub const TARGET: &str = "snapshot";
 const DRIVE_STEPS: usize = 24;
 /// The breaker type the snapshots are restored into: 128 calls or 8 buckets.
 type Breaker = CircuitBreaker<2, 8>;
+/// The durations [`Kept`] keeps.
+const KEPT_DURATIONS: usize = 64;
+/// The same, keeping the durations of count windows up to 64 calls.
+type Kept = CircuitBreaker<2, 8, KEPT_DURATIONS>;
 
 /// The machine a snapshot input is for, and the format it is written in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -229,9 +237,38 @@ fn breaker(body: &[u8], json: bool, u: &mut Unstructured<'_>) -> Result<(), Viol
             )
         }
     };
+    // The record read for a type that keeps durations: the same record, the
+    // same breaker.
+    let kept_record = decode::<BreakerSnapshot<2, 8, KEPT_DURATIONS>>(body, json);
+    let Some(mut kept) = kept_record.and_then(|r| Kept::restore(&r).ok()) else {
+        return ensure(
+            false,
+            TARGET,
+            0,
+            "a record that restores does not restore into a type keeping durations",
+        );
+    };
+    ensure(
+        serde_json::to_vec(&kept.snapshot()).ok() == serde_json::to_vec(&again).ok(),
+        TARGET,
+        0,
+        "a breaker keeping durations snapshots differently",
+    )?;
     let config = *b.config();
+    // A count window whose durations `kept` keeps: its size.
+    let kept_window = match config.window() {
+        Some(retry_core::Window::Count { calls }) if usize::from(calls) <= KEPT_DURATIONS => {
+            Some(calls)
+        }
+        _ => None,
+    };
+    // The durations recorded into the window since the restore, and whether
+    // the restored calls are known to be gone (none restored, or the window
+    // cleaned since).
+    let mut since: Vec<Duration> = Vec::new();
+    let mut clean = b.stats(Instant::ORIGIN).calls == 0;
     let mut now = Instant::from_nanos(u.arbitrary().unwrap_or(0));
-    let mut permits: [Option<(Permit, Permit)>; 8] = Default::default();
+    let mut permits: [Option<(Permit, Permit, Permit)>; 8] = Default::default();
     for step in 1..=DRIVE_STEPS {
         if u.is_empty() {
             break;
@@ -245,29 +282,47 @@ fn breaker(body: &[u8], json: bool, u: &mut Unstructured<'_>) -> Result<(), Viol
                 let Some(free) = permits.get_mut(slot).filter(|p| p.is_none()) else {
                     continue;
                 };
-                match (b.request(now), twin.request(now)) {
+                match (b.request(now), twin.request(now), kept.request(now)) {
                     (
                         Admission::Admitted { permit, transition },
                         Admission::Admitted {
                             permit: p2,
                             transition: t2,
                         },
+                        Admission::Admitted {
+                            permit: p3,
+                            transition: t3,
+                        },
                     ) => {
                         ensure(
-                            transition == t2 && permit == p2,
+                            transition == t2 && permit == p2 && t3 == t2 && p3 == p2,
                             TARGET,
                             step,
                             "a restored breaker and its copy admit differently",
                         )?;
-                        *free = Some((permit, p2));
+                        if cleans(transition) {
+                            clean = true;
+                            since.clear();
+                        }
+                        *free = Some((permit, p2, p3));
                     }
-                    (rejected @ Admission::Rejected { until, .. }, other) => {
+                    (
+                        rejected @ Admission::Rejected {
+                            until, transition, ..
+                        },
+                        other,
+                        third,
+                    ) => {
                         ensure(
-                            rejected == other && until.is_none_or(|t| t > now),
+                            rejected == other && until.is_none_or(|t| t > now) && third == other,
                             TARGET,
                             step,
                             "a rejection differs from the copy's or names a past time",
                         )?;
+                        if cleans(transition) {
+                            clean = true;
+                            since.clear();
+                        }
                     }
                     _ => ensure(
                         false,
@@ -278,26 +333,38 @@ fn breaker(body: &[u8], json: bool, u: &mut Unstructured<'_>) -> Result<(), Viol
                 }
             }
             1 => {
-                let Some((p1, p2)) = permits.get_mut(slot).and_then(Option::take) else {
+                let Some((p1, p2, p3)) = permits.get_mut(slot).and_then(Option::take) else {
                     continue;
                 };
                 let outcome = CallOutcome {
                     success: u.arbitrary().unwrap_or(true),
                     duration: Duration::from_millis(u64::from(u.arbitrary::<u8>().unwrap_or(0))),
                 };
+                let into_window =
+                    matches!(b.state(), BreakerState::Closed | BreakerState::MetricsOnly);
+                let recorded = b.record(p1, outcome, now);
                 ensure(
-                    b.record(p1, outcome, now) == twin.record(p2, outcome, now),
+                    recorded == twin.record(p2, outcome, now)
+                        && recorded == kept.record(p3, outcome, now),
                     TARGET,
                     step,
                     "a restored breaker and its copy record differently",
                 )?;
+                if into_window && recorded.ignored.is_none() {
+                    since.push(outcome.duration);
+                }
+                if cleans(recorded.transition) {
+                    clean = true;
+                    since.clear();
+                }
             }
             _ => {
-                let Some((p1, p2)) = permits.get_mut(slot).and_then(Option::take) else {
+                let Some((p1, p2, p3)) = permits.get_mut(slot).and_then(Option::take) else {
                     continue;
                 };
                 b.release(p1, now);
                 twin.release(p2, now);
+                kept.release(p3, now);
             }
         }
         ensure(
@@ -317,8 +384,70 @@ fn breaker(body: &[u8], json: bool, u: &mut Unstructured<'_>) -> Result<(), Viol
             step,
             "a window above its size, or readings that differ from the copy's",
         )?;
+        let mut read = kept.metrics(now);
+        let expected = match kept_window {
+            Some(size) if b.state() != BreakerState::HalfOpen => {
+                kept_durations(&since, clean, size, read.window.calls)
+            }
+            _ => (read.call_duration_total, read.call_duration_mean),
+        };
+        ensure(
+            (read.call_duration_total, read.call_duration_mean) == expected,
+            TARGET,
+            step,
+            "a count window's durations are not those of the calls recorded since the restore",
+        )?;
+        if kept_window.is_some() {
+            let plain = b.metrics(now);
+            read.call_duration_total = plain.call_duration_total;
+            read.call_duration_mean = plain.call_duration_mean;
+        }
+        ensure(
+            read == b.metrics(now),
+            TARGET,
+            step,
+            "a breaker keeping durations reads differently",
+        )?;
     }
     Ok(())
+}
+
+/// Whether a transition starts a clean window (closed or metrics-only).
+fn cleans(transition: Option<Transition>) -> bool {
+    transition.is_some_and(|t| matches!(t.to, BreakerState::Closed | BreakerState::MetricsOnly))
+}
+
+/// The total and mean duration a count window of `size` calls that holds
+/// `calls` reads, `since` recorded into it after the restore (or the clean
+/// window that followed it, `clean`): not known while a restored call is
+/// still in the window, then those of its last `calls` calls.
+fn kept_durations(
+    since: &[Duration],
+    clean: bool,
+    size: u16,
+    calls: u32,
+) -> (Option<Duration>, Option<Duration>) {
+    if !clean && since.len() < usize::from(size) {
+        return (None, None);
+    }
+    let held = since
+        .len()
+        .min(usize::try_from(calls).unwrap_or(usize::MAX));
+    let total: u128 = since
+        .get(since.len().saturating_sub(held)..)
+        .unwrap_or(&[])
+        .iter()
+        .map(Duration::as_nanos)
+        .sum();
+    match u64::try_from(total) {
+        Ok(nanos) if nanos != u64::MAX => (
+            Some(Duration::from_nanos(nanos)),
+            nanos
+                .checked_div(u64::from(calls))
+                .map(Duration::from_nanos),
+        ),
+        _ => (None, None),
+    }
 }
 
 fn budget(body: &[u8], json: bool, u: &mut Unstructured<'_>) -> Result<(), Violation> {

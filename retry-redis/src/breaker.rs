@@ -116,21 +116,24 @@ impl FleetBreakerBuilder {
     }
 
     /// As [`FleetBreakerBuilder::build`], with the capacity the type names
-    /// (`WORDS × 64` calls of count window, `BUCKETS` buckets of time window).
+    /// (`WORDS × 64` calls of count window, `BUCKETS` buckets of time window,
+    /// and the durations of `DURATIONS` calls, so that a count window of at
+    /// most that many reports their total and mean duration in
+    /// [`FleetBreaker::metrics`]).
     ///
     /// # Errors
     /// As [`FleetBreakerBuilder::build`].
-    pub fn build_with_capacity<const WORDS: usize, const BUCKETS: usize>(
+    pub fn build_with_capacity<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize>(
         self,
-    ) -> Result<FleetBreaker<WORDS, BUCKETS>, SetupError> {
+    ) -> Result<FleetBreaker<WORDS, BUCKETS, DURATIONS>, SetupError> {
         check_name("name", &self.name)?;
         self.fleet_config
             .validate(&self.config)
             .map_err(SetupError::Fleet)?;
         check_duration("sync_interval", self.fleet_config.interval())?;
         check_duration("claim_ttl", self.fleet_config.claim_lifetime())?;
-        let breaker =
-            CircuitBreaker::<WORDS, BUCKETS>::new(self.config).map_err(SetupError::Breaker)?;
+        let breaker = CircuitBreaker::<WORDS, BUCKETS, DURATIONS>::new(self.config)
+            .map_err(SetupError::Breaker)?;
         let prefix = format!("{}:breaker:{{{}}}", self.fleet.namespace, self.name);
         let (rearm, changed) = match self.automatic {
             true => {
@@ -214,14 +217,18 @@ impl FleetBreakerBuilder {
 /// only that member reads back), expiring when the interval after next starts,
 /// so a breaker has at most six keys however long it runs.
 #[derive(Clone)]
-pub struct FleetBreaker<const WORDS: usize = 16, const BUCKETS: usize = 0> {
-    inner: Arc<Inner<WORDS, BUCKETS>>,
+pub struct FleetBreaker<
+    const WORDS: usize = 16,
+    const BUCKETS: usize = 0,
+    const DURATIONS: usize = 0,
+> {
+    inner: Arc<Inner<WORDS, BUCKETS, DURATIONS>>,
     /// Keeps the connection open while the breaker lives.
     fleet: Fleet,
 }
 
-struct Inner<const WORDS: usize, const BUCKETS: usize> {
-    cell: Mutex<Cell<WORDS, BUCKETS>>,
+struct Inner<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize> {
+    cell: Mutex<Cell<WORDS, BUCKETS, DURATIONS>>,
     origin: Instant,
     slow_call_duration: Duration,
     decision_key: String,
@@ -240,8 +247,8 @@ struct Inner<const WORDS: usize, const BUCKETS: usize> {
     timer: Option<Rearm>,
 }
 
-struct Cell<const WORDS: usize, const BUCKETS: usize> {
-    breaker: CircuitBreaker<WORDS, BUCKETS>,
+struct Cell<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize> {
+    breaker: CircuitBreaker<WORDS, BUCKETS, DURATIONS>,
     member: FleetMember,
 }
 
@@ -254,7 +261,9 @@ pub struct SyncReport {
     pub view: FleetView,
 }
 
-impl<const WORDS: usize, const BUCKETS: usize> FleetBreaker<WORDS, BUCKETS> {
+impl<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize>
+    FleetBreaker<WORDS, BUCKETS, DURATIONS>
+{
     /// This member's breaker state.
     #[must_use]
     pub fn state(&self) -> BreakerState {
@@ -351,13 +360,15 @@ impl<const WORDS: usize, const BUCKETS: usize> FleetBreaker<WORDS, BUCKETS> {
         &self.inner.claims_key
     }
 
-    fn lock(&self) -> MutexGuard<'_, Cell<WORDS, BUCKETS>> {
+    fn lock(&self) -> MutexGuard<'_, Cell<WORDS, BUCKETS, DURATIONS>> {
         self.inner.lock()
     }
 }
 
-impl<const WORDS: usize, const BUCKETS: usize> Inner<WORDS, BUCKETS> {
-    fn lock(&self) -> MutexGuard<'_, Cell<WORDS, BUCKETS>> {
+impl<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize>
+    Inner<WORDS, BUCKETS, DURATIONS>
+{
+    fn lock(&self) -> MutexGuard<'_, Cell<WORDS, BUCKETS, DURATIONS>> {
         // The breaker and member are plain values updated by whole assignments
         // in the core: a panic elsewhere cannot leave them half-written.
         self.cell.lock().unwrap_or_else(PoisonError::into_inner)
@@ -607,7 +618,9 @@ impl<const WORDS: usize, const BUCKETS: usize> Inner<WORDS, BUCKETS> {
     }
 }
 
-impl<const WORDS: usize, const BUCKETS: usize> timer::Timed for Inner<WORDS, BUCKETS> {
+impl<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize> timer::Timed
+    for Inner<WORDS, BUCKETS, DURATIONS>
+{
     fn next_deadline(&self) -> Option<Instant> {
         let deadline = self.lock().breaker.next_deadline();
         deadline.and_then(|at| self.instant(at))
@@ -622,8 +635,8 @@ impl<const WORDS: usize, const BUCKETS: usize> timer::Timed for Inner<WORDS, BUC
 }
 
 /// The background task: one sync per interval while the breaker lives.
-async fn sync_loop<const WORDS: usize, const BUCKETS: usize>(
-    weak: Weak<Inner<WORDS, BUCKETS>>,
+async fn sync_loop<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize>(
+    weak: Weak<Inner<WORDS, BUCKETS, DURATIONS>>,
     mut conn: Conn,
     interval: Duration,
 ) {
@@ -736,7 +749,9 @@ fn reply_items(v: &Value) -> Option<Vec<Value>> {
     }
 }
 
-impl<const WORDS: usize, const BUCKETS: usize> Breaker for FleetBreaker<WORDS, BUCKETS> {
+impl<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize> Breaker
+    for FleetBreaker<WORDS, BUCKETS, DURATIONS>
+{
     fn request(&self, clock: &dyn AdapterClock) -> Gate {
         let at = self.inner.at(clock.now());
         let (gate, transition) = {
@@ -779,7 +794,9 @@ impl<const WORDS: usize, const BUCKETS: usize> Breaker for FleetBreaker<WORDS, B
     }
 }
 
-impl<const WORDS: usize, const BUCKETS: usize> fmt::Debug for FleetBreaker<WORDS, BUCKETS> {
+impl<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize> fmt::Debug
+    for FleetBreaker<WORDS, BUCKETS, DURATIONS>
+{
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FleetBreaker")
             .field("decision_key", &self.inner.decision_key)

@@ -247,6 +247,12 @@ type TransitionHook = dyn Fn(&Transition) + Send + Sync;
 /// buckets (built with [`SharedBreaker::with_capacity`]); a `WORDS` past what
 /// a window's `u16` call count can index is a compile-time error, and a config
 /// whose window does not fit the chosen capacity is refused with a typed error.
+/// `SharedBreaker<WORDS, BUCKETS, DURATIONS>` also keeps the durations of up
+/// to `DURATIONS` calls (0 unless named), so that a count window of at most
+/// that many calls reports their total and mean in
+/// [`SharedBreaker::metrics`] (a time window always does): 8 bytes a call,
+/// and every outcome of such a breaker is timed and goes through its lock
+/// (the lock-free closed path keeps no durations).
 ///
 /// The breaker times its calls ([`Breaker::times_calls`]) when an outcome's
 /// duration can change a decision (a time window, a slow-call rule), with the
@@ -297,8 +303,12 @@ type TransitionHook = dyn Fn(&Transition) + Send + Sync;
 /// # Ok::<(), retry_core::BreakerError>(())
 /// ```
 #[derive(Clone)]
-pub struct SharedBreaker<const WORDS: usize = 16, const BUCKETS: usize = 0> {
-    inner: Arc<Inner<WORDS, BUCKETS>>,
+pub struct SharedBreaker<
+    const WORDS: usize = 16,
+    const BUCKETS: usize = 0,
+    const DURATIONS: usize = 0,
+> {
+    inner: Arc<Inner<WORDS, BUCKETS, DURATIONS>>,
     /// The config's slow-call duration (a config never changes once shared).
     slow_call_duration: Duration,
     /// Whether outcomes' durations matter (see [`Breaker::times_calls`]).
@@ -306,11 +316,11 @@ pub struct SharedBreaker<const WORDS: usize = 16, const BUCKETS: usize = 0> {
     on_transition: Option<Arc<TransitionHook>>,
 }
 
-struct Inner<const WORDS: usize, const BUCKETS: usize> {
+struct Inner<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize> {
     /// The closed state while it is handed out: admits and records without
     /// the lock or a clock.
     path: ClosedPath<WORDS>,
-    cell: Mutex<BreakerCell<WORDS, BUCKETS>>,
+    cell: Mutex<BreakerCell<WORDS, BUCKETS, DURATIONS>>,
     /// With automatic transitions on, what tells the timer to read the next
     /// deadline again: called after every transition, by every clone (only
     /// then, so the calls that change nothing never touch it).
@@ -320,8 +330,8 @@ struct Inner<const WORDS: usize, const BUCKETS: usize> {
 /// What a timer is told after a transition: look at the next deadline again.
 type Rearm = dyn Fn() + Send + Sync;
 
-struct BreakerCell<const WORDS: usize, const BUCKETS: usize> {
-    breaker: CircuitBreaker<WORDS, BUCKETS>,
+struct BreakerCell<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize> {
+    breaker: CircuitBreaker<WORDS, BUCKETS, DURATIONS>,
     origin: Origin,
 }
 
@@ -355,9 +365,12 @@ impl SharedBreaker {
     }
 }
 
-impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
+impl<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize>
+    SharedBreaker<WORDS, BUCKETS, DURATIONS>
+{
     /// A closed breaker following `config`, with the capacity the type names:
-    /// `WORDS × 64` calls of count window, `BUCKETS` buckets of time window.
+    /// `WORDS × 64` calls of count window, `BUCKETS` buckets of time window,
+    /// and the durations of `DURATIONS` calls.
     ///
     /// ```
     /// use core::time::Duration;
@@ -371,6 +384,10 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
     ///     .build()?;
     /// let breaker = SharedBreaker::<0, 60>::with_capacity(config)?;
     /// # let _ = breaker;
+    /// // The last 100 calls, with their total and mean duration.
+    /// let config = BreakerConfig::builder().count_window(100).build()?;
+    /// let breaker = SharedBreaker::<2, 0, 100>::with_capacity(config)?;
+    /// assert_eq!(breaker.metrics().call_duration_total, Some(Duration::ZERO));
     /// # Ok::<(), retry_core::BreakerError>(())
     /// ```
     ///
@@ -394,11 +411,11 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
     /// [`SharedBreaker::restore`] to resume one saved with
     /// [`SharedBreaker::save`] where it left off).
     #[must_use]
-    pub fn from_breaker(breaker: CircuitBreaker<WORDS, BUCKETS>) -> Self {
+    pub fn from_breaker(breaker: CircuitBreaker<WORDS, BUCKETS, DURATIONS>) -> Self {
         SharedBreaker::with_origin(breaker, Origin::default())
     }
 
-    fn with_origin(breaker: CircuitBreaker<WORDS, BUCKETS>, origin: Origin) -> Self {
+    fn with_origin(breaker: CircuitBreaker<WORDS, BUCKETS, DURATIONS>, origin: Origin) -> Self {
         let path = breaker.closed_path();
         SharedBreaker {
             slow_call_duration: breaker.config().slow_call_duration(),
@@ -417,14 +434,14 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
     /// The breaker's state now, read from the system clock, as a [`Saved`]
     /// snapshot ([`SharedBreaker::save_at`] with `Instant::now()`).
     #[must_use]
-    pub fn save(&self) -> Saved<BreakerSnapshot<WORDS, BUCKETS>> {
+    pub fn save(&self) -> Saved<BreakerSnapshot<WORDS, BUCKETS, DURATIONS>> {
         self.save_at(Instant::now())
     }
 
     /// The breaker's state at `now` as a [`Saved`] snapshot: what
     /// [`SharedBreaker::restore`] resumes from, here or in another process.
     #[must_use]
-    pub fn save_at(&self, now: Instant) -> Saved<BreakerSnapshot<WORDS, BUCKETS>> {
+    pub fn save_at(&self, now: Instant) -> Saved<BreakerSnapshot<WORDS, BUCKETS, DURATIONS>> {
         let mut cell = self.lock();
         let at = cell.origin.at(now);
         Saved {
@@ -438,7 +455,9 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
     ///
     /// # Errors
     /// As [`SharedBreaker::restore_at`].
-    pub fn restore(saved: &Saved<BreakerSnapshot<WORDS, BUCKETS>>) -> Result<Self, SnapshotError> {
+    pub fn restore(
+        saved: &Saved<BreakerSnapshot<WORDS, BUCKETS, DURATIONS>>,
+    ) -> Result<Self, SnapshotError> {
         SharedBreaker::restore_at(saved, Instant::now())
     }
 
@@ -451,7 +470,7 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
     /// The [`SnapshotError`] naming the field a corrupt or inconsistent snapshot
     /// gets wrong.
     pub fn restore_at(
-        saved: &Saved<BreakerSnapshot<WORDS, BUCKETS>>,
+        saved: &Saved<BreakerSnapshot<WORDS, BUCKETS, DURATIONS>>,
         now: Instant,
     ) -> Result<Self, SnapshotError> {
         let breaker = CircuitBreaker::restore(&saved.snapshot)?;
@@ -478,7 +497,7 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
 
     /// A copy of the breaker as it stands (its counters, window and config).
     #[must_use]
-    pub fn snapshot(&self) -> CircuitBreaker<WORDS, BUCKETS> {
+    pub fn snapshot(&self) -> CircuitBreaker<WORDS, BUCKETS, DURATIONS> {
         self.lock().breaker.view(&self.inner.path)
     }
 
@@ -655,7 +674,7 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
         tell(&*self.inner, self.on_transition.as_ref(), transition);
     }
 
-    fn lock(&self) -> MutexGuard<'_, BreakerCell<WORDS, BUCKETS>> {
+    fn lock(&self) -> MutexGuard<'_, BreakerCell<WORDS, BUCKETS, DURATIONS>> {
         // The breaker is a plain value updated by whole assignments in the core:
         // a panic elsewhere while the lock was held cannot leave it half-written.
         self.inner
@@ -667,7 +686,10 @@ impl<const WORDS: usize, const BUCKETS: usize> SharedBreaker<WORDS, BUCKETS> {
     /// Runs `change` on the machine under the lock, with the closed state taken
     /// back from the lock-free path first and handed out again after (if the
     /// breaker is still, or now, closed).
-    fn change<R>(&self, change: impl FnOnce(&mut BreakerCell<WORDS, BUCKETS>) -> R) -> R {
+    fn change<R>(
+        &self,
+        change: impl FnOnce(&mut BreakerCell<WORDS, BUCKETS, DURATIONS>) -> R,
+    ) -> R {
         let mut cell = self.lock();
         cell.breaker.suspend(&self.inner.path);
         let result = change(&mut cell);
@@ -798,8 +820,8 @@ fn tell(inner: &dyn Timed, hook: Option<&Arc<TransitionHook>>, transition: Optio
 }
 
 /// The breaker's next deadline on the system clock's scale.
-fn next_deadline<const WORDS: usize, const BUCKETS: usize>(
-    cell: &BreakerCell<WORDS, BUCKETS>,
+fn next_deadline<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize>(
+    cell: &BreakerCell<WORDS, BUCKETS, DURATIONS>,
 ) -> Option<Instant> {
     cell.breaker
         .next_deadline()
@@ -807,8 +829,8 @@ fn next_deadline<const WORDS: usize, const BUCKETS: usize>(
 }
 
 /// Wakes the machine at `now`, under the lock (not reported).
-fn wake_at<const WORDS: usize, const BUCKETS: usize>(
-    inner: &Inner<WORDS, BUCKETS>,
+fn wake_at<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize>(
+    inner: &Inner<WORDS, BUCKETS, DURATIONS>,
     now: Instant,
 ) -> Option<Transition> {
     let mut cell = inner.cell.lock().unwrap_or_else(PoisonError::into_inner);
@@ -832,7 +854,9 @@ trait Timed: Send + Sync {
     fn rearm(&self);
 }
 
-impl<const WORDS: usize, const BUCKETS: usize> Timed for Inner<WORDS, BUCKETS> {
+impl<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize> Timed
+    for Inner<WORDS, BUCKETS, DURATIONS>
+{
     fn next_deadline(&self) -> Option<Instant> {
         next_deadline(&self.cell.lock().unwrap_or_else(PoisonError::into_inner))
     }
@@ -930,7 +954,9 @@ fn sets_slow_call_duration(config: &BreakerConfig) -> bool {
     slow != BreakerConfig::default().slow_call_duration() && slow < Duration::MAX
 }
 
-impl<const WORDS: usize, const BUCKETS: usize> Breaker for SharedBreaker<WORDS, BUCKETS> {
+impl<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize> Breaker
+    for SharedBreaker<WORDS, BUCKETS, DURATIONS>
+{
     #[inline]
     fn request(&self, clock: &dyn Clock) -> Gate {
         match self.inner.path.request() {
@@ -975,7 +1001,9 @@ impl<const WORDS: usize, const BUCKETS: usize> Breaker for SharedBreaker<WORDS, 
     }
 }
 
-impl<const WORDS: usize, const BUCKETS: usize> fmt::Debug for SharedBreaker<WORDS, BUCKETS> {
+impl<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize> fmt::Debug
+    for SharedBreaker<WORDS, BUCKETS, DURATIONS>
+{
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SharedBreaker")
             .field("state", &self.state())

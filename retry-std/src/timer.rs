@@ -106,8 +106,8 @@ impl From<AlreadyTimed> for TimerError {
 /// # Errors
 /// [`TimerError::AlreadyOn`] when they are on already for this breaker;
 /// [`TimerError::Thread`] if the timer thread cannot be started.
-pub fn automatic_transitions<const WORDS: usize, const BUCKETS: usize>(
-    breaker: &SharedBreaker<WORDS, BUCKETS>,
+pub fn automatic_transitions<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize>(
+    breaker: &SharedBreaker<WORDS, BUCKETS, DURATIONS>,
 ) -> Result<(), TimerError> {
     let timer = Timer::shared().map_err(TimerError::Thread)?;
     let id = timer.lock().take_id();

@@ -95,8 +95,8 @@ impl From<AlreadyTimed> for TimerError {
 /// # Errors
 /// [`TimerError::NoRuntime`] outside a tokio runtime;
 /// [`TimerError::AlreadyOn`] when they are on already for this breaker.
-pub fn automatic_transitions<const WORDS: usize, const BUCKETS: usize>(
-    breaker: &SharedBreaker<WORDS, BUCKETS>,
+pub fn automatic_transitions<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize>(
+    breaker: &SharedBreaker<WORDS, BUCKETS, DURATIONS>,
 ) -> Result<(), TimerError> {
     let runtime = tokio::runtime::Handle::try_current().map_err(|_| TimerError::NoRuntime)?;
     let notify = Arc::new(Notify::new());

@@ -1269,12 +1269,17 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
     }
 }
 
-impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
+impl<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize>
+    CircuitBreaker<WORDS, BUCKETS, DURATIONS>
+{
     /// A [`ClosedPath`] for this breaker, with the closed state handed out to it
     /// if the breaker is closed and its config needs no time.
     #[must_use]
     pub fn closed_path(&self) -> ClosedPath<WORDS> {
-        let path = ClosedPath::new(&self.config);
+        let mut path = ClosedPath::new(&self.config);
+        // The path keeps no call's duration: a breaker that keeps them for
+        // its window hands every outcome to the machine.
+        path.head.0.eligible &= !self.keeps_call_durations();
         self.resume(&path);
         path
     }

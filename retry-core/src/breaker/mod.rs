@@ -35,7 +35,7 @@ pub use sim::{
 pub use snapshot::BreakerSnapshot;
 pub use window::WindowStats;
 
-use window::{BucketRing, CountRing};
+use window::{BucketRing, CallDurations, CountRing};
 
 /// Where a breaker is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -506,6 +506,37 @@ pub(crate) enum Mode {
 /// the window actually used; [`CircuitBreaker::new`] refuses one that does not
 /// fit. A type with both at 0 holds no window (consecutive failures only).
 ///
+/// `DURATIONS` (0 unless asked for) is how many calls' durations the breaker
+/// keeps, one `u64` of nanoseconds each, so that a count window of at most
+/// that many calls reports its calls' total and mean duration in
+/// [`metrics`](CircuitBreaker::metrics) (a time window reports them at no
+/// cost; a larger count window, and any count window of a type with
+/// `DURATIONS` at 0, reports `None`). The breaker is then `8 × DURATIONS`
+/// bytes larger, and its [`closed_path`](CircuitBreaker::closed_path), which
+/// keeps no durations, hands every outcome to the machine.
+///
+/// ```
+/// use core::time::Duration;
+/// use retry_core::{Admission, BreakerConfig, CallOutcome, CircuitBreaker, Instant};
+///
+/// let config = BreakerConfig::builder().count_window(100).build()?;
+/// // 128 calls' durations: enough for the 100-call window.
+/// let mut breaker = CircuitBreaker::<2, 0, 128>::new(config)?;
+/// let t = Instant::ORIGIN;
+/// for ms in 1..=150 {
+///     let Admission::Admitted { permit, .. } = breaker.request(t) else { unreachable!() };
+///     let _ = breaker.record(permit, CallOutcome::success(Duration::from_millis(ms)), t);
+/// }
+/// // The window holds the last 100 calls: 51 ms to 150 ms.
+/// let m = breaker.metrics(t);
+/// assert_eq!(m.call_duration_total, Some(Duration::from_millis(10_050)));
+/// assert_eq!(m.call_duration_mean, Some(Duration::from_micros(100_500)));
+/// // The default type keeps no durations for a count window.
+/// let plain = CircuitBreaker::<2, 0>::new(config)?;
+/// assert_eq!(plain.metrics(t).call_duration_total, None);
+/// # Ok::<(), retry_core::BreakerError>(())
+/// ```
+///
 /// # States and transitions
 ///
 /// | from \\ to | closed | open | half-open | forced-open | disabled | metrics-only |
@@ -550,7 +581,9 @@ pub(crate) enum Mode {
 /// size and how many outcomes may still be
 /// recorded before a rate rule must be checked. Each further 64 calls of
 /// capacity add 16 bytes (`CircuitBreaker<16, 0>`, 1,024 calls, holds the
-/// 1,000-call windows Resilience4j users configure). Capacity costs no time:
+/// 1,000-call windows Resilience4j users configure); each call whose
+/// duration is kept (`DURATIONS`) adds 8 (`CircuitBreaker<2, 0, 128>`, 1,280
+/// bytes on 64-bit targets). Capacity costs no time:
 /// the window's counts are kept as calls come and go, so recording an outcome
 /// costs the same in any window and any capacity. While the window is far
 /// enough from every rate threshold that no run of outcomes short of a bound
@@ -579,7 +612,11 @@ pub(crate) enum Mode {
 /// ```
 #[derive(Clone, Debug)]
 #[repr(C)]
-pub struct CircuitBreaker<const WORDS: usize = 2, const BUCKETS: usize = 0> {
+pub struct CircuitBreaker<
+    const WORDS: usize = 2,
+    const BUCKETS: usize = 0,
+    const DURATIONS: usize = 0,
+> {
     // The fields in this order (and no other: `repr(C)`) keep a new
     // breaker's zeroed fields apart, in runs short enough that building one
     // is a few stores, not a call to clear memory, on targets built for size;
@@ -612,9 +649,22 @@ pub struct CircuitBreaker<const WORDS: usize = 2, const BUCKETS: usize = 0> {
     rejected_at_entry: u64,
     calls: CountRing<WORDS>,
     buckets: BucketRing<BUCKETS>,
+    /// The count window's calls' durations, slot by slot beside `calls`
+    /// (none when `DURATIONS` is 0: then the field takes no space). Left out
+    /// of equality (see the `PartialEq` impl).
+    durations: CallDurations<DURATIONS>,
 }
 
-impl<const WORDS: usize, const BUCKETS: usize> PartialEq for CircuitBreaker<WORDS, BUCKETS> {
+/// Two breakers are equal when they would answer every later input alike:
+/// the same config, state, counters and windows. The durations a count
+/// window keeps (`DURATIONS`) are left out: they decide nothing, and a
+/// snapshot does not carry them, so a breaker restored from its own snapshot
+/// (whose calls' durations are not known) equals the breaker it was taken
+/// from, as it does without them. (A time window's buckets carry their
+/// durations in the snapshot, and are compared with them.)
+impl<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize> PartialEq
+    for CircuitBreaker<WORDS, BUCKETS, DURATIONS>
+{
     fn eq(&self, other: &Self) -> bool {
         // `quiet` is left out: it only says when the rules are next checked.
         self.config == other.config
@@ -629,11 +679,16 @@ impl<const WORDS: usize, const BUCKETS: usize> PartialEq for CircuitBreaker<WORD
     }
 }
 
-impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
+impl<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize>
+    CircuitBreaker<WORDS, BUCKETS, DURATIONS>
+{
     /// How many calls the count window can hold.
     pub const CALL_CAPACITY: usize = CountRing::<WORDS>::CAPACITY;
     /// How many buckets the time window can hold.
     pub const BUCKET_CAPACITY: usize = BUCKETS;
+    /// The largest count window whose calls' durations the breaker keeps
+    /// (for [`BreakerMetrics::call_duration_total`]): `DURATIONS`.
+    pub const DURATION_CAPACITY: usize = DURATIONS;
 
     /// A closed breaker following `config` (copied in).
     ///
@@ -658,6 +713,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             rejected_at_entry: 0,
             calls: CountRing::EMPTY,
             buckets: BucketRing::new(),
+            durations: CallDurations::EMPTY,
         })
     }
 
@@ -924,11 +980,18 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// are the window's (an open breaker shows the window that tripped it).
     ///
     /// The durations are known for a time window: each bucket adds up its
-    /// calls' durations as they are recorded (that costs a count window
-    /// nothing, and a count window keeps none: it would need a duration per
-    /// call of its capacity). They are `None` for a count window, without a
-    /// window, half-open, and while a bucket restored from a snapshot that did
-    /// not keep them is in the window.
+    /// calls' durations as they are recorded. A count window must remember
+    /// each call's duration to take it out again when the call leaves (8
+    /// bytes a call), so it keeps them only when asked to: in a breaker whose
+    /// `DURATIONS` is at least the window's size (`CircuitBreaker<2, 0,
+    /// 128>` for a 100-call window); then the total is that of exactly the
+    /// calls the window holds. The durations are `None` for a count window
+    /// larger than `DURATIONS` (every count window of the default type),
+    /// without a window, half-open (the probes' durations are not kept), past
+    /// what 64 bits of nanoseconds hold (584 years), and while a call or a
+    /// bucket restored from a snapshot that did not keep its duration is in
+    /// the window (a snapshot keeps a time window's durations, not a count
+    /// window's).
     ///
     /// ```
     /// use core::time::Duration;
@@ -990,10 +1053,14 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         }
     }
 
-    /// The durations of the calls a time window holds at `now`, added up in
-    /// nanoseconds (`None` without one, or when a bucket does not know its
-    /// own).
+    /// The durations of the calls the window holds at `now`, added up in
+    /// nanoseconds: a time window's, or a count window's when the breaker
+    /// keeps durations for a window of its size (`None` otherwise, when a
+    /// duration is not known, or past what 64 bits hold).
     fn window_nanos(&self, now: Instant) -> Option<u64> {
+        if self.keeps_call_durations() {
+            return self.durations.total(self.calls.len());
+        }
         if BUCKETS == 0 {
             return None;
         }
@@ -1107,7 +1174,8 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             if !self.config.streak_trips(streak) {
                 self.quiet = quiet;
                 self.consecutive_failures = streak;
-                let _ = self.calls.push(self.count_window, failed, slow());
+                let slow = slow();
+                let _ = self.push_call(self.count_window, (failed, slow), outcome.duration);
                 return Recorded::nothing();
             }
         }
@@ -1450,7 +1518,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         // without a window).
         let (mut before, mut after) = (WindowStats::default(), WindowStats::default());
         if size > 0 {
-            let evicted = self.calls.push(size, failed, slow);
+            let evicted = self.push_call(size, (failed, slow), took);
             after = self.calls.counts();
             before = before_count(after, evicted, failed, slow);
         } else if let Some((nanos, buckets)) = self.config.bucket_shape().filter(|_| BUCKETS > 0) {
@@ -1470,6 +1538,25 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             self.quiet = self.quiet_after(after);
         }
         (None, Exceeded::NONE)
+    }
+
+    /// Whether the breaker keeps its count window's calls' durations: it has
+    /// a count window, of at most `DURATIONS` calls.
+    #[inline(always)]
+    pub(crate) const fn keeps_call_durations(&self) -> bool {
+        DURATIONS > 0 && self.count_window > 0 && self.count_window as usize <= DURATIONS
+    }
+
+    /// Pushes a call into the count window of `size` calls, with its duration
+    /// when the breaker keeps durations (with `DURATIONS` at 0 this is the
+    /// count ring's push alone). Returns what the ring pushed out.
+    #[inline(always)]
+    fn push_call(&mut self, size: u16, (failed, slow): (bool, bool), took: Duration) -> u32 {
+        if DURATIONS > 0 {
+            let nanos = crate::retry::nanos::sat_nanos(took);
+            self.durations.put(self.calls.next_slot(), nanos);
+        }
+        self.calls.push(size, failed, slow)
     }
 
     /// How many outcomes a count window holding `now` may take, with no rate
@@ -1632,6 +1719,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
         self.consecutive_failures = 0;
         self.calls.clear();
         self.buckets = BucketRing::new();
+        self.durations.clear();
         self.enter(to, now, false, now, cause)
     }
 }
@@ -1701,7 +1789,9 @@ fn before_count(after: WindowStats, evicted: u32, failed: bool, slow: bool) -> W
     }
 }
 
-impl<const WORDS: usize, const BUCKETS: usize> fmt::Display for CircuitBreaker<WORDS, BUCKETS> {
+impl<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize> fmt::Display
+    for CircuitBreaker<WORDS, BUCKETS, DURATIONS>
+{
     /// The state, with when an open breaker admits again.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.mode {

@@ -252,7 +252,10 @@ pub struct BreakerMetrics {
     /// half-open).
     pub probes: WindowStats,
     /// How long the calls `window` counts took, added up, where the window
-    /// keeps their durations (a time window); `None` otherwise (see
+    /// keeps their durations: a time window, or a count window of a breaker
+    /// that keeps its calls' durations (`DURATIONS` on
+    /// [`CircuitBreaker`](super::CircuitBreaker) at least the window's size);
+    /// `None` otherwise, half-open, and while a duration is not known (see
     /// [`CircuitBreaker::metrics`](super::CircuitBreaker::metrics)).
     pub call_duration_total: Option<Duration>,
     /// Their mean (the total over the calls, rounded down to a nanosecond);

@@ -1,6 +1,7 @@
 //! [`BreakerSnapshot`]: a circuit breaker's state as a versioned record, and the
 //! checks that restore it.
 
+use core::marker::PhantomData;
 use core::time::Duration;
 
 use super::window::{BucketRing, CountRing};
@@ -22,7 +23,11 @@ use crate::{Instant, Window};
 ///
 /// `WORDS` and `BUCKETS` are the breaker type's capacities; a snapshot decodes
 /// whatever it lists, and restoring refuses one that holds more than the type
-/// can. Instants are the breaker's own (time since the origin its driver
+/// can. `DURATIONS` is the breaker type's third capacity, the calls whose
+/// durations it keeps: the record holds no count window's durations (a
+/// breaker restored from it does not know them until those calls have left
+/// its window), so the parameter only names the type it restores into, and
+/// the record is the same for any `DURATIONS`. Instants are the breaker's own (time since the origin its driver
 /// picked): a driver restoring in another process maps them to its clock as it
 /// does every other instant it passes in.
 ///
@@ -49,7 +54,11 @@ use crate::{Instant, Window};
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
-pub struct BreakerSnapshot<const WORDS: usize = 2, const BUCKETS: usize = 0> {
+pub struct BreakerSnapshot<
+    const WORDS: usize = 2,
+    const BUCKETS: usize = 0,
+    const DURATIONS: usize = 0,
+> {
     version: u32,
     config: ConfigRecord,
     state: StateRecord,
@@ -70,6 +79,9 @@ pub struct BreakerSnapshot<const WORDS: usize = 2, const BUCKETS: usize = 0> {
     /// windows, and in a version 1 snapshot (the buckets' durations are then
     /// not known until they leave the window).
     bucket_nanos: Bounded<Option<u64>, BUCKETS>,
+    /// The breaker type it restores into (not part of the record).
+    #[cfg_attr(feature = "serde", serde(skip))]
+    restores_into: PhantomData<[(); DURATIONS]>,
 }
 
 /// Every field of a breaker config, plainly (rates in basis points).
@@ -188,7 +200,9 @@ enum WindowRecord<const WORDS: usize, const BUCKETS: usize> {
     },
 }
 
-impl<const WORDS: usize, const BUCKETS: usize> BreakerSnapshot<WORDS, BUCKETS> {
+impl<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize>
+    BreakerSnapshot<WORDS, BUCKETS, DURATIONS>
+{
     /// The format version this build writes. It reads this one and version
     /// 1, which had no count of the calls rejected in the current state and no
     /// durations in a time window's buckets (both restore as unknown: the
@@ -272,14 +286,16 @@ fn word_bit(words: &[u64], i: u16) -> bool {
         .is_some_and(|w| w >> (i % 64) & 1 == 1)
 }
 
-impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
+impl<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize>
+    CircuitBreaker<WORDS, BUCKETS, DURATIONS>
+{
     /// The breaker's state as a [`BreakerSnapshot`]: restored with
     /// [`CircuitBreaker::restore`], it answers every later input as this breaker
     /// would. Permits in flight are not part of it: a driver that restores a
     /// breaker hands back no permit issued before the snapshot (a half-open probe
     /// in flight then never reports, which the half-open maximum wait is for).
     #[must_use]
-    pub fn snapshot(&self) -> BreakerSnapshot<WORDS, BUCKETS> {
+    pub fn snapshot(&self) -> BreakerSnapshot<WORDS, BUCKETS, DURATIONS> {
         let state = match self.mode {
             Mode::Closed => StateRecord::Closed,
             Mode::Open { until, .. } => StateRecord::Open { until },
@@ -335,7 +351,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             }
         };
         BreakerSnapshot {
-            version: BreakerSnapshot::<WORDS, BUCKETS>::VERSION,
+            version: BreakerSnapshot::<WORDS, BUCKETS, DURATIONS>::VERSION,
             config: ConfigRecord::of(&self.config),
             state,
             epoch: self.epoch,
@@ -345,6 +361,7 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
             window,
             rejected_in_state: self.rejected_calls_in_state(),
             bucket_nanos,
+            restores_into: PhantomData,
         }
     }
 
@@ -364,14 +381,16 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
     /// snapshot's (calls rejected in the state, or bucket durations, in a
     /// version 1 snapshot); bucket durations not listed for every bucket of a
     /// time window (version 2 lists one for each, `None` when not known).
-    pub fn restore(snapshot: &BreakerSnapshot<WORDS, BUCKETS>) -> Result<Self, SnapshotError> {
+    pub fn restore(
+        snapshot: &BreakerSnapshot<WORDS, BUCKETS, DURATIONS>,
+    ) -> Result<Self, SnapshotError> {
         let s = snapshot;
-        let versions = BreakerSnapshot::<WORDS, BUCKETS>::OLDEST_VERSION
-            ..=BreakerSnapshot::<WORDS, BUCKETS>::VERSION;
+        let versions = BreakerSnapshot::<WORDS, BUCKETS, DURATIONS>::OLDEST_VERSION
+            ..=BreakerSnapshot::<WORDS, BUCKETS, DURATIONS>::VERSION;
         if !versions.contains(&s.version) {
             return Err(SnapshotError::UnsupportedVersion {
                 found: s.version,
-                supported: BreakerSnapshot::<WORDS, BUCKETS>::VERSION,
+                supported: BreakerSnapshot::<WORDS, BUCKETS, DURATIONS>::VERSION,
             });
         }
         if s.version < 2 {
@@ -537,6 +556,9 @@ impl<const WORDS: usize, const BUCKETS: usize> CircuitBreaker<WORDS, BUCKETS> {
                     ring.push(size, word_bit(failed.kept(), i), word_bit(slow.kept(), i));
                 }
                 breaker.calls = ring;
+                // A snapshot keeps no call's duration: those of the calls
+                // restored are not known until they leave the window.
+                breaker.durations.forget(*calls);
             }
             (Some(Window::Time { buckets: size, .. }), WindowRecord::Time { buckets }) => {
                 buckets.fits("window.buckets")?;
@@ -642,10 +664,14 @@ mod read {
         Other,
     }
 
-    struct Fields<const WORDS: usize, const BUCKETS: usize>(PhantomData<[(); WORDS]>);
+    struct Fields<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize>(
+        PhantomData<[(); WORDS]>,
+    );
 
-    impl<'de, const WORDS: usize, const BUCKETS: usize> Visitor<'de> for Fields<WORDS, BUCKETS> {
-        type Value = BreakerSnapshot<WORDS, BUCKETS>;
+    impl<'de, const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize> Visitor<'de>
+        for Fields<WORDS, BUCKETS, DURATIONS>
+    {
+        type Value = BreakerSnapshot<WORDS, BUCKETS, DURATIONS>;
 
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.write_str("a circuit breaker snapshot")
@@ -684,6 +710,7 @@ mod read {
                 window,
                 rejected_in_state,
                 bucket_nanos,
+                restores_into: PhantomData,
             })
         }
 
@@ -755,18 +782,19 @@ mod read {
                 window: window.ok_or_else(|| de::Error::missing_field("window"))?,
                 rejected_in_state: rejected_in_state.unwrap_or(0),
                 bucket_nanos: bucket_nanos.unwrap_or_else(Bounded::new),
+                restores_into: PhantomData,
             })
         }
     }
 
-    impl<'de, const WORDS: usize, const BUCKETS: usize> Deserialize<'de>
-        for BreakerSnapshot<WORDS, BUCKETS>
+    impl<'de, const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize> Deserialize<'de>
+        for BreakerSnapshot<WORDS, BUCKETS, DURATIONS>
     {
         fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
             d.deserialize_struct(
                 "BreakerSnapshot",
                 FIELDS,
-                Fields::<WORDS, BUCKETS>(PhantomData),
+                Fields::<WORDS, BUCKETS, DURATIONS>(PhantomData),
             )
         }
     }

@@ -204,6 +204,14 @@ impl<const WORDS: usize> CountRing<WORDS> {
         self.len
     }
 
+    /// The slot the next call is written to. The calls held sit in slots
+    /// `0..len` (the ring fills from slot 0, and once full every slot of the
+    /// window holds one), so a second ring indexed by this slot holds
+    /// something of each call ([`CallDurations`]).
+    pub(crate) const fn next_slot(&self) -> u16 {
+        self.next
+    }
+
     /// The `i`-th oldest call held (failed, slow), for `i < len`, in a window of
     /// `size` calls.
     pub(crate) fn get(&self, size: u16, i: u16) -> Option<(bool, bool)> {
@@ -223,6 +231,57 @@ impl<const WORDS: usize> CountRing<WORDS> {
             .get(usize::try_from(slot / 16).ok()?)?;
         let pair = word >> (slot % 16);
         Some((pair & 1 != 0, pair & 0x1_0000 != 0))
+    }
+}
+
+/// The durations of a count window's calls, in nanoseconds, one for each
+/// slot of its [`CountRing`] (slot `i` holds the duration of the call in the
+/// ring's slot `i`, so the calls held have theirs in slots `0..len`):
+/// [`UNKNOWN`] where it is not known (the call was restored from a snapshot,
+/// which keeps no durations, or took 2⁶⁴ − 1 ns or more). The total is added
+/// up when read, so recording a call costs one store; a ring of `N` slots
+/// takes `8 × N` bytes and none at all for `N = 0`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CallDurations<const N: usize> {
+    nanos: [u64; N],
+}
+
+impl<const N: usize> CallDurations<N> {
+    /// No durations, as a constant.
+    pub(crate) const EMPTY: Self = CallDurations { nanos: [0; N] };
+
+    /// Puts the duration of the call written to `slot` (nothing for a slot
+    /// past the ring's capacity: a window that large keeps no durations).
+    #[inline(always)]
+    pub(crate) fn put(&mut self, slot: u16, nanos: u64) {
+        if let Some(kept) = self.nanos.get_mut(usize::from(slot)) {
+            *kept = nanos;
+        }
+    }
+
+    /// Marks the durations of the calls in slots `0..len` as not known.
+    pub(crate) fn forget(&mut self, len: u16) {
+        for kept in self.nanos.iter_mut().take(usize::from(len)) {
+            *kept = UNKNOWN;
+        }
+    }
+
+    /// Empties the ring, in place.
+    pub(crate) fn clear(&mut self) {
+        self.nanos = [0; N];
+    }
+
+    /// The durations of the calls in slots `0..len` added up, if every one is
+    /// known, the sum stays below [`UNKNOWN`], and the ring holds `len`
+    /// slots.
+    pub(crate) fn total(&self, len: u16) -> Option<u64> {
+        self.nanos
+            .get(..usize::from(len))?
+            .iter()
+            .try_fold(0u64, |sum, &nanos| match sum.checked_add(nanos) {
+                Some(total) if nanos != UNKNOWN && total != UNKNOWN => Some(total),
+                _ => None,
+            })
     }
 }
 

@@ -568,9 +568,9 @@ impl FleetMember {
 
     /// What this member publishes at `now`.
     #[must_use]
-    pub fn report<const W: usize, const B: usize>(
+    pub fn report<const W: usize, const B: usize, const D: usize>(
         &self,
-        breaker: &CircuitBreaker<W, B>,
+        breaker: &CircuitBreaker<W, B, D>,
         now: Instant,
     ) -> MemberReport {
         let state = breaker.state();
@@ -586,9 +586,9 @@ impl FleetMember {
     /// claimed; without one the call is rejected (`ProbesBusy`, no `until`:
     /// the next sync may bring a slot or a decision). A member that
     /// [decides alone](FleetMember::decides_alone) gets its breaker's answer.
-    pub fn request<const W: usize, const B: usize>(
+    pub fn request<const W: usize, const B: usize, const D: usize>(
         &mut self,
-        breaker: &mut CircuitBreaker<W, B>,
+        breaker: &mut CircuitBreaker<W, B, D>,
         now: Instant,
     ) -> Admission {
         if now >= self.tickets_until {
@@ -621,9 +621,9 @@ impl FleetMember {
     /// the local breaker closed after its probes, re-open when a probe re-opened
     /// it), and the probe slots to claim. A sync that asks for no slots is
     /// complete; one that does completes with [`FleetMember::on_claimed`].
-    pub fn sync<const W: usize, const B: usize>(
+    pub fn sync<const W: usize, const B: usize, const D: usize>(
         &mut self,
-        breaker: &mut CircuitBreaker<W, B>,
+        breaker: &mut CircuitBreaker<W, B, D>,
         view: &FleetView,
         now: Instant,
     ) -> FleetSync {
@@ -675,9 +675,9 @@ impl FleetMember {
     /// follows means the store lost its state: the member stops following and
     /// decides alone, its breaker untouched. Returns the transition made, if
     /// any.
-    pub fn apply<const W: usize, const B: usize>(
+    pub fn apply<const W: usize, const B: usize, const D: usize>(
         &mut self,
-        breaker: &mut CircuitBreaker<W, B>,
+        breaker: &mut CircuitBreaker<W, B, D>,
         decision: FleetDecision,
         now: Instant,
     ) -> Option<Transition> {
@@ -751,7 +751,10 @@ impl FleetMember {
         self.synced(now);
     }
 
-    fn claim<const W: usize, const B: usize>(&mut self, breaker: &CircuitBreaker<W, B>) -> u32 {
+    fn claim<const W: usize, const B: usize, const D: usize>(
+        &mut self,
+        breaker: &CircuitBreaker<W, B, D>,
+    ) -> u32 {
         if self.tickets > 0 || breaker.probes_in_flight() > 0 {
             return 0;
         }
@@ -764,8 +767,8 @@ impl FleetMember {
 }
 
 /// Whether `breaker`'s next admission at `now` would be a probe.
-fn would_probe<const W: usize, const B: usize>(
-    breaker: &CircuitBreaker<W, B>,
+fn would_probe<const W: usize, const B: usize, const D: usize>(
+    breaker: &CircuitBreaker<W, B, D>,
     now: Instant,
 ) -> bool {
     match breaker.state() {

@@ -10,6 +10,7 @@ mod breaker_metrics;
 mod breaker_props;
 mod breaker_timer;
 mod budget;
+mod call_durations;
 mod closed_path;
 mod compose;
 mod config;

@@ -275,3 +275,49 @@ fn first_attempt_asks_and_tells_once<B: retry_shared::Breaker + 'static>(
         rejected + 1
     );
 }
+
+/// A shared breaker that keeps its calls' durations (`SharedBreaker<2, 0,
+/// 100>`) reports the total and mean duration of exactly the calls its count
+/// window holds, as the blocking adapter timed them; the default type reports
+/// none for a count window.
+#[test]
+fn a_shared_breaker_keeping_durations_reports_its_windows_call_durations() {
+    let config = BreakerConfig::builder()
+        .failure_threshold(None)
+        .failure_rate(Rate::from_percent(50))
+        .count_window(10)
+        .build()
+        .unwrap();
+    let kept = SharedBreaker::<2, 0, 100>::with_capacity(config).unwrap();
+    let plain = SharedBreaker::<2, 0>::with_capacity(config).unwrap();
+    assert!(kept.times_calls(), "durations are measured for every call");
+    let clock = ManualClock::new();
+    let run = |retry: &Retry<&str>, ms: u64| {
+        retry
+            .call(|_| {
+                clock.advance(Duration::from_millis(ms));
+                Ok::<_, &str>(())
+            })
+            .unwrap();
+    };
+    let with_kept = Retry::<&str>::new(policy(1, CircuitOpen::GiveUp))
+        .clock(clock.clone())
+        .sleeper(clock.sleeper())
+        .breaker(kept.clone());
+    let with_plain = Retry::<&str>::new(policy(1, CircuitOpen::GiveUp))
+        .clock(clock.clone())
+        .sleeper(clock.sleeper())
+        .breaker(plain.clone());
+    for ms in 1..=15 {
+        run(&with_kept, ms);
+        run(&with_plain, ms);
+    }
+    // The window holds the last 10 calls: 6 ms to 15 ms.
+    let m = kept.metrics();
+    assert_eq!(m.window.calls, 10);
+    assert_eq!(m.call_duration_total, Some(Duration::from_millis(105)));
+    assert_eq!(m.call_duration_mean, Some(Duration::from_micros(10_500)));
+    let m = plain.metrics();
+    assert_eq!(m.window.calls, 10);
+    assert_eq!((m.call_duration_total, m.call_duration_mean), (None, None));
+}

@@ -673,8 +673,9 @@ impl<const WORDS: usize> ClosedPath<WORDS> {
     }
 
     /// Whether the config lets the closed path decide without time (a count
-    /// window or none, no slow-call rule). When it does not, every call goes to
-    /// the machine, and an outcome's duration matters.
+    /// window or none, no slow-call rule) and the breaker it came from keeps
+    /// no call's duration for its window. When it does not, every call goes
+    /// to the machine, and an outcome's duration matters.
     #[must_use]
     pub fn is_untimed(&self) -> bool {
         self.head.0.eligible

@@ -184,11 +184,18 @@ impl<M: RawMutex, const WORDS: usize, const BUCKETS: usize, const DURATIONS: usi
     /// it in a task of its own (one per breaker), or select it against the
     /// task's other work.
     ///
-    /// ```ignore
-    /// #[embassy_executor::task]
+    /// ```no_run
+    /// use embassy_sync::blocking_mutex::raw::CriticalSectionRawMutex;
+    /// use retry_embassy::SharedBreaker;
+    ///
+    /// // In firmware: an `#[embassy_executor::task]`, spawned once for the
+    /// // breaker; it never returns.
     /// async fn breaker_timer(breaker: &'static SharedBreaker<CriticalSectionRawMutex>) {
     ///     breaker
-    ///         .automatic_transitions(|t| defmt::info!("breaker: {}", t.to.name()))
+    ///         .automatic_transitions(|t| {
+    ///             // Log it (`defmt::info!` on a probe), count it.
+    ///             let _moved_to = t.to;
+    ///         })
     ///         .await
     /// }
     /// ```

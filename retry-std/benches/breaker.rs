@@ -26,7 +26,10 @@
 //! holds 100, recloser's default rule; failsafe keeps its default. The
 //! long-lived groups also time our default config (five failures in a row,
 //! no window) as `shared_breaker_five_in_a_row`, a row of our own scaling
-//! with no peer beside it.
+//! with no peer beside it, and `order_floor`: no breaker, only what keeping
+//! the calls' order across threads costs at the least (each call takes its
+//! thread's own lock and reads one shared word; a failure also advances
+//! that word). Its two-thread row is the floor under the shared breaker's.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
@@ -218,6 +221,50 @@ fn long_lived_time(threads: u64, iters: u64, call: impl Fn(u64) + Sync) -> Durat
     total.mul_f64(iters as f64 / (runs * per_run) as f64)
 }
 
+/// A word on 128 bytes of its own.
+#[derive(Default)]
+#[repr(align(128))]
+struct Padded(AtomicU64);
+
+/// See the `order_floor` row: a shared ticket and a lock per thread.
+#[derive(Default)]
+struct OrderFloor {
+    ticket: Padded,
+    stripes: [Padded; 2],
+}
+
+impl OrderFloor {
+    fn call(&self, thread: usize, fail: bool) {
+        let Some(stripe) = self.stripes.get(thread) else {
+            return;
+        };
+        let mut state = stripe.0.load(Ordering::SeqCst);
+        loop {
+            if state & 1 == 0 {
+                match stripe.0.compare_exchange(
+                    state,
+                    state | 1,
+                    Ordering::SeqCst,
+                    Ordering::SeqCst,
+                ) {
+                    Ok(_) => break,
+                    Err(now) => state = now,
+                }
+            } else {
+                core::hint::spin_loop();
+                state = stripe.0.load(Ordering::SeqCst);
+            }
+        }
+        let tag = if fail {
+            self.ticket.0.fetch_add(1, Ordering::SeqCst)
+        } else {
+            self.ticket.0.load(Ordering::SeqCst)
+        };
+        black_box(tag);
+        stripe.0.store(state.wrapping_add(2), Ordering::Release);
+    }
+}
+
 /// Calls a breaker refused in a long-lived group, by row: every call of
 /// these groups should be admitted (a fifth failing never trips any of the
 /// three), so a count here means that row measured rejections, not calls.
@@ -287,6 +334,18 @@ fn long_lived(c: &mut Criterion, threads: u64) {
             long_lived_time(threads, iters, |i| {
                 let fail = fails(i);
                 refused.count(1, black_box(shared_call(&five, fail)) == fail);
+            })
+        })
+    });
+    // The floor of keeping calls' order across threads, with no breaker
+    // around it: each call takes its thread's own lock and reads a shared
+    // ticket, and a failure also advances the ticket (what a kept outcome
+    // does on the closed path, without the window, the folds or the rules).
+    let floor = OrderFloor::default();
+    g.bench_function("order_floor", |bench| {
+        bench.iter_custom(|iters| {
+            long_lived_time(threads, iters, |i| {
+                floor.call((i / LONG_LIVED_CALLS) as usize, fails(i));
             })
         })
     });

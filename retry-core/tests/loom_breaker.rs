@@ -421,31 +421,41 @@ fn filled_with(config: BreakerConfig, calls: usize) -> Arc<Shared> {
     shared
 }
 
+/// `times` calls on `stripe`, each failing if admitted.
+fn fail_on(shared: &Shared, stripe: usize, times: usize) {
+    for _ in 0..times {
+        if let Some(permit) = shared.request() {
+            shared.record_on(stripe, permit, false);
+        }
+    }
+}
+
+/// [`fail_on`] on a thread of its own.
+fn failing_on(shared: &Arc<Shared>, stripe: usize, times: usize) -> thread::JoinHandle<()> {
+    let shared = Arc::clone(shared);
+    thread::spawn(move || fail_on(&shared, stripe, times))
+}
+
+/// The breaker ended open, by one transition.
+fn tripped_once(shared: &Shared) {
+    assert_eq!(
+        shared.view().state(),
+        BreakerState::Open,
+        "the trip was lost"
+    );
+    assert_eq!(shared.transitions.load(Ordering::SeqCst), 1);
+}
+
 #[test]
 fn failures_kept_on_two_stripes_trip_the_rate_once() {
     loom::model(|| {
         // 100 % of four calls: three failures may be kept, the fourth trips.
         let config = BreakerConfig::failure_rate_over(Rate::from_percent(100), 4).unwrap();
         let shared = filled_with(config, 4);
-        let failing = {
-            let shared = Arc::clone(&shared);
-            thread::spawn(move || {
-                for _ in 0..2 {
-                    if let Some(permit) = shared.request() {
-                        shared.record_on(1, permit, false);
-                    }
-                }
-            })
-        };
-        for _ in 0..2 {
-            if let Some(permit) = shared.request() {
-                shared.record_on(0, permit, false);
-            }
-        }
+        let failing = failing_on(&shared, 1, 2);
+        fail_on(&shared, 0, 2);
         failing.join().unwrap();
-        let view = shared.view();
-        assert_eq!(view.state(), BreakerState::Open, "the trip was lost");
-        assert_eq!(shared.transitions.load(Ordering::SeqCst), 1);
+        tripped_once(&shared);
     });
 }
 
@@ -454,23 +464,10 @@ fn failures_kept_on_two_stripes_trip_the_streak_once() {
     loom::model(|| {
         // No window, three in a row: two failures may be kept.
         let shared = Shared::new(consecutive(3));
-        let failing = {
-            let shared = Arc::clone(&shared);
-            thread::spawn(move || {
-                if let Some(permit) = shared.request() {
-                    shared.record_on(1, permit, false);
-                }
-            })
-        };
-        for _ in 0..2 {
-            if let Some(permit) = shared.request() {
-                shared.record_on(0, permit, false);
-            }
-        }
+        let failing = failing_on(&shared, 1, 1);
+        fail_on(&shared, 0, 2);
         failing.join().unwrap();
-        let view = shared.view();
-        assert_eq!(view.state(), BreakerState::Open, "the trip was lost");
-        assert_eq!(shared.transitions.load(Ordering::SeqCst), 1);
+        tripped_once(&shared);
     });
 }
 
@@ -512,16 +509,7 @@ fn kept_failures_racing_a_reset_leave_a_consistent_window() {
         // 100 % of three calls: two failures may be kept.
         let config = BreakerConfig::failure_rate_over(Rate::from_percent(100), 3).unwrap();
         let shared = filled_with(config, 3);
-        let failing = {
-            let shared = Arc::clone(&shared);
-            thread::spawn(move || {
-                for _ in 0..2 {
-                    if let Some(permit) = shared.request() {
-                        shared.record_on(1, permit, false);
-                    }
-                }
-            })
-        };
+        let failing = failing_on(&shared, 1, 2);
         {
             let mut m = shared.machine.lock().unwrap();
             m.suspend(&shared.path);
@@ -548,16 +536,7 @@ fn a_failure_judged_while_others_are_kept_does_not_widen_the_allowance() {
         // other thread keeps failures; the fourth failure of the four trips.
         let config = BreakerConfig::failure_rate_over(Rate::from_percent(100), 4).unwrap();
         let shared = filled_with(config, 4);
-        let failing = {
-            let shared = Arc::clone(&shared);
-            thread::spawn(move || {
-                for _ in 0..2 {
-                    if let Some(permit) = shared.request() {
-                        shared.record_on(1, permit, false);
-                    }
-                }
-            })
-        };
+        let failing = failing_on(&shared, 1, 2);
         if let Some(permit) = shared.request() {
             shared.record_taking(0, permit, false, Duration::from_secs(61));
         }
@@ -565,9 +544,7 @@ fn a_failure_judged_while_others_are_kept_does_not_widen_the_allowance() {
             shared.record_on(0, permit, false);
         }
         failing.join().unwrap();
-        let view = shared.view();
-        assert_eq!(view.state(), BreakerState::Open, "the trip was lost");
-        assert_eq!(shared.transitions.load(Ordering::SeqCst), 1);
+        tripped_once(&shared);
     });
 }
 
@@ -579,16 +556,7 @@ fn a_streak_across_two_stripes_trips_once_when_it_stands() {
         // failures. Three in a row stand when the first thread's failure
         // comes right before or right after the other two.
         let shared = Shared::new(consecutive(3));
-        let failing = {
-            let shared = Arc::clone(&shared);
-            thread::spawn(move || {
-                for _ in 0..2 {
-                    if let Some(permit) = shared.request() {
-                        shared.record_on(1, permit, false);
-                    }
-                }
-            })
-        };
+        let failing = failing_on(&shared, 1, 2);
         for success in [true, false] {
             if let Some(permit) = shared.request() {
                 shared.record_on(0, permit, success);

@@ -1427,7 +1427,9 @@ impl<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize>
 
 #[cfg(test)]
 mod tests {
-    use super::{bit, clear_run, full_trip, key, Cursor, FAILURE_ENTRY, NUMBER_MASK};
+    #[cfg(not(retry_loom))]
+    use super::{bit, clear_run};
+    use super::{full_trip, key, Cursor, FAILURE_ENTRY, NUMBER_MASK};
     use crate::{BreakerConfig, Rate};
     #[cfg(not(retry_loom))]
     use core::sync::atomic::AtomicU64;

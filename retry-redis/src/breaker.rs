@@ -391,6 +391,7 @@ impl<const WORDS: usize, const BUCKETS: usize, const DURATIONS: usize>
                 cause = t.cause.code(),
                 "fleet breaker changed state"
             );
+            observe::transition(&t);
             if let Some(hook) = &self.on_transition {
                 hook(&t);
             }

@@ -1,5 +1,8 @@
-//! Metrics, with the `metrics` feature: fallbacks, store errors by code, and
-//! breaker syncs. Without the feature every function here is empty.
+//! Metrics, with the `metrics` feature: fallbacks, store errors by code,
+//! breaker syncs and the fleet breaker's changes of state. Without the
+//! feature every function here is empty.
+
+use retry_core::Transition;
 
 use crate::error::StoreError;
 
@@ -26,6 +29,20 @@ pub(crate) fn sync(ok: bool) {
     let _ = ok;
 }
 
+/// The fleet breaker changed state (on a call, or on its own with automatic
+/// transitions on).
+pub(crate) fn transition(transition: &Transition) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!(
+        "retry_redis_breaker_transitions",
+        "from" => transition.from.name(),
+        "to" => transition.to.name()
+    )
+    .increment(1);
+    #[cfg(not(feature = "metrics"))]
+    let _ = transition;
+}
+
 /// Describes the crate's metrics to the installed recorder.
 pub fn describe_metrics() {
     #[cfg(feature = "metrics")]
@@ -44,6 +61,11 @@ pub fn describe_metrics() {
             "retry_redis_syncs",
             metrics::Unit::Count,
             "Fleet breaker syncs, by result"
+        );
+        metrics::describe_counter!(
+            "retry_redis_breaker_transitions",
+            metrics::Unit::Count,
+            "Fleet breaker changes of state, by the state left and the state entered"
         );
     }
 }

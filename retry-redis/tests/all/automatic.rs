@@ -101,3 +101,84 @@ fn an_open_member_turns_half_open_at_the_end_of_its_open_period_with_no_call() {
     assert!(plain.next_deadline().unwrap() <= Instant::now());
     assert_eq!(plain.state(), BreakerState::Open);
 }
+
+/// With the `metrics` feature, the fleet breaker counts its changes of state
+/// (`retry_redis_breaker_transitions`, by `from` and `to`) where it reports
+/// them to the hook and to traces: on a call here, read back through a
+/// recorder local to this thread; an automatic move reports from the same
+/// place (the test above sees it reach the hook).
+#[cfg(feature = "metrics")]
+#[test]
+fn a_change_of_state_is_counted() {
+    use metrics::{
+        Counter, CounterFn, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit,
+    };
+
+    type Log = Arc<Mutex<Vec<(String, Vec<(String, String)>, u64)>>>;
+
+    struct Handle {
+        name: String,
+        labels: Vec<(String, String)>,
+        log: Log,
+    }
+
+    impl CounterFn for Handle {
+        fn increment(&self, value: u64) {
+            let entry = (self.name.clone(), self.labels.clone(), value);
+            self.log.lock().unwrap().push(entry);
+        }
+        fn absolute(&self, value: u64) {
+            self.increment(value);
+        }
+    }
+
+    #[derive(Default)]
+    struct Counters(Log);
+
+    impl Recorder for Counters {
+        fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+            let mut labels: Vec<_> = key
+                .labels()
+                .map(|l| (l.key().to_owned(), l.value().to_owned()))
+                .collect();
+            labels.sort();
+            Counter::from_arc(Arc::new(Handle {
+                name: key.name().to_owned(),
+                labels,
+                log: Arc::clone(&self.0),
+            }))
+        }
+        fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
+            Gauge::noop()
+        }
+        fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> Histogram {
+            Histogram::noop()
+        }
+    }
+
+    let Some(server) = common::start("a_change_of_state_is_counted") else {
+        return;
+    };
+    let (member, _) = member(&server.url(), false);
+    let recorder = Counters::default();
+    let log = Arc::clone(&recorder.0);
+    metrics::with_local_recorder(&recorder, || trip(&member));
+    let transitions: Vec<_> = log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(name, _, _)| name == "retry_redis_breaker_transitions")
+        .cloned()
+        .collect();
+    let labels = vec![
+        ("from".to_owned(), "closed".to_owned()),
+        ("to".to_owned(), "open".to_owned()),
+    ];
+    assert_eq!(
+        transitions,
+        vec![("retry_redis_breaker_transitions".to_owned(), labels, 1)]
+    );
+}
